@@ -1,0 +1,93 @@
+//! Kernel entry points: one `extern "ptx-kernel"` function per kernel and precision,
+//! named `<kernel>_f32` / `<kernel>_f64` (see [`kernel_name`]). They only exist when
+//! compiling for nvptx64; each forwards its by-value argument struct to the generic body.
+
+use blocktri_prims::Real;
+
+/// The exported name of `kernel` for element type `T`, e.g. `factor_level_f64`.
+pub fn kernel_name<T: Real>(kernel: &str) -> KernelName {
+    let mut name = KernelName { buf: [0; 48], len: 0 };
+    for part in [kernel.as_bytes(), b"_", T::NAME.as_bytes()] {
+        for &byte in part {
+            if name.len < name.buf.len() {
+                name.buf[name.len] = byte;
+                name.len += 1;
+            }
+        }
+    }
+    name
+}
+
+/// A kernel name without allocation (`no_std`).
+#[derive(Clone, Copy, Debug)]
+pub struct KernelName {
+    buf: [u8; 48],
+    len: usize,
+}
+
+impl KernelName {
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
+}
+
+/// Base names of the kernels (without the `_f32`/`_f64` suffix).
+pub mod names {
+    /// [`crate::level::factor_prep`].
+    pub const FACTOR_PREP: &str = "factor_prep";
+    /// [`crate::level::factor_level`].
+    pub const FACTOR_LEVEL: &str = "factor_level";
+    /// [`crate::level::solve_forward_level`].
+    pub const SOLVE_FORWARD: &str = "solve_forward";
+    /// [`crate::level::solve_backward_level`].
+    pub const SOLVE_BACKWARD: &str = "solve_backward";
+    /// [`crate::batched::potrf_batched`].
+    pub const POTRF_BATCHED: &str = "potrf_batched";
+    /// [`crate::tridiag::fused::leaves`].
+    pub const TRI_FUSED_LEAVES: &str = "tri_fused_leaves";
+    /// [`crate::tridiag::fused::merge`].
+    pub const TRI_FUSED_MERGE: &str = "tri_fused_merge";
+    /// [`crate::tridiag::fused::assemble`].
+    pub const TRI_FUSED_ASSEMBLE: &str = "tri_fused_assemble";
+    /// [`crate::tridiag::stagewise::leaves`].
+    pub const TRI_STAGE_LEAVES: &str = "tri_stage_leaves";
+    /// [`crate::tridiag::stagewise::extract`].
+    pub const TRI_STAGE_EXTRACT: &str = "tri_stage_extract";
+    /// [`crate::tridiag::stagewise::merge`].
+    pub const TRI_STAGE_MERGE: &str = "tri_stage_merge";
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod entry {
+    use crate::batched::{potrf_batched, PotrfBatchedArgs};
+    use crate::level::{factor_level, factor_prep, solve_backward_level, solve_forward_level, FactorArgs, SolveArgs};
+    use crate::tridiag::{fused, stagewise, TridiagArgs};
+
+    macro_rules! kernel {
+        ($f64name:ident, $f32name:ident, $body:path, $args:ident) => {
+            #[unsafe(no_mangle)]
+            pub unsafe extern "ptx-kernel" fn $f64name(args: $args<f64>) {
+                // SAFETY: the host launches it as the body's docs require.
+                unsafe { $body(&args) }
+            }
+            #[unsafe(no_mangle)]
+            pub unsafe extern "ptx-kernel" fn $f32name(args: $args<f32>) {
+                // SAFETY: as above.
+                unsafe { $body(&args) }
+            }
+        };
+    }
+
+    kernel!(factor_prep_f64, factor_prep_f32, factor_prep, FactorArgs);
+    kernel!(factor_level_f64, factor_level_f32, factor_level, FactorArgs);
+    kernel!(solve_forward_f64, solve_forward_f32, solve_forward_level, SolveArgs);
+    kernel!(solve_backward_f64, solve_backward_f32, solve_backward_level, SolveArgs);
+    kernel!(potrf_batched_f64, potrf_batched_f32, potrf_batched, PotrfBatchedArgs);
+    kernel!(tri_fused_leaves_f64, tri_fused_leaves_f32, fused::leaves, TridiagArgs);
+    kernel!(tri_fused_merge_f64, tri_fused_merge_f32, fused::merge, TridiagArgs);
+    kernel!(tri_fused_assemble_f64, tri_fused_assemble_f32, fused::assemble, TridiagArgs);
+    kernel!(tri_stage_leaves_f64, tri_stage_leaves_f32, stagewise::leaves, TridiagArgs);
+    kernel!(tri_stage_extract_f64, tri_stage_extract_f32, stagewise::extract, TridiagArgs);
+    kernel!(tri_stage_merge_f64, tri_stage_merge_f32, stagewise::merge, TridiagArgs);
+}

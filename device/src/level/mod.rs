@@ -1,0 +1,64 @@
+//! Fused level kernels: one launch per nested-dissection level, one thread block per
+//! (system, node) pair, the node's blocks in shared memory.
+//!
+//! Grid: `x = systems * nodes_in_level`, block index `s * nodes + t` is node `t` of
+//! system `s`. Memory of system `s` starts at `s * nblocks * ld * n` in the block arrays
+//! (`s * (nblocks - 1) * ld * n` for the sub-diagonal input) and at
+//! `s * nblocks * n * nrhs` in the right-hand sides.
+
+pub mod factor;
+pub mod solve;
+
+pub use factor::{factor_level, factor_prep, factor_shared_bytes, FactorArgs};
+pub use solve::{solve_backward_level, solve_forward_level, solve_shared_bytes, SolveArgs};
+
+/// Status word of a system: `u64::MAX` while no problem was found; otherwise the smallest
+/// [`info_key`] recorded (the earliest level first).
+pub const INFO_OK: u64 = u64::MAX;
+
+/// Why a block failed.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InfoCode {
+    /// A value of the block (diagonal block or one of its couplings) is NaN or infinite.
+    NonFinite = 1,
+    /// The diagonal block is not symmetric within tolerance.
+    NotSymmetric = 2,
+    /// A pivot of the block's Cholesky factorization was not positive.
+    NotPositiveDefinite = 3,
+    /// A value of the block's solution is NaN or infinite (non-finite right-hand side, or
+    /// overflow).
+    NonFiniteSolution = 4,
+}
+
+impl InfoCode {
+    /// The code stored in an info key.
+    pub fn from_u32(code: u32) -> Option<Self> {
+        match code {
+            1 => Some(Self::NonFinite),
+            2 => Some(Self::NotSymmetric),
+            3 => Some(Self::NotPositiveDefinite),
+            4 => Some(Self::NonFiniteSolution),
+            _ => None,
+        }
+    }
+}
+
+/// Orders failures by level, then code, then block: `level << 40 | code << 32 | block`,
+/// `block` 0-based. The host decodes it with [`decode_info`].
+#[inline(always)]
+pub const fn info_key(level: u32, code: InfoCode, block: u32) -> u64 {
+    ((level as u64) << 40) | ((code as u32 as u64) << 32) | block as u64
+}
+
+/// `(level, code, block)` of an info key, `None` for [`INFO_OK`].
+pub fn decode_info(key: u64) -> Option<(u32, u32, u32)> {
+    (key != INFO_OK).then_some(((key >> 40) as u32, ((key >> 32) & 0xff) as u32, key as u32))
+}
+
+/// Offsets in shared memory, in elements of `T`, rounded to keep 16-byte alignment.
+#[inline(always)]
+pub(crate) const fn align_elems(elems: usize, bytes_per_elem: usize) -> usize {
+    let align = 16 / bytes_per_elem;
+    elems.div_ceil(align) * align
+}

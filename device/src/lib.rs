@@ -1,0 +1,27 @@
+//! GPU kernels of blocktri, written in Rust.
+//!
+//! - [`tile`]: potrf (fused with trsm), trsm and products on small column-major tiles,
+//!   generic over the [`team::Team`] executing them (a CUDA block or one CPU thread);
+//! - [`level`]: the fused nested-dissection factor and solve kernels (one launch per level);
+//! - [`tridiag`]: the Sherman–Morrison tridiagonal inverse (stagewise and fused);
+//! - [`batched`]: batched Cholesky of independent tiles;
+//! - [`layout`]: the nested-dissection numbering shared with the host plan;
+//! - [`kernels`]: the exported entry points (`extern "ptx-kernel"`, nvptx64 only).
+//!
+//! On the host the crate is an ordinary library: the tile routines run with
+//! [`team::Solo`], and whole kernels run in the `blocktri_prims::emu` block emulator.
+#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
+
+#[cfg(not(target_arch = "nvptx64"))]
+extern crate std;
+
+pub mod batched;
+pub mod kernels;
+pub mod layout;
+pub mod level;
+pub mod team;
+pub mod tile;
+pub mod tridiag;
+
+pub use blocktri_prims::Real;

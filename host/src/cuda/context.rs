@@ -1,0 +1,136 @@
+//! [`Gpu`]: one CUDA device with blocktri's kernels loaded.
+
+use super::launch::{Kernel, Module};
+use crate::error::{Error, Result};
+use cudarc::driver::{sys, CudaContext, CudaStream};
+use std::sync::{Arc, OnceLock};
+
+/// What the device is.
+#[derive(Clone, Debug)]
+pub struct GpuInfo {
+    /// Device name.
+    pub name: String,
+    /// Device ordinal.
+    pub ordinal: usize,
+    /// Compute capability `(major, minor)`.
+    pub compute_capability: (i32, i32),
+    /// Streaming multiprocessors.
+    pub multiprocessors: u32,
+    /// Largest dynamic shared memory one block may opt in to, in bytes.
+    pub max_shared_per_block: u32,
+    /// Device memory in bytes.
+    pub total_memory: usize,
+    /// Architecture of the PTX build that was loaded (`sm_80`, `sm_90`).
+    pub ptx_arch: String,
+}
+
+/// A CUDA device with the crate's kernels loaded, and a stream.
+///
+/// Creating it loads the driver, creates (or retains) the device's primary context and
+/// JIT-compiles the embedded PTX; share one `Arc<Gpu>` between solvers ([`Gpu::shared`]).
+/// Event tracking of cudarc is disabled on the context: the solvers order their work on
+/// their streams explicitly, which also keeps graph capture clean.
+///
+/// ```no_run
+/// let gpu = blocktri::cuda::Gpu::shared().expect("a CUDA GPU");
+/// println!("{} ({} SMs)", gpu.info().name, gpu.info().multiprocessors);
+/// ```
+#[derive(Debug)]
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    module: Module,
+    info: GpuInfo,
+}
+
+impl Gpu {
+    /// Opens device `ordinal`. Fails with [`Error::NoGpu`] when no driver or device is
+    /// found.
+    pub fn with_ordinal(ordinal: usize) -> Result<Arc<Self>> {
+        // SAFETY: only tries to dlopen the driver library.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(Error::NoGpu("the CUDA driver library (libcuda.so) was not found".into()));
+        }
+        let count = CudaContext::device_count().map_err(|e| Error::NoGpu(format!("the CUDA driver did not initialize: {e}")))?;
+        if count <= 0 {
+            return Err(Error::NoGpu("the CUDA driver reports no device".into()));
+        }
+        if ordinal >= count as usize {
+            return Err(Error::NoGpu(format!("device {ordinal} requested, {count} present")));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(|e| Error::NoGpu(format!("cannot open device {ordinal}: {e}")))?;
+        // SAFETY: nothing has been allocated or launched through this context by us yet;
+        // every stream we use is ordered explicitly (see the type docs).
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream()?;
+        let cc = ctx.compute_capability()?;
+        let module = Module::from_embedded(&ctx, crate::ptx::PTX, cc)?;
+        let attr = |a| ctx.attribute(a).map(|v| v.max(0) as u32);
+        let info = GpuInfo {
+            name: ctx.name()?,
+            ordinal,
+            compute_capability: cc,
+            multiprocessors: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            max_shared_per_block: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+            total_memory: ctx.total_mem()?,
+            ptx_arch: module.arch().to_string(),
+        };
+        Ok(Arc::new(Gpu { ctx, stream, module, info }))
+    }
+
+    /// Opens device 0.
+    pub fn new() -> Result<Arc<Self>> {
+        Self::with_ordinal(0)
+    }
+
+    /// Device 0, opened once per process and shared (the error is kept too).
+    pub fn shared() -> Result<Arc<Self>> {
+        static SHARED: OnceLock<std::result::Result<Arc<Gpu>, String>> = OnceLock::new();
+        match SHARED.get_or_init(|| Gpu::new().map_err(|e| e.to_string())) {
+            Ok(g) => Ok(g.clone()),
+            Err(msg) => Err(Error::NoGpu(msg.trim_start_matches("no CUDA GPU available: ").to_string())),
+        }
+    }
+
+    /// Whether a usable GPU is present (opens it).
+    pub fn is_available() -> bool {
+        Self::shared().is_ok()
+    }
+
+    /// Device properties.
+    pub fn info(&self) -> &GpuInfo {
+        &self.info
+    }
+    /// The CUDA context.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+    /// The default stream of this `Gpu`.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+    /// A new stream on the device.
+    pub fn new_stream(&self) -> Result<Arc<CudaStream>> {
+        Ok(self.ctx.new_stream()?)
+    }
+    /// The crate's kernel module.
+    pub fn module(&self) -> &Module {
+        &self.module
+    }
+    /// A kernel of the crate's module by name.
+    pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        self.module.kernel(name)
+    }
+    /// Free device memory in bytes.
+    pub fn free_memory(&self) -> Result<usize> {
+        Ok(self.ctx.mem_get_info()?.0)
+    }
+    /// Fails with [`Error::OutOfMemory`] unless `bytes` (plus a 5% margin) are free.
+    pub fn check_memory(&self, bytes: usize) -> Result<()> {
+        let free = self.free_memory()?;
+        if bytes + bytes / 20 > free {
+            return Err(Error::OutOfMemory { needed: bytes, free });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,244 @@
+//! Typed kernel launches over the CUDA driver: load PTX once, look kernels up by name,
+//! launch with Rust values as arguments.
+//!
+//! A kernel written in Rust as
+//! `pub unsafe extern "ptx-kernel" fn saxpy(x: *const f32, y: *mut f32, a: f32, n: u32)`
+//! is launched with `kernel.launch(&stream, cfg, (x.ptr(), y.ptr_mut(), 2.0f32, n))`; a
+//! kernel that takes one `#[repr(C)]` argument struct by value takes `(args,)` after
+//! `unsafe impl KernelParam for Args {}`.
+
+use crate::error::{Error, Result};
+use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaModule, CudaStream};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+/// A value that can be passed to a kernel parameter of the same layout.
+///
+/// # Safety
+/// The type must be `Copy`, contain no host references, and have exactly the layout of
+/// the kernel's parameter (`#[repr(C)]` structs whose fields match, primitives, device
+/// addresses).
+pub unsafe trait KernelParam: Copy {}
+
+macro_rules! kernel_param {
+    ($($t:ty),*) => { $(
+        // SAFETY: plain values with the same layout on host and device.
+        unsafe impl KernelParam for $t {}
+    )* };
+}
+kernel_param!(u8, i8, u16, i16, u32, i32, u64, i64, usize, isize, f32, f64, bool);
+// SAFETY: raw pointers holding device addresses are 64-bit values, as the kernel's.
+unsafe impl<T> KernelParam for *const T {}
+// SAFETY: as above.
+unsafe impl<T> KernelParam for *mut T {}
+// SAFETY: the device argument structs are #[repr(C)] and shared with the kernel crate.
+unsafe impl<T: Copy> KernelParam for blocktri_device::level::FactorArgs<T> {}
+// SAFETY: as above.
+unsafe impl<T: Copy> KernelParam for blocktri_device::level::SolveArgs<T> {}
+// SAFETY: as above.
+unsafe impl<T: Copy> KernelParam for blocktri_device::tridiag::TridiagArgs<T> {}
+// SAFETY: as above.
+unsafe impl<T: Copy> KernelParam for blocktri_device::batched::PotrfBatchedArgs<T> {}
+
+/// A device address of a `T` array: passes as a `*const T` / `*mut T` kernel parameter.
+#[repr(transparent)]
+#[derive(Debug)]
+pub struct DevicePtr<T> {
+    addr: u64,
+    _t: std::marker::PhantomData<*mut T>,
+}
+
+impl<T> Clone for DevicePtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for DevicePtr<T> {}
+// SAFETY: a 64-bit device address, the layout of a device pointer.
+unsafe impl<T> KernelParam for DevicePtr<T> {}
+
+impl<T> DevicePtr<T> {
+    /// Wraps a raw device address.
+    pub fn from_addr(addr: u64) -> Self {
+        DevicePtr { addr, _t: std::marker::PhantomData }
+    }
+    /// The device address.
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+    /// As a `*mut T` (for argument structs); dereferenceable only on the device.
+    pub fn as_mut_ptr(&self) -> *mut T {
+        self.addr as *mut T
+    }
+    /// As a `*const T` (for argument structs).
+    pub fn as_ptr(&self) -> *const T {
+        self.addr as *const T
+    }
+    /// The address `count` elements further.
+    pub fn offset(&self, count: usize) -> Self {
+        Self::from_addr(self.addr + (count * std::mem::size_of::<T>()) as u64)
+    }
+}
+
+/// A tuple of kernel parameters.
+pub trait KernelParams {
+    /// Pointers to each parameter value, in order, for `cuLaunchKernel`.
+    fn pointers(&mut self) -> Vec<*mut c_void>;
+}
+
+macro_rules! kernel_params {
+    ($($name:ident),+) => {
+        impl<$($name: KernelParam),+> KernelParams for ($($name,)+) {
+            #[allow(non_snake_case)]
+            fn pointers(&mut self) -> Vec<*mut c_void> {
+                let ($($name,)+) = self;
+                vec![$($name as *mut $name as *mut c_void),+]
+            }
+        }
+    };
+}
+kernel_params!(A);
+kernel_params!(A, B);
+kernel_params!(A, B, C);
+kernel_params!(A, B, C, D);
+kernel_params!(A, B, C, D, E);
+kernel_params!(A, B, C, D, E, F);
+kernel_params!(A, B, C, D, E, F, G);
+kernel_params!(A, B, C, D, E, F, G, H);
+
+/// Grid, block and dynamic shared memory of a launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Blocks in the grid (x, y, z).
+    pub grid: (u32, u32, u32),
+    /// Threads per block (x, y, z).
+    pub block: (u32, u32, u32),
+    /// Dynamic shared memory per block in bytes.
+    pub shared_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// A 1-D launch of `grid` blocks of `block` threads.
+    pub fn linear(grid: u32, block: u32, shared_bytes: u32) -> Self {
+        LaunchConfig { grid: (grid, 1, 1), block: (block, 1, 1), shared_bytes }
+    }
+    /// Enough 1-D blocks of `block` threads to cover `count` threads.
+    pub fn for_count(count: usize, block: u32) -> Self {
+        Self::linear((count.div_ceil(block as usize)).max(1) as u32, block, 0)
+    }
+}
+
+/// A kernel of a loaded [`Module`].
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    func: CudaFunction,
+    name: String,
+    smem_limit: Arc<Mutex<u32>>,
+}
+
+impl Kernel {
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Registers used per thread (from the driver).
+    pub fn registers(&self) -> Result<i32> {
+        Ok(self.func.num_regs()?)
+    }
+
+    /// Most threads per block this kernel can be launched with (registers permitting).
+    pub fn max_threads_per_block(&self) -> Result<u32> {
+        Ok(self.func.max_threads_per_block()?.max(32) as u32)
+    }
+
+    /// Raises the kernel's dynamic shared-memory limit to at least `bytes` (needed above
+    /// 48 KB; done automatically by [`Self::launch`], but must happen before a stream
+    /// capture that will use it).
+    pub fn reserve_shared(&self, bytes: u32) -> Result<()> {
+        self.ensure_shared(bytes)
+    }
+
+    /// Launches the kernel on `stream`. Dynamic shared memory above 48 KB raises the
+    /// kernel's opt-in limit first (once per size).
+    ///
+    /// # Safety
+    /// The parameters must match the kernel's signature and satisfy its documented
+    /// contract (sizes of the arrays behind device pointers, launch shape).
+    pub unsafe fn launch(&self, stream: &CudaStream, cfg: LaunchConfig, mut params: impl KernelParams) -> Result<()> {
+        self.ensure_shared(cfg.shared_bytes)?;
+        let mut ptrs = params.pointers();
+        // SAFETY: forwarded from the caller; `ptrs` points into `params`, alive for the call
+        // (cuLaunchKernel copies the values before returning).
+        unsafe {
+            result::launch_kernel(self.func.cu_function(), cfg.grid, cfg.block, cfg.shared_bytes, stream.cu_stream(), &mut ptrs)
+        }
+        .map_err(|e| Error::Cuda(format!("launching {}: {e}", self.name)))
+    }
+
+    fn ensure_shared(&self, bytes: u32) -> Result<()> {
+        let mut limit = self.smem_limit.lock().unwrap_or_else(|e| e.into_inner());
+        if bytes > *limit {
+            self.func
+                .set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes as i32)
+                .map_err(|e| Error::Cuda(format!("{}: cannot use {bytes} bytes of shared memory: {e}", self.name)))?;
+            *limit = bytes;
+        }
+        Ok(())
+    }
+}
+
+/// A loaded PTX module; kernels are looked up by name once and cached.
+#[derive(Debug)]
+pub struct Module {
+    module: Arc<CudaModule>,
+    kernels: Mutex<HashMap<String, Kernel>>,
+    arch: String,
+}
+
+impl Module {
+    /// Loads PTX source (JIT-compiled by the driver for the device).
+    pub fn from_ptx(ctx: &Arc<CudaContext>, ptx: &str, arch: &str) -> Result<Self> {
+        let module = ctx
+            .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
+            .map_err(|e| Error::Cuda(format!("loading the {arch} PTX module: {e}")))?;
+        Ok(Module { module, kernels: Mutex::new(HashMap::new()), arch: arch.to_string() })
+    }
+
+    /// Loads the best of several PTX builds `(arch, source)` (as generated by
+    /// `blocktri-ptx`): the highest `sm_XY` not above the device's compute capability.
+    pub fn from_embedded(ctx: &Arc<CudaContext>, builds: &[(&str, &str)], capability: (i32, i32)) -> Result<Self> {
+        let cc = capability.0 * 10 + capability.1;
+        let best = builds
+            .iter()
+            .filter_map(|(arch, src)| arch.strip_prefix("sm_").and_then(|v| v.parse::<i32>().ok()).map(|v| (v, *arch, *src)))
+            .filter(|(v, _, _)| *v <= cc)
+            .max_by_key(|(v, _, _)| *v)
+            .ok_or_else(|| {
+                let archs: Vec<_> = builds.iter().map(|b| b.0).collect();
+                Error::NoGpu(format!("the device (compute capability {}.{}) is older than every PTX build ({archs:?})", capability.0, capability.1))
+            })?;
+        Self::from_ptx(ctx, best.2, best.1)
+    }
+
+    /// The architecture of the loaded PTX.
+    pub fn arch(&self) -> &str {
+        &self.arch
+    }
+
+    /// The kernel named `name`.
+    pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        let mut cache = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = cache.get(name) {
+            return Ok(k.clone());
+        }
+        let func = self
+            .module
+            .load_function(name)
+            .map_err(|e| Error::Cuda(format!("kernel {name} not found in the module: {e}")))?;
+        let k = Kernel { func, name: name.to_string(), smem_limit: Arc::new(Mutex::new(48 * 1024)) };
+        cache.insert(name.to_string(), k.clone());
+        Ok(k)
+    }
+}

@@ -1,0 +1,138 @@
+//! Device memory owned by Rust values, and the copies the solvers need.
+
+use super::launch::DevicePtr;
+use crate::error::{Error, Result};
+use cudarc::driver::{result, sys, CudaSlice, CudaStream, DevicePtr as _, DeviceRepr};
+use std::sync::Arc;
+
+/// An owned device array of `T`, freed (stream-ordered) on drop.
+#[derive(Debug)]
+pub struct DeviceBuffer<T> {
+    slice: CudaSlice<T>,
+    stream: Arc<CudaStream>,
+}
+
+impl<T: DeviceRepr> DeviceBuffer<T> {
+    /// `len` elements filled with `0xff` bytes (NaN for floats): never-written results show
+    /// up as NaN instead of stale values.
+    pub fn poisoned(stream: &Arc<CudaStream>, len: usize) -> Result<Self> {
+        // SAFETY: the memory is initialized right below, before any read.
+        let slice = unsafe { stream.alloc::<T>(len.max(1)) }.map_err(|e| Error::Cuda(format!("allocating {len} elements: {e}")))?;
+        let buf = DeviceBuffer { slice, stream: stream.clone() };
+        buf.fill_bytes(0xff)?;
+        Ok(buf)
+    }
+
+    /// A copy of `data` on the device.
+    pub fn from_host(stream: &Arc<CudaStream>, data: &[T]) -> Result<Self> {
+        let mut buf = Self::poisoned(stream, data.len())?;
+        buf.copy_from_host(data)?;
+        Ok(buf)
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.slice.len()
+    }
+
+    /// Whether it holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.slice.len() == 0
+    }
+
+    /// The device address.
+    pub fn ptr(&self) -> DevicePtr<T> {
+        let (addr, _sync) = self.slice.device_ptr(&self.stream);
+        DevicePtr::from_addr(addr)
+    }
+
+    /// Sets every byte to `value` (stream-ordered).
+    pub fn fill_bytes(&self, value: u8) -> Result<()> {
+        let bytes = self.slice.len() * std::mem::size_of::<T>();
+        // SAFETY: the range is this allocation.
+        unsafe { result::memset_d8_async(self.ptr().addr(), value, bytes, self.stream.cu_stream()) }?;
+        Ok(())
+    }
+
+    /// Copies `data` to the start of the buffer (stream-ordered; `data` must stay alive and
+    /// unchanged until the stream reaches the copy, which `copy_*` calls ensure by
+    /// synchronizing when the source is pageable host memory).
+    pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
+        if data.len() > self.len() {
+            return Err(Error::Shape(format!("copying {} elements into a buffer of {}", data.len(), self.len())));
+        }
+        // SAFETY: destination range inside the allocation; the source outlives the copy
+        // because cuMemcpyHtoDAsync from pageable memory returns after staging it.
+        unsafe { result::memcpy_htod_async(self.ptr().addr(), data, self.stream.cu_stream()) }?;
+        Ok(())
+    }
+
+    /// Copies the first `out.len()` elements to the host and waits for them.
+    pub fn copy_to_host(&self, out: &mut [T]) -> Result<()> {
+        if out.len() > self.len() {
+            return Err(Error::Shape(format!("copying {} elements out of a buffer of {}", out.len(), self.len())));
+        }
+        // SAFETY: source range inside the allocation; we synchronize before returning.
+        unsafe { result::memcpy_dtoh_async(out, self.ptr().addr(), self.stream.cu_stream()) }?;
+        self.stream.synchronize()?;
+        Ok(())
+    }
+
+    /// The whole buffer on the host.
+    pub fn to_vec(&self) -> Result<Vec<T>>
+    where
+        T: Default + Clone,
+    {
+        let mut v = vec![T::default(); self.len()];
+        self.copy_to_host(&mut v)?;
+        Ok(v)
+    }
+}
+
+/// Where a 2-D copy reads or writes: a host slice or a device address.
+pub(crate) enum Loc<'a, T> {
+    Host(&'a [T]),
+    Device(u64),
+}
+
+/// A 2-D copy (`cuMemcpy2DAsync`): `height` columns of `width` elements, source pitch
+/// `src_ld`, destination pitch `dst_ld` (elements). Host sources must stay unchanged until
+/// the stream reaches the copy; host destinations are valid after a synchronization.
+///
+/// # Safety
+/// Device addresses must be valid for `height` columns at their pitch.
+pub(crate) unsafe fn copy_2d<T>(stream: &CudaStream, src: Loc<'_, T>, src_ld: usize, dst: Loc<'_, T>, dst_ld: usize, width: usize, height: usize) -> Result<()> {
+    if width == 0 || height == 0 {
+        return Ok(());
+    }
+    let size = std::mem::size_of::<T>();
+    let need = |ld: usize| (height - 1) * ld + width;
+    let mut p: sys::CUDA_MEMCPY2D = unsafe { std::mem::zeroed() };
+    p.WidthInBytes = width * size;
+    p.Height = height;
+    p.srcPitch = src_ld * size;
+    p.dstPitch = dst_ld * size;
+    match src {
+        Loc::Host(s) => {
+            if s.len() < need(src_ld) {
+                return Err(Error::Shape("2-D copy source too short".into()));
+            }
+            p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+            p.srcHost = s.as_ptr() as *const _;
+        }
+        Loc::Device(a) => {
+            p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+            p.srcDevice = a;
+        }
+    }
+    match dst {
+        Loc::Host(_) => return Err(Error::Shape("2-D copy to the host is not supported".into())),
+        Loc::Device(a) => {
+            p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+            p.dstDevice = a;
+        }
+    }
+    // SAFETY: validated above; device ranges are the caller's contract.
+    let r = unsafe { sys::cuMemcpy2DAsync_v2(&p, stream.cu_stream()) };
+    r.result().map_err(|e| Error::Cuda(format!("2-D copy: {e}")))
+}

@@ -1,0 +1,20 @@
+//! The CUDA side: device and module management ([`Gpu`], [`Module`], [`Kernel`]),
+//! device memory ([`DeviceBuffer`]), and the GPU solvers ([`GpuCholesky`],
+//! [`GpuTridiagInverse`]).
+//!
+//! The driver is loaded at run time (cudarc's dynamic loading): this crate builds and its
+//! CPU paths run on machines without CUDA; [`Gpu::new`] then returns [`Error::NoGpu`].
+//!
+//! [`Error::NoGpu`]: crate::Error::NoGpu
+
+mod cholesky;
+mod context;
+mod launch;
+mod memory;
+// mod tridiag;
+
+pub use cholesky::{GpuCholesky, GpuOptions};
+pub use context::{Gpu, GpuInfo};
+pub use launch::{DevicePtr, Kernel, KernelParam, KernelParams, LaunchConfig, Module};
+pub use memory::DeviceBuffer;
+// pub use tridiag::GpuTridiagInverse;

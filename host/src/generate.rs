@@ -1,0 +1,249 @@
+//! Seeded problem generators: the papers' synthetic SPD sets and the Kalman-smoothing
+//! system of the second paper (section 4.3).
+
+use crate::error::{shape_err, Result};
+use crate::matrix::{BlockTridiag, BlockVec, Shape};
+use crate::scalar::{cast, Scalar};
+use nalgebra::{DMatrix, DVector};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
+
+fn rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
+}
+
+fn uniform_matrix(rng: &mut ChaCha8Rng, rows: usize, cols: usize) -> DMatrix<f64> {
+    DMatrix::from_fn(rows, cols, |_, _| rng.random_range(-1.0..1.0))
+}
+
+/// A random orthogonal matrix (QR of a Gaussian matrix, signs fixed).
+fn random_orthogonal(rng: &mut ChaCha8Rng, n: usize) -> DMatrix<f64> {
+    let g = DMatrix::from_fn(n, n, |_, _| rng.sample::<f64, _>(StandardNormal));
+    let qr = g.qr();
+    let (mut q, r) = (qr.q(), qr.r());
+    for j in 0..n {
+        if r[(j, j)] < 0.0 {
+            q.column_mut(j).neg_mut();
+        }
+    }
+    q
+}
+
+fn store<T: Scalar>(a: &mut BlockTridiag<T>, s: usize, diag: &[DMatrix<f64>], sub: &[DMatrix<f64>]) {
+    let (n, ld) = (a.shape().block, a.ld());
+    for (i, d) in diag.iter().enumerate() {
+        let blk = a.diag_block_mut(s, i);
+        for c in 0..n {
+            for r in 0..n {
+                // Average the two triangles so that the block is exactly symmetric.
+                blk[c * ld + r] = cast(0.5 * (d[(r, c)] + d[(c, r)]));
+            }
+        }
+    }
+    for (i, b) in sub.iter().enumerate() {
+        let blk = a.sub_block_mut(s, i);
+        for c in 0..n {
+            for r in 0..n {
+                blk[c * ld + r] = cast(b[(r, c)]);
+            }
+        }
+    }
+}
+
+/// A well-conditioned random SPD batch (the papers' synthetic set): sub-diagonal entries
+/// uniform in `(-1, 1)`, diagonal blocks a symmetric uniform matrix plus `(3n + 1) I`, so
+/// that every row is strictly diagonally dominant (condition number below about `6n`).
+///
+/// ```
+/// let a = blocktri::generate::random_spd::<f64>(2, 10, 4, 7).unwrap();
+/// assert_eq!(a.shape().batch, 2);
+/// ```
+pub fn random_spd<T: Scalar>(batch: usize, nblocks: usize, block: usize, seed: u64) -> Result<BlockTridiag<T>> {
+    let shape = Shape::new(batch, nblocks, block)?;
+    let mut a = BlockTridiag::zeros_padded(shape, block)?;
+    let mut r = rng(seed);
+    let shift = 3.0 * block as f64 + 1.0;
+    for s in 0..batch {
+        let diag: Vec<_> = (0..nblocks)
+            .map(|_| {
+                let m = uniform_matrix(&mut r, block, block);
+                (&m + m.transpose()) * 0.5 + DMatrix::identity(block, block) * shift
+            })
+            .collect();
+        let sub: Vec<_> = (1..nblocks).map(|_| uniform_matrix(&mut r, block, block)).collect();
+        store(&mut a, s, &diag, &sub);
+    }
+    Ok(a)
+}
+
+/// A random SPD batch with 2-norm condition number `kappa >= 1` (exact up to rounding):
+/// `A = Q^T (T (x) W + mu I) Q` with `T` the path-graph Laplacian of the `N` blocks
+/// (singular, so `mu` sets the smallest eigenvalue), `W` SPD with eigenvalues spread over
+/// `[1, 10]`, `mu = lambda_max / (kappa - 1)` and `Q` a random block-diagonal orthogonal
+/// matrix (which keeps the block-tridiagonal structure and the spectrum). For `N = 1`
+/// the single block has eigenvalues geometrically spaced from 1 to `kappa`.
+pub fn random_spd_conditioned<T: Scalar>(
+    batch: usize,
+    nblocks: usize,
+    block: usize,
+    kappa: f64,
+    seed: u64,
+) -> Result<BlockTridiag<T>> {
+    if !(kappa >= 1.0 && kappa.is_finite()) {
+        shape_err!("condition number must be finite and >= 1, got {kappa}");
+    }
+    let shape = Shape::new(batch, nblocks, block)?;
+    let mut a = BlockTridiag::zeros_padded(shape, block)?;
+    let mut r = rng(seed);
+    let n = block;
+    let geom = |lo: f64, hi: f64, k: usize| if n == 1 { hi } else { lo * (hi / lo).powf(k as f64 / (n - 1) as f64) };
+    for s in 0..batch {
+        let q: Vec<DMatrix<f64>> = (0..nblocks).map(|_| random_orthogonal(&mut r, n)).collect();
+        let (diag, sub): (Vec<_>, Vec<_>) = if nblocks == 1 {
+            let u = random_orthogonal(&mut r, n);
+            let d = DMatrix::from_diagonal(&DVector::from_fn(n, |k, _| geom(1.0, kappa, k)));
+            (vec![&u * d * u.transpose()], vec![])
+        } else {
+            let u = random_orthogonal(&mut r, n);
+            let w = &u * DMatrix::from_diagonal(&DVector::from_fn(n, |k, _| geom(1.0, 10.0, k))) * u.transpose();
+            let lap_max = 2.0 + 2.0 * (std::f64::consts::PI / nblocks as f64).cos();
+            let mu = if kappa > 1.0 { lap_max * 10.0 / (kappa - 1.0) } else { 1e300 };
+            let eye = DMatrix::<f64>::identity(n, n);
+            let diag = (0..nblocks)
+                .map(|i| {
+                    let degree = if i == 0 || i + 1 == nblocks { 1.0 } else { 2.0 };
+                    let d = if kappa > 1.0 { &w * degree + &eye * mu } else { eye.clone() };
+                    q[i].transpose() * d * &q[i]
+                })
+                .collect();
+            let sub = (0..nblocks - 1)
+                .map(|i| if kappa > 1.0 { -(q[i + 1].transpose() * &w * &q[i]) } else { DMatrix::zeros(n, n) })
+                .collect();
+            (diag, sub)
+        };
+        store(&mut a, s, &diag, &sub);
+    }
+    Ok(a)
+}
+
+/// Random right-hand sides with entries uniform in `(-1, 1)`.
+pub fn random_rhs<T: Scalar>(shape: Shape, ncols: usize, seed: u64) -> Result<BlockVec<T>> {
+    let mut r = rng(seed);
+    let len = shape.batch * shape.dim() * ncols;
+    BlockVec::from_vec(shape, ncols, (0..len).map(|_| cast(r.random_range(-1.0..1.0))).collect())
+}
+
+/// A linear-Gaussian state-space model `x_k = G x_{k-1} + w_k`, `z_k = H x_k + v_k`,
+/// `w ~ N(0, Q)`, `v ~ N(0, R)`, with known `x_0` (time-invariant matrices).
+#[derive(Clone, Debug)]
+pub struct KalmanModel {
+    /// State transition (`n x n`).
+    pub g: DMatrix<f64>,
+    /// Observation (`m x n`).
+    pub h: DMatrix<f64>,
+    /// Process noise covariance (`n x n`, SPD).
+    pub q: DMatrix<f64>,
+    /// Measurement noise covariance (`m x m`, SPD).
+    pub r: DMatrix<f64>,
+    /// Known initial state.
+    pub x0: DVector<f64>,
+}
+
+impl KalmanModel {
+    /// The MAP smoothing system `(H^T R^-1 H + G^T Q^-1 G) x = H^T R^-1 z + G^T Q^-1 zeta`
+    /// for measurements `z_1..z_N` (second paper, eq. 4.4):
+    /// `A_kk = Q^-1 + G^T Q^-1 G [k < N] + H^T R^-1 H`, `A_{k+1,k} = -Q^-1 G`,
+    /// `b_k = H^T R^-1 z_k`, plus `Q^-1 G x_0` for `k = 1`.
+    pub fn smoothing_system<T: Scalar>(&self, z: &[DVector<f64>]) -> Result<(BlockTridiag<T>, BlockVec<T>)> {
+        let (n, m, nb) = (self.g.nrows(), self.h.nrows(), z.len());
+        if self.g.ncols() != n || self.h.ncols() != n || self.q.shape() != (n, n) || self.r.shape() != (m, m) || self.x0.len() != n {
+            shape_err!("inconsistent Kalman model dimensions (n = {n}, m = {m})");
+        }
+        if let Some(k) = z.iter().position(|zk| zk.len() != m) {
+            shape_err!("measurement {k} has length {}, expected {m}", z[k].len());
+        }
+        let qi = self.q.clone().cholesky().map(|c| c.inverse());
+        let ri = self.r.clone().cholesky().map(|c| c.inverse());
+        let (Some(qi), Some(ri)) = (qi, ri) else {
+            shape_err!("Q and R must be symmetric positive definite");
+        };
+        let shape = Shape::new(1, nb, n)?;
+        let mut a = BlockTridiag::zeros_padded(shape, n)?;
+        let hrh = self.h.transpose() * &ri * &self.h;
+        let gqg = self.g.transpose() * &qi * &self.g;
+        let coupling = -(&qi * &self.g);
+        let diag: Vec<_> = (0..nb).map(|k| if k + 1 < nb { &qi + &gqg + &hrh } else { &qi + &hrh }).collect();
+        let sub = vec![coupling; nb.saturating_sub(1)];
+        store(&mut a, 0, &diag, &sub);
+        let mut b = BlockVec::zeros(shape, 1)?;
+        let prior = &qi * &self.g * &self.x0;
+        for (k, zk) in z.iter().enumerate() {
+            let mut bk = self.h.transpose() * &ri * zk;
+            if k == 0 {
+                bk += &prior;
+            }
+            for r in 0..n {
+                b.set(0, k * n + r, 0, cast(bk[r]));
+            }
+        }
+        Ok((a, b))
+    }
+
+    /// Simulates `N` steps: `(states x_1..x_N, measurements z_1..z_N)`.
+    pub fn simulate(&self, nsteps: usize, seed: u64) -> (Vec<DVector<f64>>, Vec<DVector<f64>>) {
+        let mut r = rng(seed);
+        let (n, m) = (self.g.nrows(), self.h.nrows());
+        let lq = self.q.clone().cholesky().map(|c| c.l()).unwrap_or_else(|| DMatrix::zeros(n, n));
+        let lr = self.r.clone().cholesky().map(|c| c.l()).unwrap_or_else(|| DMatrix::zeros(m, m));
+        let mut x = self.x0.clone();
+        let (mut xs, mut zs) = (Vec::with_capacity(nsteps), Vec::with_capacity(nsteps));
+        for _ in 0..nsteps {
+            let w = DVector::from_fn(n, |_, _| r.sample::<f64, _>(StandardNormal));
+            let v = DVector::from_fn(m, |_, _| r.sample::<f64, _>(StandardNormal));
+            x = &self.g * &x + &lq * w;
+            zs.push(&self.h * &x + &lr * v);
+            xs.push(x.clone());
+        }
+        (xs, zs)
+    }
+}
+
+/// The neuroscience-style model of the second paper's experiment: latent dimension `n`
+/// (rounded up to even) with damped 2-D rotations over `dt = 0.1`, a tall well-conditioned
+/// observation matrix (`m x n`), dense SPD `Q` and a larger diagonal `R`.
+pub fn kalman_model(n: usize, m: usize, seed: u64) -> Result<KalmanModel> {
+    if n == 0 || m == 0 {
+        shape_err!("Kalman model needs n >= 1 and m >= 1");
+    }
+    let mut r = rng(seed);
+    let dt = 0.1;
+    let mut g = DMatrix::zeros(n, n);
+    for p in (0..n).step_by(2) {
+        let omega: f64 = 2.0 * std::f64::consts::PI * r.random_range(0.2f64..2.0);
+        let damp: f64 = (-dt * r.random_range(0.05f64..0.5)).exp();
+        let (c, s) = ((omega * dt).cos() * damp, (omega * dt).sin() * damp);
+        if p + 1 < n {
+            g[(p, p)] = c;
+            g[(p, p + 1)] = -s;
+            g[(p + 1, p)] = s;
+            g[(p + 1, p + 1)] = c;
+        } else {
+            g[(p, p)] = damp;
+        }
+    }
+    let h = DMatrix::from_fn(m, n, |_, _| r.sample::<f64, _>(StandardNormal)) / (n as f64).sqrt();
+    let a = uniform_matrix(&mut r, n, n);
+    let q = (&a * a.transpose()) * (0.01 / n as f64) + DMatrix::identity(n, n) * 0.01;
+    let rdiag = DMatrix::from_diagonal(&DVector::from_fn(m, |_, _| r.random_range(0.5..1.5)));
+    let x0 = DVector::from_fn(n, |_, _| r.sample::<f64, _>(StandardNormal));
+    Ok(KalmanModel { g, h, q, r: rdiag, x0 })
+}
+
+/// A Kalman-smoothing problem: `(A, b, true states stacked)`.
+pub fn kalman_problem<T: Scalar>(n: usize, m: usize, nsteps: usize, seed: u64) -> Result<(BlockTridiag<T>, BlockVec<T>, Vec<f64>)> {
+    let model = kalman_model(n, m, seed)?;
+    let (xs, zs) = model.simulate(nsteps, seed ^ 0x5eed);
+    let (a, b) = model.smoothing_system(&zs)?;
+    Ok((a, b, xs.iter().flat_map(|x| x.iter().copied()).collect()))
+}

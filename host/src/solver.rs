@@ -1,0 +1,151 @@
+//! One call shape for every backend: [`Factorization`], and [`Solver`], which picks a
+//! backend at run time.
+
+use crate::cpu::{SequentialCholesky, ThreadedCholesky};
+use crate::cuda::GpuCholesky;
+use crate::error::{Error, Result};
+use crate::matrix::{BlockTridiag, BlockVec, Shape};
+use crate::scalar::Scalar;
+
+/// Factor `A = L L^T` once, solve many times, refactor with new values of the same shape.
+pub trait Factorization<T: Scalar> {
+    /// Factors `a` (any shape; a new shape replaces the previous factorization). Validates
+    /// the input first: shapes, finite values, symmetric diagonal blocks; a matrix that is
+    /// not positive definite is reported with its system and block.
+    fn factor(&mut self, a: &BlockTridiag<T>) -> Result<()>;
+
+    /// Factors new values of the shape already factored (reusing buffers and, on the GPU,
+    /// the captured launch graph). Fails with [`Error::ShapeChanged`] for another shape.
+    fn refactor(&mut self, a: &BlockTridiag<T>) -> Result<()> {
+        match self.shape() {
+            Some(s) if s != a.shape() => Err(Error::ShapeChanged { factored: s.to_string(), given: a.shape().to_string() }),
+            _ => self.factor(a),
+        }
+    }
+
+    /// Overwrites `b` with `A^-1 b`.
+    fn solve_in_place(&mut self, b: &mut BlockVec<T>) -> Result<()>;
+
+    /// Returns `A^-1 b`.
+    fn solve(&mut self, b: &BlockVec<T>) -> Result<BlockVec<T>> {
+        let mut x = b.clone();
+        self.solve_in_place(&mut x)?;
+        Ok(x)
+    }
+
+    /// Factors `a` and solves for `b` (the GPU interlaces the forward substitution with
+    /// the factorization).
+    fn factor_solve(&mut self, a: &BlockTridiag<T>, b: &BlockVec<T>) -> Result<BlockVec<T>> {
+        self.factor(a)?;
+        self.solve(b)
+    }
+
+    /// Shape of the current factorization, if any.
+    fn shape(&self) -> Option<Shape>;
+
+    /// Short backend name (`cpu-sequential`, `cpu-threaded`, `gpu`).
+    fn name(&self) -> &'static str;
+}
+
+/// Which backend a [`Solver`] uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// The GPU when one is usable, else the threaded CPU solver.
+    #[default]
+    Auto,
+    /// The GPU; an error when none is usable.
+    Gpu,
+    /// The multi-threaded CPU solver.
+    Cpu,
+    /// The sequential CPU reference.
+    CpuSequential,
+}
+
+impl std::str::FromStr for Backend {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "auto" => Ok(Backend::Auto),
+            "gpu" => Ok(Backend::Gpu),
+            "cpu" => Ok(Backend::Cpu),
+            "cpu-sequential" | "sequential" => Ok(Backend::CpuSequential),
+            _ => Err(Error::Shape(format!("unknown backend {s:?} (auto, gpu, cpu, cpu-sequential)"))),
+        }
+    }
+}
+
+/// A solver on the backend chosen at construction: the same five lines run on the GPU or
+/// the CPU.
+///
+/// ```
+/// use blocktri::{generate, Backend, Solver};
+/// let a = generate::random_spd::<f64>(1, 64, 8, 1).unwrap(); // 1 system, N = 64, n = 8
+/// let b = generate::random_rhs(a.shape(), 1, 2).unwrap();
+/// let mut solver = Solver::new(Backend::Cpu).unwrap(); // or Backend::Auto / Backend::Gpu
+/// solver.factor(&a).unwrap();
+/// let x = solver.solve(&b).unwrap();
+/// assert!(blocktri::residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12);
+/// ```
+pub struct Solver<T: Scalar> {
+    inner: Box<dyn Factorization<T> + Send>,
+    fallback_reason: Option<String>,
+}
+
+impl<T: Scalar> std::fmt::Debug for Solver<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Solver").field("backend", &self.inner.name()).finish()
+    }
+}
+
+// SAFETY-free: GpuCholesky holds cudarc handles that are Send.
+impl<T: Scalar> Solver<T> {
+    /// A solver on `backend`. [`Backend::Auto`] falls back to the CPU when no GPU is
+    /// usable ([`Solver::fallback_reason`] says why).
+    pub fn new(backend: Backend) -> Result<Self> {
+        let cpu = || Box::new(ThreadedCholesky::<T>::new()) as Box<dyn Factorization<T> + Send>;
+        Ok(match backend {
+            Backend::Gpu => Solver { inner: Box::new(GpuCholesky::<T>::new()?), fallback_reason: None },
+            Backend::Cpu => Solver { inner: cpu(), fallback_reason: None },
+            Backend::CpuSequential => Solver { inner: Box::new(SequentialCholesky::<T>::new()), fallback_reason: None },
+            Backend::Auto => match GpuCholesky::<T>::new() {
+                Ok(g) => Solver { inner: Box::new(g), fallback_reason: None },
+                Err(e) => Solver { inner: cpu(), fallback_reason: Some(e.to_string()) },
+            },
+        })
+    }
+
+    /// Why [`Backend::Auto`] chose the CPU, if it did.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.fallback_reason.as_deref()
+    }
+
+    /// The backend's name.
+    pub fn backend_name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    /// See [`Factorization::factor`].
+    pub fn factor(&mut self, a: &BlockTridiag<T>) -> Result<()> {
+        self.inner.factor(a)
+    }
+    /// See [`Factorization::refactor`].
+    pub fn refactor(&mut self, a: &BlockTridiag<T>) -> Result<()> {
+        self.inner.refactor(a)
+    }
+    /// See [`Factorization::solve`].
+    pub fn solve(&mut self, b: &BlockVec<T>) -> Result<BlockVec<T>> {
+        self.inner.solve(b)
+    }
+    /// See [`Factorization::solve_in_place`].
+    pub fn solve_in_place(&mut self, b: &mut BlockVec<T>) -> Result<()> {
+        self.inner.solve_in_place(b)
+    }
+    /// See [`Factorization::factor_solve`].
+    pub fn factor_solve(&mut self, a: &BlockTridiag<T>, b: &BlockVec<T>) -> Result<BlockVec<T>> {
+        self.inner.factor_solve(a, b)
+    }
+    /// See [`Factorization::shape`].
+    pub fn shape(&self) -> Option<Shape> {
+        self.inner.shape()
+    }
+}

@@ -1,0 +1,117 @@
+//! Warp-level matrix multiply-accumulate (`mma.sync`, sm_80 and newer).
+//!
+//! Fragment layouts (lane `l`, `g = l / 4`, `t = l % 4`), as in the PTX ISA:
+//!
+//! | op | A | B | C / D |
+//! |---|---|---|---|
+//! | [`mma_m8n8k4_f64`] (A 8x4, B 4x8, C 8x8) | `A[g][t]` | `B[t][g]` | `C[g][2t]`, `C[g][2t+1]` |
+//! | [`mma_m16n8k8_tf32`] (A 16x8, B 8x8, C 16x8) | `A[g][t]`, `A[g+8][t]`, `A[g][t+4]`, `A[g+8][t+4]` | `B[t][g]`, `B[t+4][g]` | `C[g][2t]`, `C[g][2t+1]`, `C[g+8][2t]`, `C[g+8][2t+1]` |
+//!
+//! All 32 lanes of the warp must execute the call together.
+
+/// `D = A * B + C` for an 8x8x4 FP64 product, one DMMA.
+/// PTX: `mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64`.
+///
+/// Lane `l` passes `a = A[l/4][l%4]`, `b = B[l%4][l/4]`, `c = [C[l/4][2(l%4)], C[l/4][2(l%4)+1]]`
+/// and receives the same two entries of `D`.
+#[inline(always)]
+pub fn mma_m8n8k4_f64(a: f64, b: f64, c: [f64; 2]) -> [f64; 2] {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (d0, d1): (f64, f64);
+        // SAFETY: warp-synchronous tensor-core op; all lanes participate (contract).
+        unsafe {
+            core::arch::asm!(
+                "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {{{0}, {1}}}, {{{2}}}, {{{3}}}, {{{4}, {5}}};",
+                out(reg64) d0, out(reg64) d1, in(reg64) a, in(reg64) b, in(reg64) c[0], in(reg64) c[1],
+                options(nostack, nomem, pure),
+            );
+        }
+        [d0, d1]
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let lane = crate::lane_id() as usize;
+        let av = crate::emu::warp_all(a.to_bits());
+        let bv = crate::emu::warp_all(b.to_bits());
+        let (g, t) = (lane / 4, lane % 4);
+        let mut d = c;
+        for (j, dj) in d.iter_mut().enumerate() {
+            let n = 2 * t + j;
+            for k in 0..4 {
+                *dj = f64::from_bits(av[4 * g + k]).mul_add(f64::from_bits(bv[4 * n + k]), *dj);
+            }
+        }
+        d
+    }
+}
+
+/// Rounds an `f32` to TF32 (10-bit mantissa, round to nearest, ties away), returned as the
+/// 32-bit register the TF32 `mma` reads. PTX: `cvt.rna.tf32.f32`.
+#[inline(always)]
+pub fn to_tf32(x: f32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let out: u32;
+        // SAFETY: a conversion, no preconditions.
+        unsafe {
+            core::arch::asm!("cvt.rna.tf32.f32 {0}, {1};", out(reg32) out, in(reg32) x, options(nostack, nomem, pure));
+        }
+        out
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let bits = x.to_bits();
+        if !x.is_finite() {
+            return bits;
+        }
+        // Round to nearest, ties away from zero, at bit 13.
+        (bits.wrapping_add(0x1000)) & 0xffff_e000
+    }
+}
+
+/// `D = A * B + C` for a 16x8x8 product with TF32 inputs (see [`to_tf32`]) and FP32
+/// accumulation. PTX: `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`.
+///
+/// TF32 keeps 10 mantissa bits: products carry a relative error near 1e-3, so use it
+/// where that accuracy suffices, or split each operand into a high and a low TF32 part
+/// and accumulate three products (the 3xTF32 scheme) to recover FP32 accuracy.
+#[inline(always)]
+pub fn mma_m16n8k8_tf32(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (d0, d1, d2, d3): (f32, f32, f32, f32);
+        // SAFETY: warp-synchronous tensor-core op; all lanes participate (contract).
+        unsafe {
+            core::arch::asm!(
+                "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {{{0}, {1}, {2}, {3}}}, {{{4}, {5}, {6}, {7}}}, {{{8}, {9}}}, {{{10}, {11}, {12}, {13}}};",
+                out(reg32) d0, out(reg32) d1, out(reg32) d2, out(reg32) d3,
+                in(reg32) a[0], in(reg32) a[1], in(reg32) a[2], in(reg32) a[3],
+                in(reg32) b[0], in(reg32) b[1],
+                in(reg32) c[0], in(reg32) c[1], in(reg32) c[2], in(reg32) c[3],
+                options(nostack, nomem, pure),
+            );
+        }
+        [d0, d1, d2, d3]
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let lane = crate::lane_id() as usize;
+        let (g, t) = (lane / 4, lane % 4);
+        let a_all: [[u64; 32]; 4] = core::array::from_fn(|i| crate::emu::warp_all(a[i] as u64));
+        let b_all: [[u64; 32]; 2] = core::array::from_fn(|i| crate::emu::warp_all(b[i] as u64));
+        // A[m][k]: held by lane 4*(m%8)+(k%4), register (m/8) + 2*(k/4).
+        let a_at = |m: usize, k: usize| f32::from_bits(a_all[(m / 8) + 2 * (k / 4)][4 * (m % 8) + k % 4] as u32);
+        // B[k][n]: held by lane 4*n+(k%4), register k/4.
+        let b_at = |k: usize, n: usize| f32::from_bits(b_all[k / 4][4 * n + k % 4] as u32);
+        let mut d = c;
+        for (r, dr) in d.iter_mut().enumerate() {
+            let m = g + 8 * (r / 2);
+            let n = 2 * t + r % 2;
+            for k in 0..8 {
+                *dr = a_at(m, k).mul_add(b_at(k, n), *dr);
+            }
+        }
+        d
+    }
+}
