@@ -4,7 +4,7 @@
 mod common;
 
 use blocktri::cpu::{SequentialCholesky, ThreadedCholesky};
-use blocktri::{generate, residual, Factorization};
+use blocktri::{Factorization, generate, residual};
 use common::{dense_solution, error_vs_reference, fresh_seed, problem};
 
 const SIZES: &[(usize, usize, usize, usize)] = &[

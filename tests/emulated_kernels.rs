@@ -7,7 +7,10 @@ mod common;
 
 use blocktri::{BlockTridiag, BlockVec};
 use blocktri_device::layout::{levels, nodes_in_level};
-use blocktri_device::level::{decode_info, factor_level, factor_prep, factor_shared_bytes, solve_backward_level, solve_forward_level, solve_shared_bytes, FactorArgs, InfoCode, SolveArgs, INFO_OK};
+use blocktri_device::level::{
+    FactorArgs, INFO_OK, InfoCode, SolveArgs, decode_info, factor_level, factor_prep, factor_shared_bytes, solve_backward_level,
+    solve_forward_level, solve_shared_bytes,
+};
 use blocktri_prims::emu;
 use common::{dense_solution, error_vs_reference, fresh_seed, problem};
 

@@ -11,7 +11,8 @@ use common::{error_vs_reference, fresh_seed, problem};
 #[test]
 fn replay_solves_like_the_sequential_reference() {
     let seed = fresh_seed();
-    for (s, nb, n, k) in [(1, 1, 3, 1), (1, 2, 2, 2), (2, 3, 4, 1), (1, 5, 1, 3), (1, 9, 5, 2), (2, 16, 3, 1), (1, 33, 2, 2), (1, 64, 4, 1)] {
+    for (s, nb, n, k) in [(1, 1, 3, 1), (1, 2, 2, 2), (2, 3, 4, 1), (1, 5, 1, 3), (1, 9, 5, 2), (2, 16, 3, 1), (1, 33, 2, 2), (1, 64, 4, 1)]
+    {
         let (a, b) = problem::<f64>(s, nb, n, k, seed);
         let plan = Plan::new(a.shape(), Precision::F64).unwrap();
         let fac = plan.replay_factor(&a).unwrap();

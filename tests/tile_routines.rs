@@ -4,7 +4,7 @@
 mod common;
 
 use blocktri_device::team::{Block, Solo, Team};
-use blocktri_device::tile::{potrf_panel, product, trsm, MatRef, NO_FAILURE};
+use blocktri_device::tile::{MatRef, NO_FAILURE, potrf_panel, product, trsm};
 use blocktri_prims::emu::{self, SyncPtr};
 use common::{fresh_seed, random_lower, random_matrix};
 use nalgebra::DMatrix;

@@ -1,8 +1,8 @@
 //! Batched Cholesky of independent tiles: the GPU smoke test of the tile routines.
 
 use crate::team::{Block, Team};
-use crate::tile::{for_each_index, potrf_panel, NO_FAILURE};
-use blocktri_prims::{atomic, block_idx_x, shared, Real};
+use crate::tile::{NO_FAILURE, for_each_index, potrf_panel};
+use blocktri_prims::{Real, atomic, block_idx_x, shared};
 
 /// Arguments of [`potrf_batched`].
 #[repr(C)]

@@ -60,9 +60,9 @@ pub mod names {
 
 #[cfg(target_arch = "nvptx64")]
 mod entry {
-    use crate::batched::{potrf_batched, PotrfBatchedArgs};
-    use crate::level::{factor_level, factor_prep, solve_backward_level, solve_forward_level, FactorArgs, SolveArgs};
-    use crate::tridiag::{fused, stagewise, TridiagArgs};
+    use crate::batched::{PotrfBatchedArgs, potrf_batched};
+    use crate::level::{FactorArgs, SolveArgs, factor_level, factor_prep, solve_backward_level, solve_forward_level};
+    use crate::tridiag::{TridiagArgs, fused, stagewise};
 
     macro_rules! kernel {
         ($f64name:ident, $f32name:ident, $body:path, $args:ident) => {

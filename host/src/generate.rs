@@ -1,9 +1,9 @@
 //! Seeded problem generators: the papers' synthetic SPD sets and the Kalman-smoothing
 //! system of the second paper (section 4.3).
 
-use crate::error::{shape_err, Result};
+use crate::error::{Result, shape_err};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
-use crate::scalar::{cast, Scalar};
+use crate::scalar::{Scalar, cast};
 use nalgebra::{DMatrix, DVector};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -83,13 +83,7 @@ pub fn random_spd<T: Scalar>(batch: usize, nblocks: usize, block: usize, seed: u
 /// `[1, 10]`, `mu = lambda_max / (kappa - 1)` and `Q` a random block-diagonal orthogonal
 /// matrix (which keeps the block-tridiagonal structure and the spectrum). For `N = 1`
 /// the single block has eigenvalues geometrically spaced from 1 to `kappa`.
-pub fn random_spd_conditioned<T: Scalar>(
-    batch: usize,
-    nblocks: usize,
-    block: usize,
-    kappa: f64,
-    seed: u64,
-) -> Result<BlockTridiag<T>> {
+pub fn random_spd_conditioned<T: Scalar>(batch: usize, nblocks: usize, block: usize, kappa: f64, seed: u64) -> Result<BlockTridiag<T>> {
     if !(kappa >= 1.0 && kappa.is_finite()) {
         shape_err!("condition number must be finite and >= 1, got {kappa}");
     }
@@ -117,9 +111,8 @@ pub fn random_spd_conditioned<T: Scalar>(
                     q[i].transpose() * d * &q[i]
                 })
                 .collect();
-            let sub = (0..nblocks - 1)
-                .map(|i| if kappa > 1.0 { -(q[i + 1].transpose() * &w * &q[i]) } else { DMatrix::zeros(n, n) })
-                .collect();
+            let sub =
+                (0..nblocks - 1).map(|i| if kappa > 1.0 { -(q[i + 1].transpose() * &w * &q[i]) } else { DMatrix::zeros(n, n) }).collect();
             (diag, sub)
         };
         store(&mut a, s, &diag, &sub);

@@ -1,8 +1,8 @@
 //! Problem types: [`BlockTridiag`] (a batch of SPD block-tridiagonal matrices of one
 //! shape) and [`BlockVec`] (right-hand sides or solutions, `k` columns).
 
-use crate::error::{shape_err, Error, Result};
-use crate::scalar::{wide, Scalar};
+use crate::error::{Error, Result, shape_err};
+use crate::scalar::{Scalar, wide};
 use nalgebra::DMatrix;
 use nalgebra_sparse::{CooMatrix, CsrMatrix};
 
@@ -111,11 +111,7 @@ impl<T: Scalar> BlockTridiag<T> {
         let blk = ld * shape.block;
         let (nd, ns) = (shape.batch * shape.nblocks * blk, shape.batch * (shape.nblocks - 1) * blk);
         if diag.len() != nd || sub.len() != ns {
-            shape_err!(
-                "{shape} with ld={ld} needs {nd} diagonal and {ns} sub-diagonal values, got {} and {}",
-                diag.len(),
-                sub.len()
-            );
+            shape_err!("{shape} with ld={ld} needs {nd} diagonal and {ns} sub-diagonal values, got {} and {}", diag.len(), sub.len());
         }
         Ok(BlockTridiag { shape, ld, diag, sub })
     }
@@ -150,11 +146,7 @@ impl<T: Scalar> BlockTridiag<T> {
     }
 
     fn check(&self, system: usize, i: usize, count: usize) {
-        assert!(
-            system < self.shape.batch && i < count,
-            "block ({system}, {i}) out of range for {}",
-            self.shape
-        );
+        assert!(system < self.shape.batch && i < count, "block ({system}, {i}) out of range for {}", self.shape);
     }
 
     /// Diagonal block `D_i` of system `s` (column-major, `ld * n` values).
@@ -549,11 +541,7 @@ impl<T: Scalar> BlockVec<T> {
     /// Takes ownership of `data` (`S * N n * k` values, layout in the type docs).
     pub fn from_vec(shape: Shape, ncols: usize, data: Vec<T>) -> Result<Self> {
         if ncols == 0 || data.len() != shape.batch * shape.dim() * ncols {
-            shape_err!(
-                "{shape} with {ncols} columns needs {} values, got {}",
-                shape.batch * shape.dim() * ncols,
-                data.len()
-            );
+            shape_err!("{shape} with {ncols} columns needs {} values, got {}", shape.batch * shape.dim() * ncols, data.len());
         }
         Ok(BlockVec { shape, ncols, data })
     }

@@ -2,12 +2,12 @@
 //! neighbours at its elimination, where its fill goes, the device layout, flop counts;
 //! and a CPU replay of the GPU algorithm with the kernels' own tile routines.
 
-use crate::error::{shape_err, Error, Result};
+use crate::error::{Error, Result, shape_err};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use crate::scalar::{Precision, Scalar};
 use blocktri_device::layout::{fill_slot, left_of, levels, node_number, nodes_in_level, right_of, round_up};
 use blocktri_device::team::Solo;
-use blocktri_device::tile::{potrf_panel, product, trsm, MatRef, NO_FAILURE};
+use blocktri_device::tile::{MatRef, NO_FAILURE, potrf_panel, product, trsm};
 
 /// Which coupling slot of a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -180,11 +180,19 @@ impl Plan {
                         for r in 0..n {
                             panel[c * rows + r] = diag[at(node.block) + c * ld + r];
                             if node.left.is_some() {
-                                let v = if level.index == 0 { a.sub_block(s, node.block - 1)[c * a.ld() + r] } else { left[at(node.block) + c * ld + r] };
+                                let v = if level.index == 0 {
+                                    a.sub_block(s, node.block - 1)[c * a.ld() + r]
+                                } else {
+                                    left[at(node.block) + c * ld + r]
+                                };
                                 panel[r * rows + lrow + c] = v;
                             }
                             if node.right.is_some() {
-                                let v = if level.index == 0 { a.sub_block(s, node.block)[c * a.ld() + r] } else { right[at(node.block) + c * ld + r] };
+                                let v = if level.index == 0 {
+                                    a.sub_block(s, node.block)[c * a.ld() + r]
+                                } else {
+                                    right[at(node.block) + c * ld + r]
+                                };
                                 panel[c * rows + rrow + r] = v;
                             }
                         }

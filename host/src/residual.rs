@@ -2,7 +2,7 @@
 
 use crate::error::Result;
 use crate::matrix::{BlockTridiag, BlockVec};
-use crate::scalar::{wide, Scalar};
+use crate::scalar::{Scalar, wide};
 
 /// Accuracy of `X` for `A X = B`, the worst over the systems of a batch.
 #[derive(Clone, Copy, Debug, PartialEq)]

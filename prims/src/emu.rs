@@ -80,10 +80,7 @@ struct BarrierState {
 
 impl Barrier {
     fn new(participants: usize) -> Self {
-        Barrier {
-            state: Mutex::new(BarrierState { participants, arrived: 0, generation: 0 }),
-            cv: Condvar::new(),
-        }
+        Barrier { state: Mutex::new(BarrierState { participants, arrived: 0, generation: 0 }), cv: Condvar::new() }
     }
 
     pub(crate) fn wait(&self) {
@@ -142,10 +139,7 @@ impl BlockState {
         let shared_words = shared_bytes.div_ceil(16).max(1);
         let shared = Box::into_raw(std::vec![POISON; shared_words].into_boxed_slice()) as *mut u128;
         let warps = (0..threads.div_ceil(32))
-            .map(|w| WarpState {
-                barrier: Barrier::new((threads - 32 * w).min(32)),
-                slots: core::array::from_fn(|_| AtomicU64::new(0)),
-            })
+            .map(|w| WarpState { barrier: Barrier::new((threads - 32 * w).min(32)), slots: core::array::from_fn(|_| AtomicU64::new(0)) })
             .collect();
         BlockState {
             barrier: Barrier::new(threads),

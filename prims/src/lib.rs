@@ -26,13 +26,7 @@
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(
-        stdarch_nvptx,
-        asm_experimental_arch,
-        core_intrinsics,
-        gpu_intrinsics,
-        gpu_launch_sized_workgroup_mem
-    )
+    feature(stdarch_nvptx, asm_experimental_arch, core_intrinsics, gpu_intrinsics, gpu_launch_sized_workgroup_mem)
 )]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 

@@ -142,7 +142,5 @@ macro_rules! impl_real {
     };
 }
 
-impl_real!(f64, "f64", fmaf64, sqrtf64, atomic_add_f64, atomic_add_f64_block,
-    shfl_idx_u64, shfl_down_u64, shfl_xor_u64, u64);
-impl_real!(f32, "f32", fmaf32, sqrtf32, atomic_add_f32, atomic_add_f32_block,
-    shfl_idx_u32, shfl_down_u32, shfl_xor_u32, u32);
+impl_real!(f64, "f64", fmaf64, sqrtf64, atomic_add_f64, atomic_add_f64_block, shfl_idx_u64, shfl_down_u64, shfl_xor_u64, u64);
+impl_real!(f32, "f32", fmaf32, sqrtf32, atomic_add_f32, atomic_add_f32_block, shfl_idx_u32, shfl_down_u32, shfl_xor_u32, u32);

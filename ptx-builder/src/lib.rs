@@ -226,10 +226,10 @@ impl PtxBuilder {
         if !self.features.is_empty() {
             cmd.arg("--features").arg(self.features.join(","));
         }
-        cmd.arg("--")
-            .arg(format!("-Ctarget-cpu={arch}"))
-            .arg(format!("-Clinker={}", me.display()));
-        for var in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER"] {
+        cmd.arg("--").arg(format!("-Ctarget-cpu={arch}")).arg(format!("-Clinker={}", me.display()));
+        for var in
+            ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER"]
+        {
             cmd.env_remove(var);
         }
         cmd.env(LINKER_ENV, "1").env(TOOLS_ENV, &tc.tools_dir).env(OPT_ENV, self.opt_level.to_string());
@@ -268,11 +268,7 @@ impl Toolchain {
                 command: install,
             });
         }
-        let host = version
-            .lines()
-            .find_map(|l| l.strip_prefix("host: "))
-            .unwrap_or("x86_64-unknown-linux-gnu")
-            .to_string();
+        let host = version.lines().find_map(|l| l.strip_prefix("host: ")).unwrap_or("x86_64-unknown-linux-gnu").to_string();
         let sysroot = PathBuf::from(run_stdout(Command::new(&rustc).arg("--print").arg("sysroot")).unwrap_or_default().trim());
         let component = |c: &str| format!("rustup component add {c} --toolchain {pinned}");
         if !sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml").exists() {

@@ -58,11 +58,7 @@ fn tool(name: &str) -> PathBuf {
 
 fn run(cmd: &mut Command) -> Result<(), String> {
     let out = cmd.output().map_err(|e| format!("{:?}: {e}", cmd.get_program()))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("{:?} failed: {}", cmd.get_program(), String::from_utf8_lossy(&out.stderr)))
-    }
+    if out.status.success() { Ok(()) } else { Err(format!("{:?} failed: {}", cmd.get_program(), String::from_utf8_lossy(&out.stderr))) }
 }
 
 fn link(args: Vec<String>) -> Result<(), String> {
@@ -83,11 +79,6 @@ fn link(args: Vec<String>) -> Result<(), String> {
         .arg(&linked)
         .arg("-o")
         .arg(&optimized))?;
-    run(Command::new(tool("llc"))
-        .arg(format!("-O{opt_level}"))
-        .arg(format!("-mcpu={}", a.cpu))
-        .arg(&optimized)
-        .arg("-o")
-        .arg(&a.output))?;
+    run(Command::new(tool("llc")).arg(format!("-O{opt_level}")).arg(format!("-mcpu={}", a.cpu)).arg(&optimized).arg("-o").arg(&a.output))?;
     Ok(())
 }

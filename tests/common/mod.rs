@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use blocktri::{generate, BlockTridiag, BlockVec, Scalar};
+use blocktri::{BlockTridiag, BlockVec, Scalar, generate};
 use nalgebra::DMatrix;
 
 /// Dense f64 reference solution of every system of a batch (nalgebra Cholesky).
@@ -34,7 +34,15 @@ pub fn problem<T: Scalar>(batch: usize, nblocks: usize, n: usize, k: usize, seed
 pub fn random_lower(n: usize, seed: u64) -> DMatrix<f64> {
     use rand::{Rng, SeedableRng};
     let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    DMatrix::from_fn(n, n, |i, j| if i > j { r.random_range(-1.0..1.0) } else if i == j { 2.0 + r.random_range(0.0..1.0) } else { 0.0 })
+    DMatrix::from_fn(n, n, |i, j| {
+        if i > j {
+            r.random_range(-1.0..1.0)
+        } else if i == j {
+            2.0 + r.random_range(0.0..1.0)
+        } else {
+            0.0
+        }
+    })
 }
 
 /// Random matrix with entries in (-1, 1).

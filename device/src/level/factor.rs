@@ -1,10 +1,10 @@
 //! The fused factor kernel of one level (and its interlaced forward substitution).
 
-use super::{align_elems, info_key, InfoCode, INFO_OK};
+use super::{INFO_OK, InfoCode, align_elems, info_key};
 use crate::layout::{fill_slot, left_of, node_number, nodes_in_level, right_of};
 use crate::team::{Block, Team};
-use crate::tile::{self, for_each_index, potrf_panel, product, trsm, MatRef, NO_FAILURE};
-use blocktri_prims::{atomic, block_idx_x, shared, Real};
+use crate::tile::{self, MatRef, NO_FAILURE, for_each_index, potrf_panel, product, trsm};
+use blocktri_prims::{Real, atomic, block_idx_x, shared};
 
 /// Arguments of [`factor_level`]. Pointers are device addresses; see [`crate::layout`]
 /// for the per-node storage and [`super`] for the batch layout.

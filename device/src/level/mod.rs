@@ -9,8 +9,8 @@
 pub mod factor;
 pub mod solve;
 
-pub use factor::{factor_level, factor_prep, factor_shared_bytes, FactorArgs};
-pub use solve::{solve_backward_level, solve_forward_level, solve_shared_bytes, SolveArgs};
+pub use factor::{FactorArgs, factor_level, factor_prep, factor_shared_bytes};
+pub use solve::{SolveArgs, solve_backward_level, solve_forward_level, solve_shared_bytes};
 
 /// Status word of a system: `u64::MAX` while no problem was found; otherwise the smallest
 /// [`info_key`] recorded (the earliest level first).

@@ -1,10 +1,10 @@
 //! Forward and backward substitution of one level, `k` right-hand sides at a time.
 
-use super::{align_elems, info_key, InfoCode};
+use super::{InfoCode, align_elems, info_key};
 use crate::layout::{left_of, node_number, nodes_in_level, right_of};
 use crate::team::{Block, Team};
-use crate::tile::{self, for_each_index, product, trsm, MatRef};
-use blocktri_prims::{atomic, block_idx_x, shared, Real};
+use crate::tile::{self, MatRef, for_each_index, product, trsm};
+use blocktri_prims::{Real, atomic, block_idx_x, shared};
 
 /// Arguments of the solve kernels. The factor arrays are those written by
 /// [`super::factor_level`]; the right-hand sides are overwritten by `y`, then by `x`.
@@ -171,9 +171,7 @@ pub unsafe fn solve_backward_level<T: Real>(args: &SolveArgs<T>) {
             *bi.add(c * ldb + r) = v;
         });
         if !finite {
-            unsafe {
-                atomic::atomic_min_u64(a.info.add(node.s), info_key(a.level, InfoCode::NonFiniteSolution, node.b as u32))
-            };
+            unsafe { atomic::atomic_min_u64(a.info.add(node.s), info_key(a.level, InfoCode::NonFiniteSolution, node.b as u32)) };
         }
         team.sync();
         c0 += kc;

@@ -13,8 +13,8 @@ pub mod gemm;
 pub mod potrf;
 pub mod trsm;
 
-pub use gemm::{product, MatRef};
-pub use potrf::{potrf_panel, NO_FAILURE};
+pub use gemm::{MatRef, product};
+pub use potrf::{NO_FAILURE, potrf_panel};
 pub use trsm::{trsm_lower, trsm_lower_transposed};
 
 /// Calls `f(i, j)` for `i in 0..rows`, `j in 0..cols`, the pairs split over the team:

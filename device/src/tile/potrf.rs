@@ -2,7 +2,7 @@
 //! triangular solve (`trsm`, right side, lower transposed) of the rows below it.
 
 use crate::team::Team;
-use blocktri_prims::{atomic, Real};
+use blocktri_prims::{Real, atomic};
 
 /// Returned by [`potrf_panel`] when every pivot was positive.
 pub const NO_FAILURE: u32 = u32::MAX;

@@ -20,16 +20,7 @@ pub unsafe fn invert_diagonal<T: Real, M: Team>(team: M, l: *const T, ldl: usize
 /// # Safety
 /// `l`: `n x n` at `ldl`; `b`: `n x k` at `ldb >= n`; `inv`: `n`; all shared by the team
 /// and not accessed by others during the call; all threads call it.
-pub unsafe fn trsm_lower<T: Real, M: Team>(
-    team: M,
-    l: *const T,
-    ldl: usize,
-    n: usize,
-    b: *mut T,
-    ldb: usize,
-    k: usize,
-    inv: *const T,
-) {
+pub unsafe fn trsm_lower<T: Real, M: Team>(team: M, l: *const T, ldl: usize, n: usize, b: *mut T, ldb: usize, k: usize, inv: *const T) {
     for r in 0..n {
         // Rows below r: b[i] -= L[i][r] * (b[r] / L[r][r]); b[r] itself is scaled last.
         let inv_r = unsafe { *inv.add(r) };

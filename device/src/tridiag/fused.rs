@@ -6,9 +6,9 @@
 //! heights `>= 2`; then `U_h` and `V_h` for `h = 0..=top` (heights 0 and 1 stay unused so
 //! that `h` indexes directly).
 
-use super::{junction, leaf_inverse, status_key, TridiagArgs};
+use super::{TridiagArgs, junction, leaf_inverse, status_key};
 use crate::team::{Block, Team};
-use blocktri_prims::{atomic, block_dim_x, block_idx_x, block_idx_y, shared, thread_idx_x, Real};
+use blocktri_prims::{Real, atomic, block_dim_x, block_idx_x, block_idx_y, shared, thread_idx_x};
 
 /// Values of `work` per matrix.
 pub const fn work_len(n: usize, top: usize) -> usize {

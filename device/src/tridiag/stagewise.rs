@@ -1,8 +1,8 @@
 //! The paper's scheme: dense 2x2 inverses, then one in-place merge launch per height with
 //! one thread per output entry.
 
-use super::{junction, leaf_inverse, status_key, TridiagArgs};
-use blocktri_prims::{atomic, block_dim_x, block_idx_x, block_idx_y, thread_idx_x, Real};
+use super::{TridiagArgs, junction, leaf_inverse, status_key};
+use blocktri_prims::{Real, atomic, block_dim_x, block_idx_x, block_idx_y, thread_idx_x};
 
 /// Steps 1-2: one thread per leaf writes the leaf's inverse into `w`.
 ///

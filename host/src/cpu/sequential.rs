@@ -1,7 +1,7 @@
 //! The sequential block Cholesky factorization and solve (second paper, Algorithms 1-2),
 //! in nalgebra: the reference every other backend is checked against.
 
-use crate::error::{shape_err, Error, Result};
+use crate::error::{Error, Result, shape_err};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use crate::scalar::Scalar;
 use crate::solver::Factorization;

@@ -13,7 +13,7 @@
 //! node itself).
 
 use super::DisjointMut;
-use crate::error::{shape_err, Error, Result};
+use crate::error::{Error, Result, shape_err};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use crate::scalar::Scalar;
 use crate::solver::Factorization;
@@ -138,7 +138,8 @@ impl<T: Scalar> ThreadedCholesky<T> {
                     // SAFETY: block b of `d`, `l`, `r` belongs to this node alone in phase A.
                     let mut lmat = unsafe { block_mut(d.at(at(b), blk), n) };
                     let mut mem = MemBuffer::new(scratch);
-                    if cholesky_in_place(lmat.rb_mut(), Default::default(), Par::Seq, MemStack::new(&mut mem), Default::default()).is_err() {
+                    if cholesky_in_place(lmat.rb_mut(), Default::default(), Par::Seq, MemStack::new(&mut mem), Default::default()).is_err()
+                    {
                         let mut f = failure.lock().unwrap_or_else(|e| e.into_inner());
                         let key = (s, m as usize, b);
                         if f.is_none_or(|old| key < old) {

@@ -13,15 +13,15 @@
 
 use super::context::Gpu;
 use super::launch::{Kernel, LaunchConfig};
-use super::memory::{copy_2d, DeviceBuffer, Loc};
-use crate::error::{shape_err, Error, Result};
+use super::memory::{DeviceBuffer, Loc, copy_2d};
+use crate::error::{Error, Result, shape_err};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use crate::scalar::Scalar;
 use crate::solver::Factorization;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level, round_up};
-use blocktri_device::level::{decode_info, factor_shared_bytes, solve_shared_bytes, FactorArgs, InfoCode, SolveArgs};
-use cudarc::driver::{result, sys, CudaGraph, CudaStream};
+use blocktri_device::level::{FactorArgs, InfoCode, SolveArgs, decode_info, factor_shared_bytes, solve_shared_bytes};
+use cudarc::driver::{CudaGraph, CudaStream, result, sys};
 use std::sync::Arc;
 
 /// Tuning and behaviour of [`GpuCholesky`].
@@ -52,7 +52,13 @@ fn default_factor_threads(n: usize) -> u32 {
 }
 
 fn solve_threads(n: usize) -> u32 {
-    if n <= 16 { 64 } else if n <= 32 { 128 } else { 256 }
+    if n <= 16 {
+        64
+    } else if n <= 32 {
+        128
+    } else {
+        256
+    }
 }
 
 struct Plan<T> {
@@ -192,7 +198,8 @@ impl<T: Scalar> GpuCholesky<T> {
         let k = |name| self.gpu.kernel(kernel_name::<T>(name).as_str());
         let factor = k(names::FACTOR_LEVEL)?;
         let hw_threads = factor.max_threads_per_block()?;
-        let factor_threads = self.options.factor_threads.unwrap_or_else(|| default_factor_threads(shape.block)).min(hw_threads / 32 * 32).max(32);
+        let factor_threads =
+            self.options.factor_threads.unwrap_or_else(|| default_factor_threads(shape.block)).min(hw_threads / 32 * 32).max(32);
         let plan = Plan {
             shape,
             ld,
@@ -245,8 +252,24 @@ impl<T: Scalar> GpuCholesky<T> {
         let n = shape.block;
         // SAFETY: destinations are plan buffers sized for `shape` at pitch `ld`.
         unsafe {
-            copy_2d(&self.stream, Loc::Host(a.diag()), a.ld(), Loc::Device(plan.diag_in.ptr().addr()), plan.ld, n, shape.batch * shape.nblocks * n)?;
-            copy_2d(&self.stream, Loc::Host(a.sub()), a.ld(), Loc::Device(plan.sub_in.ptr().addr()), plan.ld, n, shape.batch * (shape.nblocks - 1) * n)?;
+            copy_2d(
+                &self.stream,
+                Loc::Host(a.diag()),
+                a.ld(),
+                Loc::Device(plan.diag_in.ptr().addr()),
+                plan.ld,
+                n,
+                shape.batch * shape.nblocks * n,
+            )?;
+            copy_2d(
+                &self.stream,
+                Loc::Host(a.sub()),
+                a.ld(),
+                Loc::Device(plan.sub_in.ptr().addr()),
+                plan.ld,
+                n,
+                shape.batch * (shape.nblocks - 1) * n,
+            )?;
         }
         // The copies read pageable host memory; finishing them here keeps `a` free to change.
         self.stream.synchronize()?;
@@ -321,7 +344,11 @@ impl<T: Scalar> GpuCholesky<T> {
             plan.prep.launch(&self.stream, LaunchConfig::linear(prep_grid, 128, 0), (self.factor_args(plan, 0, with_rhs),))?;
             for m in 0..levels(nb) {
                 let grid = s * nodes_in_level(nb, m);
-                plan.factor.launch(&self.stream, LaunchConfig::linear(grid, plan.factor_threads, smem), (self.factor_args(plan, m, with_rhs),))?;
+                plan.factor.launch(
+                    &self.stream,
+                    LaunchConfig::linear(grid, plan.factor_threads, smem),
+                    (self.factor_args(plan, m, with_rhs),),
+                )?;
             }
         }
         Ok(())
@@ -453,7 +480,9 @@ impl<T: Scalar> GpuCholesky<T> {
             self.factored = false;
             let (block, level) = (block as usize, level as usize);
             return Err(match InfoCode::from_u32(code) {
-                Some(InfoCode::NonFinite) => Error::NonFinite { what: "a diagonal block or its adjacent sub-diagonal blocks", system, block },
+                Some(InfoCode::NonFinite) => {
+                    Error::NonFinite { what: "a diagonal block or its adjacent sub-diagonal blocks", system, block }
+                }
                 Some(InfoCode::NotSymmetric) => Error::NotSymmetric { system, block, row: 0, col: 0, tol },
                 Some(InfoCode::NonFiniteSolution) => Error::NonFiniteSolution { system, block },
                 _ => Error::NotPositiveDefinite { system, block, level },

@@ -2,7 +2,7 @@
 
 use super::launch::{Kernel, Module};
 use crate::error::{Error, Result};
-use cudarc::driver::{sys, CudaContext, CudaStream};
+use cudarc::driver::{CudaContext, CudaStream, sys};
 use std::sync::{Arc, OnceLock};
 
 /// What the device is.

@@ -8,7 +8,7 @@
 //! `unsafe impl KernelParam for Args {}`.
 
 use crate::error::{Error, Result};
-use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, result, sys};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
@@ -171,10 +171,8 @@ impl Kernel {
         let mut ptrs = params.pointers();
         // SAFETY: forwarded from the caller; `ptrs` points into `params`, alive for the call
         // (cuLaunchKernel copies the values before returning).
-        unsafe {
-            result::launch_kernel(self.func.cu_function(), cfg.grid, cfg.block, cfg.shared_bytes, stream.cu_stream(), &mut ptrs)
-        }
-        .map_err(|e| Error::Cuda(format!("launching {}: {e}", self.name)))
+        unsafe { result::launch_kernel(self.func.cu_function(), cfg.grid, cfg.block, cfg.shared_bytes, stream.cu_stream(), &mut ptrs) }
+            .map_err(|e| Error::Cuda(format!("launching {}: {e}", self.name)))
     }
 
     fn ensure_shared(&self, bytes: u32) -> Result<()> {
@@ -200,9 +198,8 @@ pub struct Module {
 impl Module {
     /// Loads PTX source (JIT-compiled by the driver for the device).
     pub fn from_ptx(ctx: &Arc<CudaContext>, ptx: &str, arch: &str) -> Result<Self> {
-        let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
-            .map_err(|e| Error::Cuda(format!("loading the {arch} PTX module: {e}")))?;
+        let module =
+            ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(|e| Error::Cuda(format!("loading the {arch} PTX module: {e}")))?;
         Ok(Module { module, kernels: Mutex::new(HashMap::new()), arch: arch.to_string() })
     }
 
@@ -217,7 +214,10 @@ impl Module {
             .max_by_key(|(v, _, _)| *v)
             .ok_or_else(|| {
                 let archs: Vec<_> = builds.iter().map(|b| b.0).collect();
-                Error::NoGpu(format!("the device (compute capability {}.{}) is older than every PTX build ({archs:?})", capability.0, capability.1))
+                Error::NoGpu(format!(
+                    "the device (compute capability {}.{}) is older than every PTX build ({archs:?})",
+                    capability.0, capability.1
+                ))
             })?;
         Self::from_ptx(ctx, best.2, best.1)
     }
@@ -233,10 +233,7 @@ impl Module {
         if let Some(k) = cache.get(name) {
             return Ok(k.clone());
         }
-        let func = self
-            .module
-            .load_function(name)
-            .map_err(|e| Error::Cuda(format!("kernel {name} not found in the module: {e}")))?;
+        let func = self.module.load_function(name).map_err(|e| Error::Cuda(format!("kernel {name} not found in the module: {e}")))?;
         let k = Kernel { func, name: name.to_string(), smem_limit: Arc::new(Mutex::new(48 * 1024)) };
         cache.insert(name.to_string(), k.clone());
         Ok(k)

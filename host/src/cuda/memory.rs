@@ -2,7 +2,7 @@
 
 use super::launch::DevicePtr;
 use crate::error::{Error, Result};
-use cudarc::driver::{result, sys, CudaSlice, CudaStream, DevicePtr as _, DeviceRepr};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr as _, DeviceRepr, result, sys};
 use std::sync::Arc;
 
 /// An owned device array of `T`, freed (stream-ordered) on drop.
@@ -101,7 +101,15 @@ pub(crate) enum Loc<'a, T> {
 ///
 /// # Safety
 /// Device addresses must be valid for `height` columns at their pitch.
-pub(crate) unsafe fn copy_2d<T>(stream: &CudaStream, src: Loc<'_, T>, src_ld: usize, dst: Loc<'_, T>, dst_ld: usize, width: usize, height: usize) -> Result<()> {
+pub(crate) unsafe fn copy_2d<T>(
+    stream: &CudaStream,
+    src: Loc<'_, T>,
+    src_ld: usize,
+    dst: Loc<'_, T>,
+    dst_ld: usize,
+    width: usize,
+    height: usize,
+) -> Result<()> {
     if width == 0 || height == 0 {
         return Ok(());
     }
