@@ -8,8 +8,9 @@ mod common;
 use blocktri::{BlockTridiag, BlockVec};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{
-    FactorArgs, INFO_OK, InfoCode, SolveArgs, decode_info, factor_level, factor_prep, factor_shared_bytes, solve_backward_level,
-    solve_forward_level, solve_shared_bytes,
+    FactorArgs, INFO_OK, InfoCode, ROW_THREADS, SolveArgs, decode_info, factor_level, factor_prep, factor_rows, factor_rows_shared_bytes,
+    factor_shared_bytes, row_size, solve_backward_level, solve_backward_rows, solve_forward_level, solve_forward_rows,
+    solve_rows_shared_bytes, solve_shared_bytes,
 };
 use blocktri_prims::emu;
 use common::{dense_solution, error_vs_reference, fresh_seed, problem};
@@ -63,21 +64,51 @@ fn factor_args(d: &mut Device, a: &BlockTridiag<f64>, level: u32, nrhs: u32) -> 
     }
 }
 
-fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, threads: u32, nrhs: u32) {
+/// Which kernels run: the generic ones with `threads` threads, or the register-resident
+/// ones (`rows = true`).
+#[derive(Clone, Copy)]
+struct Family {
+    rows: bool,
+    threads: u32,
+}
+
+const GENERIC: Family = Family { rows: false, threads: 64 };
+const ROWS: Family = Family { rows: true, threads: ROW_THREADS };
+
+/// Runs the register-resident kernel of padded size `np` (4, 8, 16 or 32).
+macro_rules! rows_kernel {
+    ($np:expr, $f:ident, $args:expr) => {
+        match $np {
+            4 => $f::<f64, 4>($args),
+            8 => $f::<f64, 8>($args),
+            16 => $f::<f64, 16>($args),
+            _ => $f::<f64, 32>($args),
+        }
+    };
+}
+
+fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
     let shape = a.shape();
     let (nb, s) = (shape.nblocks as u32, shape.batch as u32);
     let args = factor_args(d, a, 0, nrhs);
     // SAFETY (all launches): the arguments point to buffers sized for the shape; the
     // closures only pass them to the kernels.
     unsafe { emu::launch_unchecked((s * (nb / 2)).max(1), 128, 0, || factor_prep(&args)) };
-    let smem = factor_shared_bytes(shape.block, nrhs as usize, 8);
+    let np = row_size(shape.block).unwrap_or(32);
     for m in 0..levels(nb) {
         let args = factor_args(d, a, m, nrhs);
-        unsafe { emu::launch_unchecked(s * nodes_in_level(nb, m), threads, smem, || factor_level(&args)) };
+        let grid = s * nodes_in_level(nb, m);
+        if fam.rows {
+            let smem = factor_rows_shared_bytes(np, nrhs as usize, 8);
+            unsafe { emu::launch_unchecked(grid, fam.threads, smem, || rows_kernel!(np, factor_rows, &args)) };
+        } else {
+            let smem = factor_shared_bytes(shape.block, nrhs as usize, 8);
+            unsafe { emu::launch_unchecked(grid, fam.threads, smem, || factor_level(&args)) };
+        }
     }
 }
 
-fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forward: bool) {
+fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forward: bool, fam: Family) {
     let shape = a.shape();
     let (nb, s) = (shape.nblocks as u32, shape.batch as u32);
     d.solve_info.fill(INFO_OK);
@@ -94,30 +125,49 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         nrhs: k as u32,
         chunk,
     };
-    let smem = solve_shared_bytes(shape.block, chunk as usize, 8);
+    let np = row_size(shape.block).unwrap_or(32);
+    let (smem, threads) =
+        if fam.rows { (solve_rows_shared_bytes(np, 8), ROW_THREADS) } else { (solve_shared_bytes(shape.block, chunk as usize, 8), 64) };
     if forward {
         for m in 0..levels(nb) {
             let a = args(d, m);
-            unsafe { emu::launch_unchecked(s * nodes_in_level(nb, m), 64, smem, || solve_forward_level(&a)) };
+            let grid = s * nodes_in_level(nb, m);
+            if fam.rows {
+                unsafe { emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_forward_rows, &a)) };
+            } else {
+                unsafe { emu::launch_unchecked(grid, threads, smem, || solve_forward_level(&a)) };
+            }
         }
     }
     for m in (0..levels(nb)).rev() {
         let a = args(d, m);
-        unsafe { emu::launch_unchecked(s * nodes_in_level(nb, m), 64, smem, || solve_backward_level(&a)) };
+        let grid = s * nodes_in_level(nb, m);
+        if fam.rows {
+            unsafe { emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_backward_rows, &a)) };
+        } else {
+            unsafe { emu::launch_unchecked(grid, threads, smem, || solve_backward_level(&a)) };
+        }
     }
 }
 
-const CASES: &[(usize, usize, usize, usize)] = &[(1, 1, 3, 1), (2, 2, 2, 2), (1, 3, 5, 1), (2, 5, 1, 3), (1, 8, 4, 2), (1, 9, 3, 5)];
+const CASES: &[(usize, usize, usize, usize)] =
+    &[(1, 1, 3, 1), (2, 2, 2, 2), (1, 3, 5, 1), (2, 5, 1, 3), (1, 8, 4, 2), (1, 9, 3, 5), (1, 6, 8, 1), (1, 5, 11, 2), (1, 4, 16, 1)];
 
 #[test]
 fn emulated_factor_and_solve_match_the_dense_reference() {
+    for fam in [GENERIC, ROWS] {
+        check_factor_and_solve(fam);
+    }
+}
+
+fn check_factor_and_solve(fam: Family) {
     let seed = fresh_seed();
     for (i, &(s, nb, n, k)) in CASES.iter().enumerate() {
         let (a, b) = problem::<f64>(s, nb, n, k, seed + i as u64);
         let mut d = upload(&a, &b, n.div_ceil(8) * 8);
-        run_factor(&mut d, &a, 64, 0);
+        run_factor(&mut d, &a, fam, 0);
         assert!(d.info.iter().all(|&x| x == INFO_OK), "info {:?}", d.info);
-        run_solve(&mut d, &a, k, 2, true);
+        run_solve(&mut d, &a, k, 2, true, fam);
         assert!(d.solve_info.iter().all(|&x| x == INFO_OK));
         let x = BlockVec::from_vec(a.shape(), k, d.rhs.clone()).unwrap();
         let err = error_vs_reference(&x, &dense_solution(&a, &b));
@@ -127,12 +177,18 @@ fn emulated_factor_and_solve_match_the_dense_reference() {
 
 #[test]
 fn emulated_interlaced_factor_forward_then_backward() {
+    for fam in [Family { rows: false, threads: 96 }, ROWS] {
+        check_interlaced(fam);
+    }
+}
+
+fn check_interlaced(fam: Family) {
     let seed = fresh_seed();
     for (i, &(s, nb, n, k)) in CASES.iter().enumerate() {
         let (a, b) = problem::<f64>(s, nb, n, k, seed + 50 + i as u64);
         let mut d = upload(&a, &b, n.div_ceil(8) * 8);
-        run_factor(&mut d, &a, 96, k as u32);
-        run_solve(&mut d, &a, k, 32, false);
+        run_factor(&mut d, &a, fam, k as u32);
+        run_solve(&mut d, &a, k, 32, false, fam);
         let x = BlockVec::from_vec(a.shape(), k, d.rhs.clone()).unwrap();
         let err = error_vs_reference(&x, &dense_solution(&a, &b));
         assert!(err < 1e-12, "S={s} N={nb} n={n} k={k}: {err:e} (seed {seed})");
@@ -141,11 +197,17 @@ fn emulated_interlaced_factor_forward_then_backward() {
 
 #[test]
 fn emulated_failures_name_the_system_and_block() {
+    for fam in [GENERIC, ROWS] {
+        check_failures(fam);
+    }
+}
+
+fn check_failures(fam: Family) {
     // System 1 of 2 gets an indefinite diagonal block 5 (level 1): reported there.
     let (mut a, b) = problem::<f64>(2, 9, 3, 1, 7);
     a.set_diag(1, 5, 1, 1, -100.0);
     let mut d = upload(&a, &b, 8);
-    run_factor(&mut d, &a, 64, 0);
+    run_factor(&mut d, &a, fam, 0);
     assert_eq!(d.info[0], INFO_OK);
     let (level, code, block) = decode_info(d.info[1]).unwrap();
     assert_eq!((level, code, block), (1, InfoCode::NotPositiveDefinite as u32, 5));
@@ -154,7 +216,7 @@ fn emulated_failures_name_the_system_and_block() {
     let (mut a, b) = problem::<f64>(2, 6, 2, 1, 8);
     a.sub_block_mut(0, 2)[1] = f64::NAN;
     let mut d = upload(&a, &b, 8);
-    run_factor(&mut d, &a, 64, 0);
+    run_factor(&mut d, &a, fam, 0);
     let (level, code, block) = decode_info(d.info[0]).unwrap();
     assert_eq!((level, code, block), (0, InfoCode::NonFinite as u32, 2));
     assert_eq!(d.info[1], INFO_OK);
@@ -163,7 +225,7 @@ fn emulated_failures_name_the_system_and_block() {
     let (mut a, b) = problem::<f64>(1, 7, 3, 1, 9);
     a.diag_block_mut(0, 3)[1] += 0.5; // entry (1, 0) only
     let mut d = upload(&a, &b, 8);
-    run_factor(&mut d, &a, 64, 0);
+    run_factor(&mut d, &a, fam, 0);
     let (level, code, block) = decode_info(d.info[0]).unwrap();
     assert_eq!((level, code, block), (2, InfoCode::NotSymmetric as u32, 3));
 }

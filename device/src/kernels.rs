@@ -38,6 +38,18 @@ pub mod names {
     pub const FACTOR_PREP: &str = "factor_prep";
     /// [`crate::level::factor_level`].
     pub const FACTOR_LEVEL: &str = "factor_level";
+    /// [`crate::level::factor_rows`]; the padded size follows: `factor_rows16_f64`.
+    pub const FACTOR_ROWS: &str = "factor_rows";
+    /// [`crate::level::solve_forward_rows`] (`solve_forward_rows16_f64`).
+    pub const SOLVE_FORWARD_ROWS: &str = "solve_forward_rows";
+    /// [`crate::level::solve_backward_rows`] (`solve_backward_rows16_f64`).
+    pub const SOLVE_BACKWARD_ROWS: &str = "solve_backward_rows";
+    /// [`crate::level::factor_panel`]; the padded size follows: `factor_panel64_f64`.
+    pub const FACTOR_PANEL: &str = "factor_panel";
+    /// [`crate::level::solve_forward_panel`] (`solve_forward_panel64_f64`).
+    pub const SOLVE_FORWARD_PANEL: &str = "solve_forward_panel";
+    /// [`crate::level::solve_backward_panel`] (`solve_backward_panel64_f64`).
+    pub const SOLVE_BACKWARD_PANEL: &str = "solve_backward_panel";
     /// [`crate::level::solve_forward_level`].
     pub const SOLVE_FORWARD: &str = "solve_forward";
     /// [`crate::level::solve_backward_level`].
@@ -61,7 +73,10 @@ pub mod names {
 #[cfg(target_arch = "nvptx64")]
 mod entry {
     use crate::batched::{PotrfBatchedArgs, potrf_batched};
-    use crate::level::{FactorArgs, SolveArgs, factor_level, factor_prep, solve_backward_level, solve_forward_level};
+    use crate::level::{
+        FactorArgs, SolveArgs, factor_level, factor_panel, factor_prep, factor_rows, solve_backward_level, solve_backward_panel,
+        solve_backward_rows, solve_forward_level, solve_forward_panel, solve_forward_rows,
+    };
     use crate::tridiag::{TridiagArgs, fused, stagewise};
 
     macro_rules! kernel {
@@ -79,6 +94,83 @@ mod entry {
         };
     }
 
+    macro_rules! rows_kernels {
+        ($np:literal, $f64f:ident, $f32f:ident, $f64s:ident, $f32s:ident, $f64b:ident, $f32b:ident) => {
+            kernel!($f64f, $f32f, factor_rows::<_, $np>, FactorArgs);
+            kernel!($f64s, $f32s, solve_forward_rows::<_, $np>, SolveArgs);
+            kernel!($f64b, $f32b, solve_backward_rows::<_, $np>, SolveArgs);
+        };
+    }
+    rows_kernels!(
+        4,
+        factor_rows4_f64,
+        factor_rows4_f32,
+        solve_forward_rows4_f64,
+        solve_forward_rows4_f32,
+        solve_backward_rows4_f64,
+        solve_backward_rows4_f32
+    );
+    rows_kernels!(
+        8,
+        factor_rows8_f64,
+        factor_rows8_f32,
+        solve_forward_rows8_f64,
+        solve_forward_rows8_f32,
+        solve_backward_rows8_f64,
+        solve_backward_rows8_f32
+    );
+    rows_kernels!(
+        16,
+        factor_rows16_f64,
+        factor_rows16_f32,
+        solve_forward_rows16_f64,
+        solve_forward_rows16_f32,
+        solve_backward_rows16_f64,
+        solve_backward_rows16_f32
+    );
+    rows_kernels!(
+        32,
+        factor_rows32_f64,
+        factor_rows32_f32,
+        solve_forward_rows32_f64,
+        solve_forward_rows32_f32,
+        solve_backward_rows32_f64,
+        solve_backward_rows32_f32
+    );
+    macro_rules! panel_kernels {
+        ($np:literal, $f64f:ident, $f32f:ident, $f64s:ident, $f32s:ident, $f64b:ident, $f32b:ident) => {
+            kernel!($f64f, $f32f, factor_panel::<_, $np>, FactorArgs);
+            kernel!($f64s, $f32s, solve_forward_panel::<_, $np>, SolveArgs);
+            kernel!($f64b, $f32b, solve_backward_panel::<_, $np>, SolveArgs);
+        };
+    }
+    panel_kernels!(
+        32,
+        factor_panel32_f64,
+        factor_panel32_f32,
+        solve_forward_panel32_f64,
+        solve_forward_panel32_f32,
+        solve_backward_panel32_f64,
+        solve_backward_panel32_f32
+    );
+    panel_kernels!(
+        64,
+        factor_panel64_f64,
+        factor_panel64_f32,
+        solve_forward_panel64_f64,
+        solve_forward_panel64_f32,
+        solve_backward_panel64_f64,
+        solve_backward_panel64_f32
+    );
+    panel_kernels!(
+        96,
+        factor_panel96_f64,
+        factor_panel96_f32,
+        solve_forward_panel96_f64,
+        solve_forward_panel96_f32,
+        solve_backward_panel96_f64,
+        solve_backward_panel96_f32
+    );
     kernel!(factor_prep_f64, factor_prep_f32, factor_prep, FactorArgs);
     kernel!(factor_level_f64, factor_level_f32, factor_level, FactorArgs);
     kernel!(solve_forward_f64, solve_forward_f32, solve_forward_level, SolveArgs);

@@ -26,18 +26,18 @@
 //! (tridiagonal inverse), [`io`] (`.npz`, `.npy`, Matrix Market), [`residual`],
 //! [`plan`] (the schedule), [`bench`] (the comparison harness).
 
-// pub mod bench;
+pub mod bench;
 pub mod cpu;
 pub mod cuda;
 pub mod error;
 pub mod generate;
-// pub mod io;
+pub mod io;
 pub mod matrix;
 pub mod plan;
 pub mod residual;
 pub mod scalar;
 pub mod solver;
-// pub mod tridiag;
+pub mod tridiag;
 
 /// The PTX of the kernel crate, built by `build.rs` (one module per architecture).
 pub mod ptx {

@@ -45,6 +45,15 @@ float_red!(
     atomic_add_f32, f32, u32, AtomicU32, "red.relaxed.gpu.add.f32 [{0}], {1};", reg32
 );
 float_red!(
+    /// `*ptr += value` on global memory, device scope, without the generic-address
+    /// space check. PTX: `red.relaxed.gpu.global.add.f64 [ptr], value`.
+    atomic_add_global_f64, f64, u64, AtomicU64, "red.relaxed.gpu.global.add.f64 [{0}], {1};", reg64
+);
+float_red!(
+    /// `*ptr += value` on global memory, device scope. PTX: `red.relaxed.gpu.global.add.f32`.
+    atomic_add_global_f32, f32, u32, AtomicU32, "red.relaxed.gpu.global.add.f32 [{0}], {1};", reg32
+);
+float_red!(
     /// `*ptr += value`, block scope. PTX: `red.relaxed.cta.add.f64 [ptr], value`.
     atomic_add_f64_block, f64, u64, AtomicU64, "red.relaxed.cta.add.f64 [{0}], {1};", reg64
 );

@@ -37,6 +37,7 @@ pub mod atomic;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emu;
 pub mod index;
+pub mod memory;
 pub mod mma;
 #[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]
 mod panic;

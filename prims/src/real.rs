@@ -49,11 +49,24 @@ pub trait Real:
     fn is_finite(self) -> bool;
     /// `self * a + b` with one rounding.
     fn mul_add(self, a: Self, b: Self) -> Self;
+    /// `1 / sqrt(self)` for positive finite `self`, accurate to about one unit in the last
+    /// place: the hardware approximation (`rsqrt.approx.f64`/`.f32`, about 23 bits) refined
+    /// by Newton steps (two for `f64`, one for `f32`). Much shorter than
+    /// `1 / sqrt(self)` with IEEE rounding, which matters on a serial critical path.
+    /// Non-positive or non-finite input gives a non-finite or meaningless result; callers
+    /// check the input first.
+    fn rsqrt_fast(self) -> Self;
     /// `*ptr += value` atomically at device scope.
     ///
     /// # Safety
     /// As [`crate::atomic::atomic_add_f64`].
     unsafe fn atomic_add(ptr: *mut Self, value: Self);
+    /// `*ptr += value` atomically at device scope on global memory (no address-space
+    /// check).
+    ///
+    /// # Safety
+    /// As [`crate::atomic::atomic_add_global_f64`]: `ptr` points to global memory.
+    unsafe fn atomic_add_global(ptr: *mut Self, value: Self);
     /// `*ptr += value` atomically at block scope.
     ///
     /// # Safety
@@ -68,8 +81,8 @@ pub trait Real:
 }
 
 macro_rules! impl_real {
-    ($t:ty, $name:literal, $fma:ident, $sqrt:ident, $add:ident, $add_block:ident,
-     $idx:ident, $down:ident, $xor:ident, $bits:ty) => {
+    ($t:ty, $name:literal, $fma:ident, $sqrt:ident, $add:ident, $add_global:ident, $add_block:ident,
+     $idx:ident, $down:ident, $xor:ident, $bits:ty, $rsqrt:literal, $reg:ident, $newton:literal) => {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -117,9 +130,33 @@ macro_rules! impl_real {
                 }
             }
             #[inline(always)]
+            fn rsqrt_fast(self) -> Self {
+                #[cfg(target_arch = "nvptx64")]
+                let mut y: $t = {
+                    let y: $t;
+                    // SAFETY: an arithmetic instruction.
+                    unsafe { core::arch::asm!($rsqrt, out($reg) y, in($reg) self, options(pure, nomem, nostack)) };
+                    y
+                };
+                #[cfg(not(target_arch = "nvptx64"))]
+                let mut y: $t = 1.0 / <$t>::sqrt(self);
+                // Newton: y <- y (3 - x y^2) / 2.
+                let half_x = 0.5 * self;
+                for _ in 0..$newton {
+                    let e = (-half_x * y).mul_add(y, 1.5);
+                    y *= e;
+                }
+                y
+            }
+            #[inline(always)]
             unsafe fn atomic_add(ptr: *mut Self, value: Self) {
                 // SAFETY: forwarded from the caller.
                 unsafe { crate::atomic::$add(ptr, value) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_add_global(ptr: *mut Self, value: Self) {
+                // SAFETY: forwarded from the caller.
+                unsafe { crate::atomic::$add_global(ptr, value) }
             }
             #[inline(always)]
             unsafe fn atomic_add_block(ptr: *mut Self, value: Self) {
@@ -142,5 +179,35 @@ macro_rules! impl_real {
     };
 }
 
-impl_real!(f64, "f64", fmaf64, sqrtf64, atomic_add_f64, atomic_add_f64_block, shfl_idx_u64, shfl_down_u64, shfl_xor_u64, u64);
-impl_real!(f32, "f32", fmaf32, sqrtf32, atomic_add_f32, atomic_add_f32_block, shfl_idx_u32, shfl_down_u32, shfl_xor_u32, u32);
+impl_real!(
+    f64,
+    "f64",
+    fmaf64,
+    sqrtf64,
+    atomic_add_f64,
+    atomic_add_global_f64,
+    atomic_add_f64_block,
+    shfl_idx_u64,
+    shfl_down_u64,
+    shfl_xor_u64,
+    u64,
+    "rsqrt.approx.ftz.f64 {0}, {1};",
+    reg64,
+    2
+);
+impl_real!(
+    f32,
+    "f32",
+    fmaf32,
+    sqrtf32,
+    atomic_add_f32,
+    atomic_add_global_f32,
+    atomic_add_f32_block,
+    shfl_idx_u32,
+    shfl_down_u32,
+    shfl_xor_u32,
+    u32,
+    "rsqrt.approx.ftz.f32 {0}, {1};",
+    reg32,
+    1
+);

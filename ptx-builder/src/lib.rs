@@ -43,6 +43,7 @@ mod link;
 pub const LINKER_ENV: &str = "BLOCKTRI_PTX_LINKER";
 const TOOLS_ENV: &str = "BLOCKTRI_PTX_TOOLS";
 const OPT_ENV: &str = "BLOCKTRI_PTX_OPT";
+const LLVM_ARGS_ENV: &str = "BLOCKTRI_PTX_LLVM_ARGS";
 
 /// What can go wrong while building PTX.
 #[derive(Debug, thiserror::Error)]
@@ -111,6 +112,8 @@ pub struct PtxBuilder {
     opt_level: u8,
     features: Vec<String>,
     watch: Vec<PathBuf>,
+    max_registers: Vec<(String, u32)>,
+    llvm_args: Vec<String>,
 }
 
 impl PtxBuilder {
@@ -127,7 +130,15 @@ impl PtxBuilder {
         } else {
             PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| ".".into())).join(dir)
         };
-        PtxBuilder { crate_dir, archs: Vec::new(), opt_level: 3, features: Vec::new(), watch: Vec::new() }
+        PtxBuilder {
+            crate_dir,
+            archs: Vec::new(),
+            opt_level: 3,
+            features: Vec::new(),
+            watch: Vec::new(),
+            max_registers: Vec::new(),
+            llvm_args: Vec::new(),
+        }
     }
 
     /// Adds a target architecture (`sm_80`, `sm_90`, ...). One PTX module per arch.
@@ -145,6 +156,22 @@ impl PtxBuilder {
     /// Enables a cargo feature of the kernel crate.
     pub fn feature(mut self, feature: &str) -> Self {
         self.features.push(feature.to_string());
+        self
+    }
+
+    /// Caps the registers per thread of every kernel whose name starts with `prefix`
+    /// (PTX `.maxnreg`, what `__launch_bounds__`/`-maxrregcount` do for CUDA C++): more
+    /// blocks fit on a multiprocessor, at the risk of spills (check `ptxas -v`).
+    pub fn max_registers(mut self, prefix: &str, count: u32) -> Self {
+        self.max_registers.push((prefix.to_string(), count));
+        self
+    }
+
+    /// Extra LLVM options for code generation, given to rustc (`-C llvm-args`) and to the
+    /// `opt` and `llc` of the link step, e.g. `-unroll-threshold=2000` so that loops over
+    /// compile-time sizes unroll fully and register arrays stay in registers.
+    pub fn llvm_arg(mut self, arg: &str) -> Self {
+        self.llvm_args.push(arg.to_string());
         self
     }
 
@@ -175,7 +202,11 @@ impl PtxBuilder {
         for arch in &archs {
             let ptx_path = out_dir.join(format!("{krate}.{arch}.ptx"));
             self.cargo_build(&toolchain, &out_dir, arch, &ptx_path)?;
-            let text = read(&ptx_path)?;
+            let mut text = read(&ptx_path)?;
+            if !self.max_registers.is_empty() {
+                text = cap_registers(&text, &self.max_registers);
+                write(&ptx_path, &text)?;
+            }
             let found = entries(&text);
             if found.is_empty() {
                 return Err(BuildError::NoKernels(krate.clone()));
@@ -232,7 +263,10 @@ impl PtxBuilder {
         {
             cmd.env_remove(var);
         }
-        cmd.env(LINKER_ENV, "1").env(TOOLS_ENV, &tc.tools_dir).env(OPT_ENV, self.opt_level.to_string());
+        cmd.env(LINKER_ENV, "1")
+            .env(TOOLS_ENV, &tc.tools_dir)
+            .env(OPT_ENV, self.opt_level.to_string())
+            .env(LLVM_ARGS_ENV, self.llvm_args.join(" "));
         let output = cmd.output().map_err(|e| BuildError::Io { path: "cargo".into(), source: e })?;
         let stdout = String::from_utf8_lossy(&output.stdout);
         let artifact = stdout.lines().filter(|l| l.contains("\"reason\":\"compiler-artifact\"")).find_map(ptx_artifact);
@@ -336,6 +370,26 @@ fn ptx_artifact(line: &str) -> Option<PathBuf> {
     list.split(',').map(|f| f.trim().trim_matches('"').replace("\\\\", "\\")).find(|f| f.ends_with(".ptx")).map(PathBuf::from)
 }
 
+/// Inserts `.maxnreg N` after the parameter list of each `.entry` whose name starts with a
+/// listed prefix (the first matching prefix wins).
+pub fn cap_registers(ptx: &str, caps: &[(String, u32)]) -> String {
+    let mut out = String::with_capacity(ptx.len() + 64);
+    let mut pending: Option<u32> = None;
+    for line in ptx.split_inclusive('\n') {
+        out.push_str(line);
+        let t = line.trim_start();
+        if let Some(rest) = t.strip_prefix(".visible").map(str::trim_start).and_then(|r| r.strip_prefix(".entry")) {
+            let name: String = rest.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            pending = caps.iter().find(|(p, _)| name.starts_with(p.as_str())).map(|(_, n)| *n);
+        }
+        // The parameter list ends with a line starting with ')'.
+        if pending.is_some() && t.starts_with(')') {
+            out.push_str(&format!(".maxnreg {}\n", pending.take().unwrap_or(255)));
+        }
+    }
+    out
+}
+
 /// Names of the `.entry` functions of a PTX module.
 pub fn entries(ptx: &str) -> Vec<String> {
     ptx.lines()
@@ -370,6 +424,14 @@ mod tests {
     fn finds_entries() {
         let ptx = ".version 7.8\n.visible .entry saxpy(\n\t.param .u64 a\n)\n.func helper()\n.visible .entry k2_f64(\n";
         assert_eq!(entries(ptx), vec!["saxpy".to_string(), "k2_f64".to_string()]);
+    }
+
+    #[test]
+    fn caps_registers_of_matching_entries() {
+        let ptx = ".visible .entry k1(\n\t.param .u64 a\n)\n{\n}\n.visible .entry other(\n)\n{\n}\n";
+        let capped = cap_registers(ptx, &[("k1".into(), 64)]);
+        assert!(capped.contains(")\n.maxnreg 64\n{"));
+        assert_eq!(capped.matches(".maxnreg").count(), 1);
     }
 
     #[test]

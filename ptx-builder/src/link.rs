@@ -73,12 +73,20 @@ fn link(args: Vec<String>) -> Result<(), String> {
     let optimized = work.join("opt.bc");
     run(Command::new(tool("llvm-link")).args(&a.inputs).arg("-o").arg(&linked))?;
     let passes = format!("internalize,globaldce,default<O{opt_level}>");
+    let extra: Vec<String> = std::env::var(crate::LLVM_ARGS_ENV).unwrap_or_default().split_whitespace().map(String::from).collect();
     run(Command::new(tool("opt"))
+        .args(&extra)
         .arg(format!("--internalize-public-api-list={}", a.exports.join(",")))
         .arg(format!("-passes={passes}"))
         .arg(&linked)
         .arg("-o")
         .arg(&optimized))?;
-    run(Command::new(tool("llc")).arg(format!("-O{opt_level}")).arg(format!("-mcpu={}", a.cpu)).arg(&optimized).arg("-o").arg(&a.output))?;
+    run(Command::new(tool("llc"))
+        .args(&extra)
+        .arg(format!("-O{opt_level}"))
+        .arg(format!("-mcpu={}", a.cpu))
+        .arg(&optimized)
+        .arg("-o")
+        .arg(&a.output))?;
     Ok(())
 }

@@ -3,7 +3,8 @@
 use super::{INFO_OK, InfoCode, align_elems, info_key};
 use crate::layout::{fill_slot, left_of, node_number, nodes_in_level, right_of};
 use crate::team::{Block, Team};
-use crate::tile::{self, MatRef, NO_FAILURE, for_each_index, potrf_panel, product, trsm};
+use crate::tile::{self, MatRef, NO_FAILURE, copy_batched, for_each_index, for_each_rc, potrf_panel, product, trsm};
+use blocktri_prims::memory::load_readonly;
 use blocktri_prims::{Real, atomic, block_idx_x, shared};
 
 /// Arguments of [`factor_level`]. Pointers are device addresses; see [`crate::layout`]
@@ -103,12 +104,6 @@ pub unsafe fn factor_level<T: Real>(args: &FactorArgs<T>) {
     let i = node_number(m, t);
     let b = (i - 1) as usize;
     let info = unsafe { a.info.add(s) };
-    // A failure on a lower level was written by an earlier launch: every thread sees the
-    // same value, so this exit is uniform over the block.
-    let recorded = unsafe { core::ptr::read_volatile(info) };
-    if recorded != INFO_OK && (recorded >> 40) < m as u64 {
-        return;
-    }
     let blk = ld * n;
     let sys_blocks = s * a.nblocks as usize;
     let block = |base: *mut T, idx: usize| unsafe { base.add((sys_blocks + idx) * blk) };
@@ -146,22 +141,41 @@ pub unsafe fn factor_level<T: Real>(args: &FactorArgs<T>) {
     if team.rank() == 0 {
         unsafe { *status = NO_FAILURE };
     }
-    for_each_index(team, n * n, |e| unsafe {
-        let (r, c) = (e % n, e / n);
-        let acc = if m == 0 { T::ZERO } else { *d_acc.add(c * ld + r) };
-        *p.add(c * ldp + r) = *d_in.add(c * ld + r) + acc;
-        if left.is_some() {
-            // Stored A[i, l] (rows: this node); the panel needs A[l, i] = its transpose.
-            *p.add(r * ldp + left_row + c) = *l_src.add(c * ld + r);
-        }
-        if right.is_some() {
-            *p.add(c * ldp + right_row + r) = *r_src.add(c * ld + r);
-        }
-    });
+    // The status of this system, read with the tiles so that its latency overlaps theirs.
+    // A failure on a lower level was written by an earlier launch: every thread sees the
+    // same value, so the exit below is uniform over the block.
+    let recorded = unsafe { core::ptr::read_volatile(info) };
+    // Every value read here is read-only during this launch (inputs; updates and fills of
+    // lower levels), hence the non-coherent cache path.
+    let (has_l, has_r) = (left.is_some(), right.is_some());
+    copy_batched(
+        team,
+        n,
+        n,
+        |r, c| unsafe {
+            let at = c * ld + r;
+            let acc = if m == 0 { T::ZERO } else { load_readonly(d_acc.add(at)) };
+            let l = if has_l { load_readonly(l_src.add(at)) } else { T::ZERO };
+            let rv = if has_r { load_readonly(r_src.add(at)) } else { T::ZERO };
+            (load_readonly(d_in.add(at)) + acc, l, rv)
+        },
+        |r, c, (d, l, rv)| unsafe {
+            *p.add(c * ldp + r) = d;
+            if has_l {
+                // Stored A[i, l] (rows: this node); the panel needs A[l, i] = its transpose.
+                *p.add(r * ldp + left_row + c) = l;
+            }
+            if has_r {
+                *p.add(c * ldp + right_row + r) = rv;
+            }
+        },
+    );
     team.sync();
+    if recorded != INFO_OK && (recorded >> 40) < m as u64 {
+        return;
+    }
     // Checks. `status` collects the smallest failing code for this node.
-    for_each_index(team, n * n, |e| unsafe {
-        let (r, c) = (e % n, e / n);
+    for_each_rc(team, n, n, |r, c| unsafe {
         let mut bad = None;
         let mut finite = (*p.add(c * ldp + r)).is_finite();
         if left.is_some() {
@@ -173,9 +187,11 @@ pub unsafe fn factor_level<T: Real>(args: &FactorArgs<T>) {
         if !finite {
             bad = Some(InfoCode::NonFinite);
         } else if r > c {
+            // |lo - up| <= tol sqrt(|a_rr a_cc|), squared: no square root per entry.
             let (lo, up) = (*p.add(c * ldp + r), *p.add(r * ldp + c));
-            let scale = (*p.add(r * ldp + r) * *p.add(c * ldp + c)).abs().sqrt();
-            if !((lo - up).abs() <= a.sym_tol * scale) {
+            let diff = lo - up;
+            let scale = (*p.add(r * ldp + r) * *p.add(c * ldp + c)).abs();
+            if !(diff * diff <= a.sym_tol * a.sym_tol * scale) {
                 bad = Some(InfoCode::NotSymmetric);
             }
         }
@@ -206,8 +222,7 @@ pub unsafe fn factor_level<T: Real>(args: &FactorArgs<T>) {
     // 3. Store factors, update neighbours, write the fill.
     let d_dst = block(a.diag, b);
     let (l_dst, r_dst) = (block(a.left, b), block(a.right, b));
-    for_each_index(team, n * n, |e| unsafe {
-        let (r, c) = (e % n, e / n);
+    for_each_rc(team, n, n, |r, c| unsafe {
         *d_dst.add(c * ld + r) = if r >= c { *p.add(c * ldp + r) } else { T::ZERO };
         if left.is_some() {
             *l_dst.add(c * ld + r) = *p.add(c * ldp + left_row + r);
@@ -220,11 +235,11 @@ pub unsafe fn factor_level<T: Real>(args: &FactorArgs<T>) {
     let kr = MatRef::col_major(unsafe { p.add(right_row) } as *const T, ldp);
     if let Some(l) = left {
         let dl = block(a.diag, (l - 1) as usize);
-        unsafe { product(team, n, n, n, kl, kl.t(), |r, c, v| T::atomic_add(dl.add(c * ld + r), -v)) };
+        unsafe { product(team, n, n, n, kl, kl.t(), |r, c, v| T::atomic_add_global(dl.add(c * ld + r), -v)) };
     }
     if let Some(r) = right {
         let dr = block(a.diag, (r - 1) as usize);
-        unsafe { product(team, n, n, n, kr, kr.t(), |rr, c, v| T::atomic_add(dr.add(c * ld + rr), -v)) };
+        unsafe { product(team, n, n, n, kr, kr.t(), |rr, c, v| T::atomic_add_global(dr.add(c * ld + rr), -v)) };
     }
     if let (Some(l), Some(r)) = (left, right) {
         let (owner, is_left) = fill_slot(l, r, m);
@@ -249,10 +264,10 @@ pub unsafe fn factor_level<T: Real>(args: &FactorArgs<T>) {
     let y = MatRef::col_major(rhs_sh as *const T, n);
     if let Some(l) = left {
         let bl = seg((l - 1) as usize);
-        unsafe { product(team, n, k, n, kl, y, |r, c, v| T::atomic_add(bl.add(c * ldb + r), -v)) };
+        unsafe { product(team, n, k, n, kl, y, |r, c, v| T::atomic_add_global(bl.add(c * ldb + r), -v)) };
     }
     if let Some(r) = right {
         let br = seg((r - 1) as usize);
-        unsafe { product(team, n, k, n, kr, y, |rr, c, v| T::atomic_add(br.add(c * ldb + rr), -v)) };
+        unsafe { product(team, n, k, n, kr, y, |rr, c, v| T::atomic_add_global(br.add(c * ldb + rr), -v)) };
     }
 }

@@ -7,9 +7,15 @@
 //! `s * nblocks * n * nrhs` in the right-hand sides.
 
 pub mod factor;
+pub mod panel;
+pub mod rows;
 pub mod solve;
 
 pub use factor::{FactorArgs, factor_level, factor_prep, factor_shared_bytes};
+pub use panel::{
+    PANEL_THREADS, factor_panel, factor_panel_shared_bytes, solve_backward_panel, solve_forward_panel, solve_panel_shared_bytes,
+};
+pub use rows::{ROW_THREADS, factor_rows, factor_rows_shared_bytes, solve_backward_rows, solve_forward_rows, solve_rows_shared_bytes};
 pub use solve::{SolveArgs, solve_backward_level, solve_forward_level, solve_shared_bytes};
 
 /// Status word of a system: `u64::MAX` while no problem was found; otherwise the smallest
@@ -42,6 +48,37 @@ impl InfoCode {
             _ => None,
         }
     }
+}
+
+/// Padded block sizes of the register-resident kernels ([`rows`]): a block size `n`
+/// runs with the smallest of these `>= n`; larger `n` use the generic kernels.
+pub const ROW_SIZES: [usize; 4] = [4, 8, 16, 32];
+
+/// The padded size [`ROW_SIZES`] picks for `n`, if any.
+pub const fn row_size(n: usize) -> Option<usize> {
+    let mut i = 0;
+    while i < ROW_SIZES.len() {
+        if n <= ROW_SIZES[i] {
+            return Some(ROW_SIZES[i]);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Padded block sizes of the shared-memory panel kernels ([`panel`]).
+pub const PANEL_SIZES: [usize; 3] = [32, 64, 96];
+
+/// The padded size [`PANEL_SIZES`] picks for `n`, if any.
+pub const fn panel_size(n: usize) -> Option<usize> {
+    let mut i = 0;
+    while i < PANEL_SIZES.len() {
+        if n <= PANEL_SIZES[i] {
+            return Some(PANEL_SIZES[i]);
+        }
+        i += 1;
+    }
+    None
 }
 
 /// Orders failures by level, then code, then block: `level << 40 | code << 32 | block`,

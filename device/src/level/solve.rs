@@ -3,7 +3,8 @@
 use super::{InfoCode, align_elems, info_key};
 use crate::layout::{left_of, node_number, nodes_in_level, right_of};
 use crate::team::{Block, Team};
-use crate::tile::{self, MatRef, for_each_index, product, trsm};
+use crate::tile::{self, MatRef, copy_batched, product, trsm};
+use blocktri_prims::memory::load_readonly;
 use blocktri_prims::{Real, atomic, block_idx_x, shared};
 
 /// Arguments of the solve kernels. The factor arrays are those written by
@@ -75,18 +76,29 @@ unsafe fn load_node<T: Real, M: Team>(team: M, a: &SolveArgs<T>, with_couplings:
     let z = unsafe { inv.add(align_elems(n, T::BYTES)) };
     let off = (s * a.nblocks as usize + b) * ld * n;
     let (gl, gkl, gkr) = unsafe { (a.diag.add(off), a.left.add(off), a.right.add(off)) };
-    for_each_index(team, n * n, |e| unsafe {
-        let (r, c) = (e % n, e / n);
-        *l.add(c * ldt + r) = *gl.add(c * ld + r);
-        if with_couplings {
-            if left.is_some() {
-                *kl.add(c * ldt + r) = *gkl.add(c * ld + r);
+    let (has_l, has_r) = (with_couplings && left.is_some(), with_couplings && right.is_some());
+    // The factor is read-only here: non-coherent loads, batched before the stores.
+    copy_batched(
+        team,
+        n,
+        n,
+        |r, c| unsafe {
+            let at = c * ld + r;
+            let lv = if has_l { load_readonly(gkl.add(at)) } else { T::ZERO };
+            let rv = if has_r { load_readonly(gkr.add(at)) } else { T::ZERO };
+            (load_readonly(gl.add(at)), lv, rv)
+        },
+        |r, c, (d, lv, rv)| unsafe {
+            let at = c * ldt + r;
+            *l.add(at) = d;
+            if has_l {
+                *kl.add(at) = lv;
             }
-            if right.is_some() {
-                *kr.add(c * ldt + r) = *gkr.add(c * ld + r);
+            if has_r {
+                *kr.add(at) = rv;
             }
-        }
-    });
+        },
+    );
     team.sync();
     unsafe { trsm::invert_diagonal(team, l, ldt, n, inv) };
     Node { s, b, left, right, l, kl, kr, inv, z, ldt }
@@ -121,11 +133,11 @@ pub unsafe fn solve_forward_level<T: Real>(args: &SolveArgs<T>) {
         let y = MatRef::col_major(node.z as *const T, n);
         if let Some(l) = node.left {
             let bl = unsafe { seg((l - 1) as usize).add(c0 * ldb) };
-            unsafe { product(team, n, kc, n, kl, y, |r, c, v| T::atomic_add(bl.add(c * ldb + r), -v)) };
+            unsafe { product(team, n, kc, n, kl, y, |r, c, v| T::atomic_add_global(bl.add(c * ldb + r), -v)) };
         }
         if let Some(r) = node.right {
             let br = unsafe { seg((r - 1) as usize).add(c0 * ldb) };
-            unsafe { product(team, n, kc, n, kr, y, |rr, c, v| T::atomic_add(br.add(c * ldb + rr), -v)) };
+            unsafe { product(team, n, kc, n, kr, y, |rr, c, v| T::atomic_add_global(br.add(c * ldb + rr), -v)) };
         }
         team.sync();
         c0 += kc;

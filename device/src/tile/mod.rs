@@ -13,6 +13,22 @@ pub mod gemm;
 pub mod potrf;
 pub mod trsm;
 
+#[cfg(test)]
+mod tests {
+    use super::FastDiv;
+
+    #[test]
+    fn fast_division_is_exact_in_range() {
+        for d in 1..=300u32 {
+            let f = FastDiv::new(d);
+            let limit = (u32::MAX / d).min(200_000);
+            for e in (0..limit).step_by(7).chain([limit.saturating_sub(1)]) {
+                assert_eq!(f.div_rem(e), (e / d, e % d), "{e} / {d}");
+            }
+        }
+    }
+}
+
 pub use gemm::{MatRef, product};
 pub use potrf::{NO_FAILURE, potrf_panel};
 pub use trsm::{trsm_lower, trsm_lower_transposed};
@@ -29,6 +45,83 @@ pub fn for_each_entry<M: crate::team::Team>(team: M, rows: usize, cols: usize, m
             i += team.lanes();
         }
         j += team.groups();
+    }
+}
+
+/// Division by a divisor fixed at run time, by a multiply-high: exact for dividends `e`
+/// with `e * d < 2^32` (tile indices here), a few instructions instead of a division
+/// routine.
+#[derive(Clone, Copy, Debug)]
+pub struct FastDiv {
+    d: u32,
+    m: u64,
+}
+
+impl FastDiv {
+    /// A divider by `d >= 1`.
+    #[inline(always)]
+    pub const fn new(d: u32) -> Self {
+        FastDiv { d, m: (1u64 << 32) / d as u64 + 1 }
+    }
+
+    /// `(e / d, e % d)`, for `e * d < 2^32`.
+    #[inline(always)]
+    pub fn div_rem(&self, e: u32) -> (u32, u32) {
+        let q = ((e as u64 * self.m) >> 32) as u32;
+        (q, e - q * self.d)
+    }
+}
+
+/// Moves the `rows x cols` entries of a tile: for each entry `(r, c)`, `store(r, c, load(r, c))`.
+/// Each thread first performs `BATCH` loads, then the `BATCH` stores, so that its loads are
+/// in flight together (with loads and stores interleaved, a store through a generic pointer
+/// that might alias the next load would make every load wait for the previous one).
+/// Consecutive threads take consecutive rows.
+/// `V` is whatever one entry carries (a value, or a tuple of values from several tiles).
+#[inline(always)]
+pub fn copy_batched<V: Copy + Default, M: crate::team::Team>(
+    team: M,
+    rows: usize,
+    cols: usize,
+    load: impl Fn(usize, usize) -> V,
+    mut store: impl FnMut(usize, usize, V),
+) {
+    const BATCH: usize = 4;
+    let total = rows * cols;
+    let div = FastDiv::new(rows as u32);
+    let (rank, size) = (team.rank(), team.size());
+    let mut base = rank;
+    while base < total {
+        let mut vals = [V::default(); BATCH];
+        let mut at = [(0usize, 0usize); BATCH];
+        for u in 0..BATCH {
+            let e = base + u * size;
+            if e < total {
+                let (c, r) = div.div_rem(e as u32);
+                at[u] = (r as usize, c as usize);
+                vals[u] = load(r as usize, c as usize);
+            }
+        }
+        for u in 0..BATCH {
+            if base + u * size < total {
+                store(at[u].0, at[u].1, vals[u]);
+            }
+        }
+        base += BATCH * size;
+    }
+}
+
+/// Calls `f(r, c)` for every entry of a `rows x cols` tile, split over all threads of the
+/// team (consecutive threads take consecutive rows; no division per entry).
+#[inline(always)]
+pub fn for_each_rc<M: crate::team::Team>(team: M, rows: usize, cols: usize, mut f: impl FnMut(usize, usize)) {
+    let total = rows * cols;
+    let div = FastDiv::new(rows as u32);
+    let mut e = team.rank();
+    while e < total {
+        let (c, r) = div.div_rem(e as u32);
+        f(r as usize, c as usize);
+        e += team.size();
     }
 }
 

@@ -45,9 +45,11 @@ pub unsafe fn potrf_panel<T: Real, M: Team>(
         if !(d > T::ZERO && d.is_finite()) {
             atomic::atomic_min_u32(status, k as u32);
         }
-        let s = d.sqrt();
-        *sqrt.add(k) = s;
-        *rsqrt.add(k) = T::ONE / s;
+        // One short dependent chain (approximate rsqrt + Newton), not IEEE sqrt + div:
+        // this runs once per column on the critical path while the block waits.
+        let r = d.rsqrt_fast();
+        *sqrt.add(k) = d * r;
+        *rsqrt.add(k) = r;
     };
     if team.rank() == 0 {
         unsafe { *status = NO_FAILURE };

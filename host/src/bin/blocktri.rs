@@ -1,1 +1,485 @@
-fn main() {}
+//! `blocktri`: solve SPD block-tridiagonal systems, generate problems, invert tridiagonal
+//! matrices, and benchmark against the peers.
+
+use blocktri::bench::{self, report};
+use blocktri::cuda::Gpu;
+use blocktri::tridiag::{Method, Tridiagonal, inverse_error, invert};
+use blocktri::{Backend, BlockTridiag, BlockVec, Error, Precision, Result, Scalar, Solver, generate, io, residual};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(
+    name = "blocktri",
+    version,
+    about = "SPD block-tridiagonal solver (GPU nested-dissection Cholesky, CPU fallback) and tridiagonal inverse"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Solve A X = B from a .npz/.mtx file or a generated problem; prints residual and timings.
+    Solve(SolveArgs),
+    /// Write a random (or Kalman-smoothing) problem to .npz, or its matrix to .mtx.
+    Generate(GenerateArgs),
+    /// Invert diagonally dominant tridiagonal matrices (recursive Sherman-Morrison).
+    Invert(InvertArgs),
+    /// Compare this solver with cuSOLVER/cuBLAS, cuDSS and CPU solvers; tables, CSV, JSON, plots.
+    Bench(BenchArgs),
+    /// Show the GPU, the loaded kernels and the supported block sizes.
+    Info,
+    /// Time every kernel launch of a factorization and solve (no graphs): where time goes.
+    Profile(ProfileArgs),
+}
+
+#[derive(Args)]
+struct SolveArgs {
+    /// Problem file: .npz (arrays diag, sub, rhs) or .mtx (needs --block-size).
+    input: Option<PathBuf>,
+    /// Block size n (for .mtx input).
+    #[arg(long)]
+    block_size: Option<usize>,
+    /// Generate the problem instead: "N,n" or "S,N,n" (batch of S systems).
+    #[arg(long, value_name = "N,n")]
+    generate: Option<String>,
+    /// Right-hand sides (.npy), when the input has none.
+    #[arg(long)]
+    rhs: Option<PathBuf>,
+    /// Columns of generated right-hand sides.
+    #[arg(long, default_value_t = 1)]
+    nrhs: usize,
+    /// Write the solution here (.npy).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// auto (GPU if present, else CPU), gpu, cpu, cpu-sequential.
+    #[arg(long, default_value = "auto")]
+    backend: String,
+    /// f64 or f32.
+    #[arg(long, default_value = "f64")]
+    precision: String,
+    /// Seed of generated problems.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(Args)]
+struct GenerateArgs {
+    /// Output file: .npz (matrix and right-hand sides) or .mtx (matrix of system 0).
+    #[arg(long)]
+    out: PathBuf,
+    /// Number of diagonal blocks N.
+    #[arg(long, default_value_t = 64)]
+    nblocks: usize,
+    /// Block size n.
+    #[arg(long, default_value_t = 8)]
+    block_size: usize,
+    /// Systems in the batch.
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    /// random (well conditioned), conditioned (--kappa), kalman (--obs m measurements).
+    #[arg(long, default_value = "random")]
+    kind: String,
+    /// Condition number of the `conditioned` kind.
+    #[arg(long, default_value_t = 1e6)]
+    kappa: f64,
+    /// Measurement dimension of the `kalman` kind.
+    #[arg(long, default_value_t = 16)]
+    obs: usize,
+    /// Right-hand-side columns.
+    #[arg(long, default_value_t = 1)]
+    nrhs: usize,
+    /// f64 or f32.
+    #[arg(long, default_value = "f64")]
+    precision: String,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(Args)]
+struct InvertArgs {
+    /// .npz with arrays a (n or S x n), b and c (n-1 or S x (n-1)).
+    input: Option<PathBuf>,
+    /// Generate a random diagonally dominant matrix of this size instead.
+    #[arg(long)]
+    generate: Option<usize>,
+    /// Matrices in a generated batch.
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    /// Generate symmetric matrices (b = c).
+    #[arg(long)]
+    symmetric: bool,
+    /// auto (GPU fused if a GPU is present, else threaded CPU), fused, stagewise, sequential, threaded, direct.
+    #[arg(long, default_value = "auto")]
+    method: String,
+    /// f64 or f32.
+    #[arg(long, default_value = "f64")]
+    precision: String,
+    /// Skip the diagonal-dominance check (for matrices known to be safely invertible).
+    #[arg(long)]
+    no_dominance_check: bool,
+    /// Write the inverses here (.npy, shape (n, n) or (S, n, n), C order).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(Args)]
+struct ProfileArgs {
+    /// Problem size "N,n" or "S,N,n".
+    #[arg(long, default_value = "4096,16")]
+    generate: String,
+    /// f64 or f32.
+    #[arg(long, default_value = "f64")]
+    precision: String,
+    /// Threads per factor block (default: chosen from n).
+    #[arg(long)]
+    threads: Option<u32>,
+    /// Repetitions (the last one is printed).
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Kernel family: auto, generic, rows.
+    #[arg(long, default_value = "auto")]
+    kernels: String,
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    /// The full sweeps (default: the quick comparison, under a minute on an H100).
+    #[arg(long)]
+    full: bool,
+    /// Sweeps to run (horizon, batch, fp64-sweep, kalman, tridiag), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    suites: Vec<String>,
+    /// Methods to run (blocktri-gpu, vendor-schur, vendor-seq, cudss, cpu-sequential, cpu-threaded, faer-sparse, gpu-fused, gpu-stagewise), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    methods: Vec<String>,
+    /// Precisions, comma-separated (f64, f32).
+    #[arg(long, value_delimiter = ',')]
+    precision: Vec<String>,
+    /// Timed runs per measurement.
+    #[arg(long)]
+    runs: Option<usize>,
+    /// Directory for rows.csv, report.json, report.md and the SVG plots.
+    #[arg(long, default_value = "bench-out")]
+    out_dir: PathBuf,
+    /// Path of libcudss.so.0 (default: $BLOCKTRI_CUDSS, then the library search path).
+    #[arg(long)]
+    cudss: Option<String>,
+}
+
+fn parse_precision(s: &str) -> Result<Precision> {
+    match s {
+        "f64" => Ok(Precision::F64),
+        "f32" => Ok(Precision::F32),
+        _ => Err(Error::Shape(format!("unknown precision {s:?} (f64 or f32)"))),
+    }
+}
+
+fn parse_dims(s: &str) -> Result<(usize, usize, usize)> {
+    let v: Vec<usize> = s
+        .split(',')
+        .map(|p| p.trim().parse::<usize>())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| Error::Shape(format!("--generate expects N,n or S,N,n, got {s:?}")))?;
+    match v.as_slice() {
+        [nb, n] => Ok((1, *nb, *n)),
+        [s, nb, n] => Ok((*s, *nb, *n)),
+        _ => Err(Error::Shape(format!("--generate expects N,n or S,N,n, got {s:?}"))),
+    }
+}
+
+fn solve<T: Scalar>(args: &SolveArgs) -> Result<()> {
+    let backend: Backend = args.backend.parse()?;
+    let (a, b): (BlockTridiag<T>, BlockVec<T>) = match (&args.input, &args.generate) {
+        (Some(_), Some(_)) => return Err(Error::Shape("give an input file or --generate, not both".into())),
+        (None, None) => return Err(Error::Shape("give an input file (.npz or .mtx) or --generate N,n".into())),
+        (None, Some(g)) => {
+            let (s, nb, n) = parse_dims(g)?;
+            let a = generate::random_spd::<T>(s, nb, n, args.seed)?;
+            let b = generate::random_rhs::<T>(a.shape(), args.nrhs, args.seed + 1)?;
+            (a, b)
+        }
+        (Some(path), None) => {
+            let (a, b) = io::read_problem::<T>(path, args.block_size)?;
+            let b = match (b, &args.rhs) {
+                (_, Some(r)) => io::read_rhs_npy::<T>(r, a.shape())?,
+                (Some(b), None) => b,
+                (None, None) => {
+                    // No right-hand side given: B = A * ones, so the exact solution is ones.
+                    eprintln!("no right-hand side in the input: solving for B = A * ones");
+                    let ones = BlockVec::from_vec(a.shape(), 1, vec![T::one(); a.shape().batch * a.shape().dim()])?;
+                    a.matvec(&ones)?
+                }
+            };
+            (a, b)
+        }
+    };
+    let shape = a.shape();
+    let mut solver = Solver::<T>::new(backend)?;
+    match solver.fallback_reason() {
+        Some(why) => println!("backend: {} (no GPU found: {why}; running on the CPU backend)", solver.backend_name()),
+        None if solver.backend_name() == "gpu" => {
+            let g = Gpu::shared()?;
+            println!("backend: gpu ({}, PTX {})", g.info().name, g.info().ptx_arch);
+        }
+        None => println!("backend: {}", solver.backend_name()),
+    }
+    println!("problem: {shape}, {} right-hand side(s), {}", b.ncols(), T::PRECISION);
+    let t = Instant::now();
+    solver.factor(&a)?;
+    let first_factor = t.elapsed();
+    let t = Instant::now();
+    let x = solver.solve(&b)?;
+    let first_solve = t.elapsed();
+    // Second round: the steady state of a refactor/solve loop (buffers, graphs reused).
+    let t = Instant::now();
+    solver.refactor(&a)?;
+    let refactor = t.elapsed();
+    let t = Instant::now();
+    let x2 = solver.solve(&b)?;
+    let resolve = t.elapsed();
+    let acc = residual::accuracy(&a, &x, &b)?;
+    let _ = x2;
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    println!("factor: {:.3} ms (first call, includes setup), {:.3} ms (refactor)", ms(first_factor), ms(refactor));
+    println!("solve:  {:.3} ms (first call), {:.3} ms (again)", ms(first_solve), ms(resolve));
+    println!("(wall-clock times from host memory, transfers included; `blocktri bench` times device work)");
+    println!("relative residual ||AX - B|| / ||B|| = {:.3e}, backward error = {:.3e}", acc.relative_residual, acc.backward_error);
+    if let Some(out) = &args.out {
+        io::write_npy(out, &x)?;
+        println!("wrote {}", out.display());
+    }
+    Ok(())
+}
+
+fn generate_cmd<T: Scalar>(args: &GenerateArgs) -> Result<()> {
+    let (a, b) = match args.kind.as_str() {
+        "random" => {
+            let a = generate::random_spd::<T>(args.batch, args.nblocks, args.block_size, args.seed)?;
+            let b = generate::random_rhs(a.shape(), args.nrhs, args.seed + 1)?;
+            (a, b)
+        }
+        "conditioned" => {
+            let a = generate::random_spd_conditioned::<T>(args.batch, args.nblocks, args.block_size, args.kappa, args.seed)?;
+            let b = generate::random_rhs(a.shape(), args.nrhs, args.seed + 1)?;
+            (a, b)
+        }
+        "kalman" => {
+            let (a, b, _) = generate::kalman_problem::<T>(args.block_size, args.obs, args.nblocks, args.seed)?;
+            (a, b)
+        }
+        other => return Err(Error::Shape(format!("unknown --kind {other:?} (random, conditioned, kalman)"))),
+    };
+    match args.out.extension().and_then(|e| e.to_str()) {
+        Some("npz") => io::write_npz(&args.out, &a, Some(&b))?,
+        Some("mtx") => io::write_mtx(&args.out, &a, 0)?,
+        _ => return Err(Error::Shape("--out must end in .npz or .mtx".into())),
+    }
+    println!("wrote {} ({}, {} right-hand side(s))", args.out.display(), a.shape(), b.ncols());
+    Ok(())
+}
+
+fn invert_cmd<T: Scalar>(args: &InvertArgs) -> Result<()> {
+    let t: Tridiagonal<T> = match (&args.input, args.generate) {
+        (None, Some(n)) => Tridiagonal::random_dominant(n, args.batch, args.symmetric, args.seed)?,
+        (Some(path), None) => {
+            let mut npz = npz_vectors(path)?;
+            let (a, b, c) = (npz.remove("a"), npz.remove("b"), npz.remove("c"));
+            let (Some((a, shape)), Some((b, _)), Some((c, _))) = (a, b, c) else {
+                return Err(Error::Format { path: path.display().to_string(), msg: "needs arrays a, b and c".into() });
+            };
+            let n = *shape.last().unwrap_or(&0) as usize;
+            let cast = |v: Vec<f64>| v.into_iter().map(blocktri::scalar::cast::<T>).collect();
+            Tridiagonal::batch(n, cast(a), cast(b), cast(c))?
+        }
+        _ => return Err(Error::Shape("give an input .npz (arrays a, b, c) or --generate n".into())),
+    };
+    let method = match args.method.as_str() {
+        "auto" if Gpu::is_available() => Method::GpuFused,
+        "auto" => {
+            println!("no GPU found: using the threaded CPU recursion");
+            Method::Threaded
+        }
+        m => m.parse()?,
+    };
+    let start = Instant::now();
+    let x = invert(&t, method, !args.no_dominance_check)?;
+    let elapsed = start.elapsed().as_secs_f64() * 1e3;
+    println!(
+        "inverted {} matrix(es) of size {} with {method:?} in {elapsed:.2} ms (wall clock, transfers included)",
+        t.batch_size(),
+        t.n()
+    );
+    if t.n() <= 1 << 14 {
+        println!("||A X - I|| / (||A|| ||X||) = {:.3e}", inverse_error(&t, &x));
+    }
+    if let Some(out) = &args.out {
+        let n = t.n() as u64;
+        let dims: Vec<u64> = if t.batch_size() > 1 { vec![t.batch_size() as u64, n, n] } else { vec![n, n] };
+        // Column-major inverses written as C-order (n, n) arrays of the transpose's layout:
+        // transpose so that out[i][j] = X[i][j].
+        let mut vals = Vec::with_capacity(x.as_slice().len());
+        for k in 0..t.batch_size() {
+            let m = x.matrix(k);
+            for i in 0..t.n() {
+                for j in 0..t.n() {
+                    vals.push(m[j * t.n() + i]);
+                }
+            }
+        }
+        io::write_npy_raw(out, &dims, vals)?;
+        println!("wrote {}", out.display());
+    }
+    Ok(())
+}
+
+/// Arrays of an .npz as f64 vectors with their shapes.
+fn npz_vectors(path: &std::path::Path) -> Result<std::collections::HashMap<String, (Vec<f64>, Vec<u64>)>> {
+    let io_err = |e: std::io::Error| Error::Io { path: path.display().to_string(), source: e };
+    let mut npz = npyz::npz::NpzArchive::open(path).map_err(io_err)?;
+    let names: Vec<String> = npz.array_names().map(String::from).collect();
+    let mut out = std::collections::HashMap::new();
+    for name in names {
+        if let Some(arr) = npz.by_name(&name).map_err(io_err)? {
+            let shape = arr.shape().to_vec();
+            let data = match arr.dtype().descr().as_str() {
+                "<f4" => arr.into_vec::<f32>().map_err(io_err)?.into_iter().map(f64::from).collect(),
+                _ => arr.into_vec::<f64>().map_err(io_err)?,
+            };
+            out.insert(name, (data, shape));
+        }
+    }
+    Ok(out)
+}
+
+fn bench_cmd(args: &BenchArgs) -> Result<()> {
+    let mut config = if args.full { bench::Config::full() } else { bench::Config::quick() };
+    if !args.suites.is_empty() {
+        config.suites = args.suites.clone();
+    }
+    config.methods = args.methods.clone();
+    if !args.precision.is_empty() {
+        config.precisions = args.precision.iter().map(|p| parse_precision(p)).collect::<Result<_>>()?;
+    }
+    if let Some(r) = args.runs {
+        config.repeat.runs = r.max(1);
+    }
+    config.cudss = args.cudss.clone();
+    let bar = indicatif::ProgressBar::new(1);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let mut report = bench::run(&config, |msg, step, total| {
+        bar.set_length(total as u64);
+        bar.set_position(step as u64);
+        bar.set_message(msg.to_string());
+    })?;
+    bar.finish_and_clear();
+    report::flag_residuals(&mut report.rows);
+    print!("{}", report::table(&report));
+    for f in report::write_all(&report, &args.out_dir)? {
+        println!("wrote {f}");
+    }
+    Ok(())
+}
+
+fn info() -> Result<()> {
+    println!("blocktri {} — kernels: {}", env!("CARGO_PKG_VERSION"), blocktri::ptx::KERNELS.len());
+    let archs: Vec<&str> = blocktri::ptx::PTX.iter().map(|p| p.0).collect();
+    println!("embedded PTX: {}", archs.join(", "));
+    let g = Gpu::shared()?;
+    let i = g.info();
+    println!(
+        "GPU {}: {} (compute {}.{}, {} SMs, {:.1} GB, L2 {} MB, {} KB shared/block), PTX {} loaded",
+        i.ordinal,
+        i.name,
+        i.compute_capability.0,
+        i.compute_capability.1,
+        i.multiprocessors,
+        i.total_memory as f64 / 1e9,
+        i.l2_bytes >> 20,
+        i.max_shared_per_block / 1024,
+        i.ptx_arch
+    );
+    let s64 = blocktri::cuda::GpuCholesky::<f64>::with_gpu(g.clone(), Default::default())?;
+    let s32 = blocktri::cuda::GpuCholesky::<f32>::with_gpu(g, Default::default())?;
+    println!("largest block size on the GPU: n <= {} (f64), n <= {} (f32)", s64.max_block_size(), s32.max_block_size());
+    Ok(())
+}
+
+fn profile<T: Scalar>(args: &ProfileArgs) -> Result<()> {
+    let (s, nb, n) = parse_dims(&args.generate)?;
+    let a = generate::random_spd::<T>(s, nb, n, 1)?;
+    let b = generate::random_rhs::<T>(a.shape(), 1, 2)?;
+    let kernels = match args.kernels.as_str() {
+        "auto" => blocktri::cuda::KernelFamily::Auto,
+        "generic" => blocktri::cuda::KernelFamily::Generic,
+        "rows" => blocktri::cuda::KernelFamily::Rows,
+        other => return Err(Error::Shape(format!("unknown kernel family {other:?} (auto, generic, rows)"))),
+    };
+    let opts = blocktri::cuda::GpuOptions { graphs: false, factor_threads: args.threads, kernels, ..Default::default() };
+    let mut g = blocktri::cuda::GpuCholesky::<T>::with_gpu(Gpu::shared()?, opts)?;
+    g.upload(&a)?;
+    g.upload_rhs(&b)?;
+    let mut rows = Vec::new();
+    for _ in 0..args.repeat.max(1) {
+        g.upload_rhs(&b)?;
+        rows = g.profile()?;
+    }
+    println!("{:<20} {:>5} {:>7} {:>7} {:>7} {:>5} {:>10}", "kernel", "level", "grid", "threads", "smem", "regs", "us");
+    let mut total = 0.0;
+    for (k, lv, grid, th, smem, regs, us) in &rows {
+        total += us;
+        println!("{k:<20} {lv:>5} {grid:>7} {th:>7} {smem:>7} {regs:>5} {us:>10.2}");
+    }
+    println!("sum of kernel times: {total:.1} us ({} launches)", rows.len());
+    Ok(())
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Solve(a) => match parse_precision(&a.precision)? {
+            Precision::F64 => solve::<f64>(&a),
+            Precision::F32 => solve::<f32>(&a),
+        },
+        Command::Generate(a) => match parse_precision(&a.precision)? {
+            Precision::F64 => generate_cmd::<f64>(&a),
+            Precision::F32 => generate_cmd::<f32>(&a),
+        },
+        Command::Invert(a) => match parse_precision(&a.precision)? {
+            Precision::F64 => invert_cmd::<f64>(&a),
+            Precision::F32 => invert_cmd::<f32>(&a),
+        },
+        Command::Bench(a) => bench_cmd(&a),
+        Command::Info => info(),
+        Command::Profile(a) => match parse_precision(&a.precision)? {
+            Precision::F64 => profile::<f64>(&a),
+            Precision::F32 => profile::<f32>(&a),
+        },
+    }
+}
+
+fn main() {
+    // A bug must still end in one line, not a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        eprintln!("internal error: {msg} (at {}); please report it", info.location().map(|l| l.to_string()).unwrap_or_default());
+    }));
+    let cli = Cli::parse();
+    if let Err(e) = run(cli) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}

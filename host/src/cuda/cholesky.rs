@@ -12,6 +12,7 @@
 //! factor kernels, which then also do the forward substitution.
 
 use super::context::Gpu;
+use super::graph::Graph;
 use super::launch::{Kernel, LaunchConfig};
 use super::memory::{DeviceBuffer, Loc, copy_2d};
 use crate::error::{Error, Result, shape_err};
@@ -20,8 +21,11 @@ use crate::scalar::Scalar;
 use crate::solver::Factorization;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level, round_up};
-use blocktri_device::level::{FactorArgs, InfoCode, SolveArgs, decode_info, factor_shared_bytes, solve_shared_bytes};
-use cudarc::driver::{CudaGraph, CudaStream, result, sys};
+use blocktri_device::level::{
+    FactorArgs, InfoCode, ROW_THREADS, SolveArgs, decode_info, factor_rows_shared_bytes, factor_shared_bytes, row_size,
+    solve_rows_shared_bytes, solve_shared_bytes,
+};
+use cudarc::driver::{CudaStream, result};
 use std::sync::Arc;
 
 /// Tuning and behaviour of [`GpuCholesky`].
@@ -33,12 +37,27 @@ pub struct GpuOptions {
     pub factor_threads: Option<u32>,
     /// Right-hand-side columns processed per pass of a solve kernel (default 32).
     pub rhs_chunk: u32,
+    /// Which kernel family runs (default: register-resident for `n <= 32`).
+    pub kernels: KernelFamily,
 }
 
 impl Default for GpuOptions {
     fn default() -> Self {
-        GpuOptions { graphs: true, factor_threads: None, rhs_chunk: 32 }
+        GpuOptions { graphs: true, factor_threads: None, rhs_chunk: 32, kernels: KernelFamily::Auto }
     }
+}
+
+/// The level-kernel family.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KernelFamily {
+    /// Register-resident kernels (`blocktri_device::level::rows`) for `n <= 32`, the
+    /// generic shared-memory kernels above.
+    #[default]
+    Auto,
+    /// Always the generic shared-memory kernels.
+    Generic,
+    /// The register-resident kernels (an error for `n > 32`).
+    Rows,
 }
 
 /// Threads per factor block: enough for the `3n x n` panel updates to keep every warp busy.
@@ -78,21 +97,52 @@ struct Plan<T> {
     forward: Kernel,
     backward: Kernel,
     factor_threads: u32,
+    /// Padded size of the register-resident kernels, `None` for the generic ones.
+    rows: Option<usize>,
     factor_graph: Option<Graph>,
     solve_graph: Option<(usize, Graph)>,
     factor_solve_graph: Option<(usize, Graph)>,
 }
 
-/// A captured launch sequence. CUDA graph objects are not internally synchronized but
-/// may be used from any thread; every use goes through `&mut GpuCholesky`, so moving one
-/// to another thread (`Send`) is sound, sharing it (`Sync`) is not offered.
-struct Graph(CudaGraph);
-// SAFETY: see the type docs: exclusive access is guaranteed by `&mut self`.
-unsafe impl Send for Graph {}
+/// Shared memory of the factor kernel of a family (`rows`: padded size of the
+/// register-resident kernels) with `nrhs` interlaced right-hand-side columns.
+fn factor_smem(rows: Option<usize>, n: usize, nrhs: usize, elem: usize) -> u32 {
+    (match rows {
+        Some(np) => factor_rows_shared_bytes(np, nrhs, elem),
+        None => factor_shared_bytes(n, nrhs, elem),
+    }) as u32
+}
 
-impl Graph {
-    fn launch(&self) -> Result<()> {
-        Ok(self.0.launch()?)
+impl<T: Scalar> Plan<T> {
+    /// Right-hand-side columns per pass of the generic solve kernels.
+    fn chunk(&self, options: &GpuOptions) -> usize {
+        (self.rhs_cols as u32).min(options.rhs_chunk.max(1)).max(1) as usize
+    }
+
+    /// Launch shape of the factor kernel on level `m`.
+    fn factor_config(&self, m: u32, nrhs: usize) -> LaunchConfig {
+        let grid = self.shape.batch as u32 * nodes_in_level(self.shape.nblocks as u32, m);
+        LaunchConfig::linear(grid, self.factor_threads, factor_smem(self.rows, self.shape.block, nrhs, T::BYTES))
+    }
+
+    /// Launch shape of the solve kernels on level `m`.
+    fn solve_config(&self, m: u32, chunk: usize) -> LaunchConfig {
+        let grid = self.shape.batch as u32 * nodes_in_level(self.shape.nblocks as u32, m);
+        match self.rows {
+            Some(np) => LaunchConfig::linear(grid, ROW_THREADS, solve_rows_shared_bytes(np, T::BYTES) as u32),
+            None => {
+                LaunchConfig::linear(grid, solve_threads(self.shape.block), solve_shared_bytes(self.shape.block, chunk, T::BYTES) as u32)
+            }
+        }
+    }
+
+    /// Raises the kernels' shared-memory limits before any capture (setting a function
+    /// attribute is not a stream operation).
+    fn reserve_shared(&self, nrhs: usize, chunk: usize) -> Result<()> {
+        self.factor.reserve_shared(self.factor_config(0, nrhs).shared_bytes)?;
+        let smem = self.solve_config(0, chunk).shared_bytes;
+        self.forward.reserve_shared(smem)?;
+        self.backward.reserve_shared(smem)
     }
 }
 
@@ -195,11 +245,28 @@ impl<T: Scalar> GpuCholesky<T> {
         let blk = ld * shape.block;
         let (s, nb) = (shape.batch, shape.nblocks);
         let st = &self.stream;
-        let k = |name| self.gpu.kernel(kernel_name::<T>(name).as_str());
-        let factor = k(names::FACTOR_LEVEL)?;
+        let k = |name: &str| self.gpu.kernel(kernel_name::<T>(name).as_str());
+        let rows = match self.options.kernels {
+            KernelFamily::Generic => None,
+            KernelFamily::Auto => row_size(shape.block),
+            KernelFamily::Rows => Some(
+                row_size(shape.block)
+                    .ok_or_else(|| Error::Unsupported(format!("the register-resident kernels support n <= 32, got n = {}", shape.block)))?,
+            ),
+        };
+        let (factor, forward, backward) = match rows {
+            Some(np) => (
+                k(&format!("{}{np}", names::FACTOR_ROWS))?,
+                k(&format!("{}{np}", names::SOLVE_FORWARD_ROWS))?,
+                k(&format!("{}{np}", names::SOLVE_BACKWARD_ROWS))?,
+            ),
+            None => (k(names::FACTOR_LEVEL)?, k(names::SOLVE_FORWARD)?, k(names::SOLVE_BACKWARD)?),
+        };
         let hw_threads = factor.max_threads_per_block()?;
-        let factor_threads =
-            self.options.factor_threads.unwrap_or_else(|| default_factor_threads(shape.block)).min(hw_threads / 32 * 32).max(32);
+        let factor_threads = match rows {
+            Some(_) => ROW_THREADS,
+            None => self.options.factor_threads.unwrap_or_else(|| default_factor_threads(shape.block)).min(hw_threads / 32 * 32).max(32),
+        };
         let plan = Plan {
             shape,
             ld,
@@ -214,9 +281,10 @@ impl<T: Scalar> GpuCholesky<T> {
             rhs_cols: 0,
             prep: k(names::FACTOR_PREP)?,
             factor,
-            forward: k(names::SOLVE_FORWARD)?,
-            backward: k(names::SOLVE_BACKWARD)?,
+            forward,
+            backward,
             factor_threads,
+            rows,
             factor_graph: None,
             solve_graph: None,
             factor_solve_graph: None,
@@ -327,28 +395,22 @@ impl<T: Scalar> GpuCholesky<T> {
             nblocks: plan.shape.nblocks as u32,
             level,
             nrhs: plan.rhs_cols as u32,
-            chunk: (plan.rhs_cols as u32).min(self.options.rhs_chunk.max(1)),
+            chunk: plan.chunk(&self.options) as u32,
         }
     }
 
     /// Enqueues the factor launches (with the forward substitution when `with_rhs`).
     fn enqueue_factor(&self, plan: &Plan<T>, with_rhs: bool) -> Result<()> {
         let shape = plan.shape;
-        let (nb, s, n) = (shape.nblocks as u32, shape.batch as u32, shape.block);
+        let (nb, s) = (shape.nblocks as u32, shape.batch as u32);
         let nrhs = if with_rhs { plan.rhs_cols } else { 0 };
-        let smem = factor_shared_bytes(n, nrhs, T::BYTES) as u32;
         let prep_grid = (s * (nb / 2)).max(1);
         // SAFETY (all launches): argument structs point to plan buffers sized for `shape`,
         // grids and shared memory follow each kernel's documented contract.
         unsafe {
             plan.prep.launch(&self.stream, LaunchConfig::linear(prep_grid, 128, 0), (self.factor_args(plan, 0, with_rhs),))?;
             for m in 0..levels(nb) {
-                let grid = s * nodes_in_level(nb, m);
-                plan.factor.launch(
-                    &self.stream,
-                    LaunchConfig::linear(grid, plan.factor_threads, smem),
-                    (self.factor_args(plan, m, with_rhs),),
-                )?;
+                plan.factor.launch(&self.stream, plan.factor_config(m, nrhs), (self.factor_args(plan, m, with_rhs),))?;
             }
         }
         Ok(())
@@ -358,10 +420,8 @@ impl<T: Scalar> GpuCholesky<T> {
     /// interlaced factorization).
     fn enqueue_solve(&self, plan: &Plan<T>, forward: bool) -> Result<()> {
         let shape = plan.shape;
-        let (nb, s, n) = (shape.nblocks as u32, shape.batch as u32, shape.block);
-        let chunk = (plan.rhs_cols as u32).min(self.options.rhs_chunk.max(1)) as usize;
-        let smem = solve_shared_bytes(n, chunk, T::BYTES) as u32;
-        let threads = solve_threads(n);
+        let (nb, s) = (shape.nblocks as u32, shape.batch as u32);
+        let chunk = plan.chunk(&self.options);
         // SAFETY: the status words are plan buffers of `s` elements.
         unsafe { result::memset_d8_async(plan.solve_info.ptr().addr(), 0xff, s as usize * 8, self.stream.cu_stream()) }?;
         let top = levels(nb);
@@ -369,13 +429,11 @@ impl<T: Scalar> GpuCholesky<T> {
         unsafe {
             if forward {
                 for m in 0..top {
-                    let grid = s * nodes_in_level(nb, m);
-                    plan.forward.launch(&self.stream, LaunchConfig::linear(grid, threads, smem), (self.solve_args(plan, m),))?;
+                    plan.forward.launch(&self.stream, plan.solve_config(m, chunk), (self.solve_args(plan, m),))?;
                 }
             }
             for m in (0..top).rev() {
-                let grid = s * nodes_in_level(nb, m);
-                plan.backward.launch(&self.stream, LaunchConfig::linear(grid, threads, smem), (self.solve_args(plan, m),))?;
+                plan.backward.launch(&self.stream, plan.solve_config(m, chunk), (self.solve_args(plan, m),))?;
             }
         }
         Ok(())
@@ -384,23 +442,11 @@ impl<T: Scalar> GpuCholesky<T> {
     /// Shared memory the kernels will use, raised before any graph capture (setting a
     /// function attribute is not a stream operation).
     fn prepare_kernels(&self, plan: &Plan<T>, with_rhs: bool) -> Result<()> {
-        let n = plan.shape.block;
-        let nrhs = if with_rhs { plan.rhs_cols } else { 0 };
-        plan.factor.reserve_shared(factor_shared_bytes(n, nrhs, T::BYTES) as u32)?;
-        let chunk = (plan.rhs_cols as u32).min(self.options.rhs_chunk.max(1)) as usize;
-        let smem = solve_shared_bytes(n, chunk.max(1), T::BYTES) as u32;
-        plan.forward.reserve_shared(smem)?;
-        plan.backward.reserve_shared(smem)
+        plan.reserve_shared(if with_rhs { plan.rhs_cols } else { 0 }, plan.chunk(&self.options))
     }
 
     fn capture(&self, enqueue: impl FnOnce() -> Result<()>) -> Result<Graph> {
-        self.stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-        let enqueued = enqueue();
-        let graph = self.stream.end_capture(sys::CUgraphInstantiate_flags(0));
-        enqueued?;
-        let graph = graph?.ok_or_else(|| Error::Cuda("graph capture produced no graph".into()))?;
-        graph.upload()?;
-        Ok(Graph(graph))
+        Graph::capture(&self.stream, enqueue)
     }
 
     /// Enqueues the factorization of the uploaded matrices (graph replay when enabled)
@@ -467,6 +513,59 @@ impl<T: Scalar> GpuCholesky<T> {
         })();
         self.plan = Some(plan);
         result
+    }
+
+    /// Runs the factorization and a solve of the uploaded data kernel by kernel with an
+    /// event pair around each launch, and returns `(kernel, level, grid, threads,
+    /// shared bytes, registers, microseconds)` per launch: where the time goes.
+    pub fn profile(&mut self) -> Result<Vec<(String, u32, u32, u32, u32, i32, f64)>> {
+        let plan = self.plan.as_ref().ok_or(Error::NotFactored)?;
+        if plan.rhs.is_none() {
+            return Err(Error::Shape("upload right-hand sides before profiling".into()));
+        }
+        self.prepare_kernels(plan, false)?;
+        let shape = plan.shape;
+        let (nb, s) = (shape.nblocks as u32, shape.batch as u32);
+        let mut out = Vec::new();
+        let timed = |kernel: &Kernel,
+                     level: u32,
+                     cfg: LaunchConfig,
+                     launch: &dyn Fn() -> Result<()>|
+         -> Result<(String, u32, u32, u32, u32, i32, f64)> {
+            let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+            let t0 = self.stream.record_event(flags)?;
+            launch()?;
+            let t1 = self.stream.record_event(flags)?;
+            t1.synchronize()?;
+            Ok((
+                kernel.name().to_string(),
+                level,
+                cfg.grid.0,
+                cfg.block.0,
+                cfg.shared_bytes,
+                kernel.registers()?,
+                1e3 * t0.elapsed_ms(&t1)? as f64,
+            ))
+        };
+        let cfg = LaunchConfig::linear((s * (nb / 2)).max(1), 128, 0);
+        // SAFETY (all launches): as in `enqueue_factor` / `enqueue_solve`.
+        out.push(timed(&plan.prep, 0, cfg, &|| unsafe { plan.prep.launch(&self.stream, cfg, (self.factor_args(plan, 0, false),)) })?);
+        for m in 0..levels(nb) {
+            let cfg = plan.factor_config(m, 0);
+            out.push(timed(&plan.factor, m, cfg, &|| unsafe {
+                plan.factor.launch(&self.stream, cfg, (self.factor_args(plan, m, false),))
+            })?);
+        }
+        let chunk = plan.chunk(&self.options);
+        for m in 0..levels(nb) {
+            let cfg = plan.solve_config(m, chunk);
+            out.push(timed(&plan.forward, m, cfg, &|| unsafe { plan.forward.launch(&self.stream, cfg, (self.solve_args(plan, m),)) })?);
+        }
+        for m in (0..levels(nb)).rev() {
+            let cfg = plan.solve_config(m, chunk);
+            out.push(timed(&plan.backward, m, cfg, &|| unsafe { plan.backward.launch(&self.stream, cfg, (self.solve_args(plan, m),)) })?);
+        }
+        Ok(out)
     }
 
     /// Waits for the stream and turns the factor status words into a result.
@@ -566,10 +665,8 @@ impl<T: Scalar> PlanView<'_, T> {
         let p = self.plan;
         let shape = p.shape;
         let (nb, s, n) = (shape.nblocks as u32, shape.batch as u32, shape.block);
-        let chunk = (self.k as u32).min(options.rhs_chunk.max(1));
-        let smem = solve_shared_bytes(n, chunk as usize, T::BYTES) as u32;
-        p.forward.reserve_shared(smem)?;
-        p.backward.reserve_shared(smem)?;
+        let chunk = (self.k as u32).min(options.rhs_chunk.max(1)).max(1);
+        p.reserve_shared(0, chunk as usize)?;
         let args = |level| SolveArgs::<T> {
             diag: p.diag.ptr().as_ptr(),
             left: p.left.ptr().as_ptr(),
@@ -588,10 +685,10 @@ impl<T: Scalar> PlanView<'_, T> {
         unsafe {
             result::memset_d8_async(self.solve_info.ptr().addr(), 0xff, s as usize * 8, stream.cu_stream())?;
             for m in 0..top {
-                p.forward.launch(stream, LaunchConfig::linear(s * nodes_in_level(nb, m), solve_threads(n), smem), (args(m),))?;
+                p.forward.launch(stream, p.solve_config(m, chunk as usize), (args(m),))?;
             }
             for m in (0..top).rev() {
-                p.backward.launch(stream, LaunchConfig::linear(s * nodes_in_level(nb, m), solve_threads(n), smem), (args(m),))?;
+                p.backward.launch(stream, p.solve_config(m, chunk as usize), (args(m),))?;
             }
         }
         Ok(())
@@ -620,7 +717,11 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
             shape_err!("right-hand side shape {} does not match the matrix {}", b.shape(), a.shape());
         }
         b.validate()?;
-        let fits = factor_shared_bytes(a.shape().block, b.ncols(), T::BYTES) <= self.gpu.info().max_shared_per_block as usize;
+        let rows = match self.options.kernels {
+            KernelFamily::Generic => None,
+            _ => row_size(a.shape().block),
+        };
+        let fits = factor_smem(rows, a.shape().block, b.ncols(), T::BYTES) <= self.gpu.info().max_shared_per_block;
         if !fits {
             self.factor(a)?;
             return self.solve(b);

@@ -20,6 +20,8 @@ pub struct GpuInfo {
     pub max_shared_per_block: u32,
     /// Device memory in bytes.
     pub total_memory: usize,
+    /// L2 cache in bytes.
+    pub l2_bytes: usize,
     /// Architecture of the PTX build that was loaded (`sm_80`, `sm_90`).
     pub ptx_arch: String,
 }
@@ -73,6 +75,7 @@ impl Gpu {
             multiprocessors: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
             max_shared_per_block: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
             total_memory: ctx.total_mem()?,
+            l2_bytes: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
             ptx_arch: module.arch().to_string(),
         };
         Ok(Arc::new(Gpu { ctx, stream, module, info }))

@@ -25,7 +25,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 
     /// A copy of `data` on the device.
     pub fn from_host(stream: &Arc<CudaStream>, data: &[T]) -> Result<Self> {
-        let mut buf = Self::poisoned(stream, data.len())?;
+        let buf = Self::poisoned(stream, data.len())?;
         buf.copy_from_host(data)?;
         Ok(buf)
     }
@@ -57,7 +57,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Copies `data` to the start of the buffer (stream-ordered; `data` must stay alive and
     /// unchanged until the stream reaches the copy, which `copy_*` calls ensure by
     /// synchronizing when the source is pageable host memory).
-    pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
+    pub fn copy_from_host(&self, data: &[T]) -> Result<()> {
         if data.len() > self.len() {
             return Err(Error::Shape(format!("copying {} elements into a buffer of {}", data.len(), self.len())));
         }
@@ -115,31 +115,37 @@ pub(crate) unsafe fn copy_2d<T>(
     }
     let size = std::mem::size_of::<T>();
     let need = |ld: usize| (height - 1) * ld + width;
-    let mut p: sys::CUDA_MEMCPY2D = unsafe { std::mem::zeroed() };
-    p.WidthInBytes = width * size;
-    p.Height = height;
-    p.srcPitch = src_ld * size;
-    p.dstPitch = dst_ld * size;
-    match src {
+    let (src_type, src_host, src_device) = match src {
         Loc::Host(s) => {
             if s.len() < need(src_ld) {
                 return Err(Error::Shape("2-D copy source too short".into()));
             }
-            p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
-            p.srcHost = s.as_ptr() as *const _;
+            (sys::CUmemorytype::CU_MEMORYTYPE_HOST, s.as_ptr() as *const std::ffi::c_void, 0)
         }
-        Loc::Device(a) => {
-            p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-            p.srcDevice = a;
-        }
-    }
-    match dst {
+        Loc::Device(a) => (sys::CUmemorytype::CU_MEMORYTYPE_DEVICE, std::ptr::null(), a),
+    };
+    let dst_device = match dst {
         Loc::Host(_) => return Err(Error::Shape("2-D copy to the host is not supported".into())),
-        Loc::Device(a) => {
-            p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-            p.dstDevice = a;
-        }
-    }
+        Loc::Device(a) => a,
+    };
+    let p = sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: src_type,
+        srcHost: src_host,
+        srcDevice: src_device,
+        srcArray: std::ptr::null_mut(),
+        srcPitch: src_ld * size,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: dst_device,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: dst_ld * size,
+        WidthInBytes: width * size,
+        Height: height,
+    };
     // SAFETY: validated above; device ranges are the caller's contract.
     let r = unsafe { sys::cuMemcpy2DAsync_v2(&p, stream.cu_stream()) };
     r.result().map_err(|e| Error::Cuda(format!("2-D copy: {e}")))

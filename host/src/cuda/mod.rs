@@ -9,12 +9,14 @@
 
 mod cholesky;
 mod context;
+mod graph;
 mod launch;
 mod memory;
-// mod tridiag;
+mod tridiag;
 
-pub use cholesky::{GpuCholesky, GpuOptions};
+pub use cholesky::{GpuCholesky, GpuOptions, KernelFamily};
 pub use context::{Gpu, GpuInfo};
+pub use graph::Graph;
 pub use launch::{DevicePtr, Kernel, KernelParam, KernelParams, LaunchConfig, Module};
 pub use memory::DeviceBuffer;
-// pub use tridiag::GpuTridiagInverse;
+pub use tridiag::{GpuTridiagInverse, TridiagJob};

@@ -1,0 +1,460 @@
+//! Level kernels for larger blocks (`32 < n <= NP`, `NP` = 32, 64 or 96 at compile time):
+//! the lane-owns-rows scheme of [`super::rows`], with the rows in **shared memory**
+//! (row-major, odd row stride) instead of registers, so that `n` up to 96 fits.
+//!
+//! Each of the three warps owns one part of the panel `[D; A[l,i]; A[r,i]]` and each lane
+//! `R = NP / 32` of its rows. Column indices are compile-time constants after unrolling,
+//! so an update is a shared load, a multiply-add and a shared store with constant offsets;
+//! the pivot row is read by broadcast. The factorization is right-looking over the whole
+//! panel with one block barrier per column and the column scaling deferred to the end (as
+//! [`crate::tile::potrf_panel`]). The products give one output row per lane row, four
+//! columns at a time.
+//!
+//! Storage, arguments and status words are those of [`super::factor`] and
+//! [`super::solve`]; the interlaced forward substitution is not offered here (the host
+//! factors, then solves).
+
+use super::{FactorArgs, INFO_OK, InfoCode, SolveArgs, align_elems, info_key};
+use crate::layout::{fill_slot, left_of, node_number, nodes_in_level, right_of};
+use crate::team::{Block, Team};
+use crate::tile::{copy_batched, for_each_rc};
+use blocktri_prims::memory::load_readonly;
+use blocktri_prims::{Real, atomic, block_idx_x, lane_id, shared, sync_warp, warp_id};
+
+/// Threads per block: three warps.
+pub const PANEL_THREADS: u32 = 96;
+
+/// Row stride of the shared panel (odd: lanes reading a column hit different banks).
+const fn stride(np: usize) -> usize {
+    np + 1
+}
+
+/// Shared memory of [`factor_panel`] in bytes.
+pub const fn factor_panel_shared_bytes(np: usize, elem_bytes: usize) -> usize {
+    (align_elems(3 * np * stride(np), elem_bytes) + 2 * align_elems(np, elem_bytes)) * elem_bytes + 16
+}
+
+/// Shared memory of [`solve_forward_panel`] / [`solve_backward_panel`] in bytes.
+pub const fn solve_panel_shared_bytes(np: usize, elem_bytes: usize) -> usize {
+    (align_elems(3 * np * stride(np), elem_bytes) + 4 * align_elems(np, elem_bytes)) * elem_bytes + 16
+}
+
+struct Node {
+    s: usize,
+    b: usize,
+    left: Option<u32>,
+    right: Option<u32>,
+}
+
+#[inline(always)]
+fn node(nblocks: u32, level: u32) -> Node {
+    let nodes = nodes_in_level(nblocks, level);
+    let bx = block_idx_x();
+    let i = node_number(level, bx % nodes);
+    Node { s: (bx / nodes) as usize, b: (i - 1) as usize, left: left_of(i, level), right: right_of(i, level, nblocks) }
+}
+
+/// Eliminates one node with the shared-memory panel (see the module docs).
+///
+/// # Safety
+/// As [`super::factor_level`] without right-hand sides (`args.nrhs` must be 0), with
+/// [`PANEL_THREADS`] threads, [`factor_panel_shared_bytes`] of shared memory and
+/// `args.n <= NP`, `NP` a multiple of 32.
+pub unsafe fn factor_panel<T: Real, const NP: usize>(args: &FactorArgs<T>) {
+    let team = Block;
+    let a = *args;
+    let (n, ld, m) = (a.n as usize, a.ld as usize, a.level);
+    let nd = node(a.nblocks, m);
+    let b = nd.b;
+    let (has_l, has_r) = (nd.left.is_some(), nd.right.is_some());
+    let info = unsafe { a.info.add(nd.s) };
+    let blk = ld * n;
+    let sys_blocks = nd.s * a.nblocks as usize;
+    let block = |base: *mut T, idx: usize| unsafe { base.add((sys_blocks + idx) * blk) };
+    let s = stride(NP);
+    let smem = shared::dynamic_shared::<T>();
+    let p = smem;
+    let rs = unsafe { smem.add(align_elems(3 * NP * s, T::BYTES)) };
+    let sq = unsafe { rs.add(align_elems(NP, T::BYTES)) };
+    let status = unsafe { sq.add(align_elems(NP, T::BYTES)) } as *mut u32;
+    let (warp, lane) = (warp_id() as usize, lane_id() as usize);
+    let at = |row: usize, col: usize| unsafe { p.add(row * s + col) };
+
+    // 1. Load: D (input + updates) into rows 0..NP, A[l, i] (the transpose of the stored
+    //    A[i, l]) into rows NP..2NP, A[r, i] into rows 2NP..3NP; identity / zero padding.
+    let d_in = unsafe { a.diag_in.add((sys_blocks + b) * blk) };
+    let d_acc = block(a.diag, b);
+    let sub_block = |idx: usize| unsafe { a.sub.add((nd.s * (a.nblocks as usize - 1) + idx) * blk) };
+    let l_src: *const T = match nd.left {
+        Some(_) if m == 0 => sub_block(b - 1),
+        Some(_) => block(a.left, b),
+        None => core::ptr::null(),
+    };
+    let r_src: *const T = match nd.right {
+        Some(_) if m == 0 => sub_block(b),
+        Some(_) => block(a.right, b),
+        None => core::ptr::null(),
+    };
+    if team.rank() == 0 {
+        unsafe { *status = u32::MAX };
+    }
+    let recorded = unsafe { core::ptr::read_volatile(info) };
+    copy_batched(
+        team,
+        NP,
+        NP,
+        |r, c| unsafe {
+            if r < n && c < n {
+                let g = c * ld + r;
+                let acc = if m == 0 { T::ZERO } else { load_readonly(d_acc.add(g)) };
+                let lv = if has_l { load_readonly(l_src.add(g)) } else { T::ZERO };
+                let rv = if has_r { load_readonly(r_src.add(g)) } else { T::ZERO };
+                (load_readonly(d_in.add(g)) + acc, lv, rv)
+            } else {
+                (if r == c { T::ONE } else { T::ZERO }, T::ZERO, T::ZERO)
+            }
+        },
+        |r, c, (d, lv, rv)| unsafe {
+            *at(r, c) = d;
+            *at(NP + c, r) = lv;
+            *at(2 * NP + r, c) = rv;
+        },
+    );
+    team.sync();
+    if recorded != INFO_OK && (recorded >> 40) < m as u64 {
+        return;
+    }
+
+    // 2. Checks.
+    for_each_rc(team, n, n, |r, c| unsafe {
+        let (d, lv, rv) = (*at(r, c), *at(NP + c, r), *at(2 * NP + r, c));
+        let code = if !(d.is_finite() && lv.is_finite() && rv.is_finite()) {
+            InfoCode::NonFinite as u32
+        } else if r > c {
+            let diff = d - *at(c, r);
+            let scale = (*at(r, r) * *at(c, c)).abs();
+            if diff * diff <= a.sym_tol * a.sym_tol * scale { u32::MAX } else { InfoCode::NotSymmetric as u32 }
+        } else {
+            u32::MAX
+        };
+        if code != u32::MAX {
+            atomic::atomic_min_u32(status, code);
+        }
+    });
+    team.sync();
+    let input_status = unsafe { *status };
+    if input_status != u32::MAX {
+        if team.rank() == 0 {
+            let code = InfoCode::from_u32(input_status).unwrap_or(InfoCode::NonFinite);
+            unsafe { atomic::atomic_min_u64(info, info_key(m, code, b as u32)) };
+        }
+        return;
+    }
+
+    // 3. Right-looking factorization of the tall panel: P[i][j] -= P[i][k] P[j][k] / d_k for
+    //    j > k (lower part only in D), columns scaled at the end.
+    let rows_per_lane = NP / 32;
+    let mut failed = false;
+    for k in 0..NP {
+        let d = unsafe { *at(k, k) };
+        failed |= !(d > T::ZERO && d.is_finite());
+        let r_k = d.rsqrt_fast();
+        let inv_d = r_k * r_k;
+        for rr in 0..rows_per_lane {
+            let local = lane + 32 * rr;
+            let row = warp * NP + local;
+            let active = if warp == 0 { local > k } else { true };
+            if active {
+                let f = unsafe { *at(row, k) } * inv_d;
+                for j in 0..NP {
+                    // D rows: only the lower triangle, j <= local.
+                    if j > k && (warp > 0 || j <= local) {
+                        unsafe { *at(row, j) = (-f).mul_add(*at(j, k), *at(row, j)) };
+                    }
+                }
+            }
+        }
+        if team.rank() == 0 {
+            unsafe {
+                *rs.add(k) = r_k;
+                *sq.add(k) = d * r_k;
+            }
+        }
+        team.sync();
+    }
+    if failed {
+        if team.rank() == 0 {
+            unsafe { atomic::atomic_min_u64(info, info_key(m, InfoCode::NotPositiveDefinite, b as u32)) };
+        }
+        return;
+    }
+    // Scaling: column c below the diagonal by 1/sqrt(d_c); the diagonal becomes sqrt(d_c).
+    for rr in 0..rows_per_lane {
+        let local = lane + 32 * rr;
+        let row = warp * NP + local;
+        for c in 0..NP {
+            let below = warp > 0 || c < local;
+            unsafe {
+                if below {
+                    *at(row, c) = *at(row, c) * *rs.add(c);
+                } else if c == local {
+                    *at(row, c) = *sq.add(c);
+                }
+            }
+        }
+    }
+    team.sync();
+
+    // 4. Store L_ii (upper triangle zero), L_li, L_ri: coalesced column-major writes.
+    let (dd, dl, dr) = (block(a.diag, b), block(a.left, b), block(a.right, b));
+    for_each_rc(team, n, n, |r, c| unsafe {
+        *dd.add(c * ld + r) = if r >= c { *at(r, c) } else { T::ZERO };
+        if has_l {
+            *dl.add(c * ld + r) = *at(NP + r, c);
+        }
+        if has_r {
+            *dr.add(c * ld + r) = *at(2 * NP + r, c);
+        }
+    });
+
+    // 5. Products, one per warp: D_l -= K_l K_l^T, D_r -= K_r K_r^T, fill = -K_r K_l^T.
+    let job: Option<(*mut T, usize, usize, bool)> = match warp {
+        0 if has_l => Some((block(a.diag, (nd.left.unwrap_or(1) - 1) as usize), NP, NP, true)),
+        1 if has_r => Some((block(a.diag, (nd.right.unwrap_or(1) - 1) as usize), 2 * NP, 2 * NP, true)),
+        2 if has_l && has_r => {
+            let (l, r) = (nd.left.unwrap_or(1), nd.right.unwrap_or(1));
+            let (owner, is_left) = fill_slot(l, r, m);
+            Some((block(if is_left { a.left } else { a.right }, (owner - 1) as usize), 2 * NP, NP, false))
+        }
+        _ => None,
+    };
+    if let Some((dst, rows_of, cols_of, subtract)) = job {
+        for rr in 0..rows_per_lane {
+            let pr = lane + 32 * rr;
+            if pr < n {
+                let mut q0 = 0;
+                while q0 < n {
+                    let mut acc = [T::ZERO; 4];
+                    for c in 0..NP {
+                        let v = unsafe { *at(rows_of + pr, c) };
+                        for u in 0..4 {
+                            let q = if q0 + u < NP { q0 + u } else { NP - 1 };
+                            acc[u] = v.mul_add(unsafe { *at(cols_of + q, c) }, acc[u]);
+                        }
+                    }
+                    for u in 0..4 {
+                        if q0 + u < n {
+                            let g = unsafe { dst.add((q0 + u) * ld + pr) };
+                            if subtract {
+                                unsafe { T::atomic_add_global(g, -acc[u]) };
+                            } else {
+                                unsafe { *g = -acc[u] };
+                            }
+                        }
+                    }
+                    q0 += 4;
+                }
+            }
+        }
+    }
+}
+
+/// Loads `L_ii`, `L_li`, `L_ri` of a node into three row-major shared tiles (padded) and
+/// `1 / L_jj` into `inv`. Ends with a barrier.
+unsafe fn load_tiles<T: Real, const NP: usize>(a: &SolveArgs<T>, nd: &Node, tiles: *mut T, inv: *mut T) {
+    let team = Block;
+    let (n, ld) = (a.n as usize, a.ld as usize);
+    let s = stride(NP);
+    let off = (nd.s * a.nblocks as usize + nd.b) * ld * n;
+    let (gl, gkl, gkr) = unsafe { (a.diag.add(off), a.left.add(off), a.right.add(off)) };
+    let (has_l, has_r) = (nd.left.is_some(), nd.right.is_some());
+    copy_batched(
+        team,
+        NP,
+        NP,
+        |r, c| unsafe {
+            if r < n && c < n {
+                let g = c * ld + r;
+                let lv = if has_l { load_readonly(gkl.add(g)) } else { T::ZERO };
+                let rv = if has_r { load_readonly(gkr.add(g)) } else { T::ZERO };
+                (load_readonly(gl.add(g)), lv, rv)
+            } else {
+                (if r == c { T::ONE } else { T::ZERO }, T::ZERO, T::ZERO)
+            }
+        },
+        |r, c, (d, lv, rv)| unsafe {
+            *tiles.add(r * s + c) = d;
+            *tiles.add((NP + r) * s + c) = lv;
+            *tiles.add((2 * NP + r) * s + c) = rv;
+        },
+    );
+    team.sync();
+    crate::tile::for_each_index(team, NP, |j| unsafe { *inv.add(j) = T::ONE / *tiles.add(j * s + j) });
+    team.sync();
+}
+
+/// Forward substitution of one level with shared-memory tiles: warp 0 solves
+/// `L_ii y = b_i` (lane `l` owns rows `l + 32 r`), warps 1 and 2 subtract `L_li y`, `L_ri y`
+/// from the neighbours.
+///
+/// # Safety
+/// As [`super::solve_forward_level`], with [`PANEL_THREADS`] threads,
+/// [`solve_panel_shared_bytes`] of shared memory and `args.n <= NP`.
+pub unsafe fn solve_forward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>) {
+    let team = Block;
+    let a = *args;
+    let (n, k) = (a.n as usize, a.nrhs as usize);
+    let nd = node(a.nblocks, a.level);
+    let s = stride(NP);
+    let smem = shared::dynamic_shared::<T>();
+    let tiles = smem;
+    let inv = unsafe { smem.add(align_elems(3 * NP * s, T::BYTES)) };
+    let ybuf = unsafe { inv.add(align_elems(NP, T::BYTES)) };
+    unsafe { load_tiles::<T, NP>(&a, &nd, tiles, inv) };
+    let (warp, lane) = (warp_id() as usize, lane_id() as usize);
+    let ldb = a.nblocks as usize * n;
+    let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
+    let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
+    let rows_per_lane = NP / 32;
+    let target = match warp {
+        1 => nd.left,
+        2 => nd.right,
+        _ => None,
+    };
+    for col in 0..k {
+        if warp == 0 {
+            let bi = unsafe { seg(nd.b).add(col * ldb) };
+            for rr in 0..rows_per_lane {
+                let i = lane + 32 * rr;
+                unsafe { *ybuf.add(i) = if i < n { load_readonly(bi.add(i)) } else { T::ZERO } };
+            }
+            sync_warp();
+            for j in 0..NP {
+                // The owner of row j finishes y_j; then every lane updates its rows below j.
+                if lane == j % 32 {
+                    unsafe { *ybuf.add(j) = *ybuf.add(j) * *inv.add(j) };
+                }
+                sync_warp();
+                let y = unsafe { *ybuf.add(j) };
+                for rr in 0..rows_per_lane {
+                    let i = lane + 32 * rr;
+                    if i > j {
+                        unsafe { *ybuf.add(i) = (-*tiles.add(i * s + j)).mul_add(y, *ybuf.add(i)) };
+                    }
+                }
+                sync_warp();
+            }
+            for rr in 0..rows_per_lane {
+                let i = lane + 32 * rr;
+                if i < n {
+                    unsafe { *bi.add(i) = *ybuf.add(i) };
+                }
+            }
+        }
+        team.sync();
+        if let Some(j) = target {
+            let tile = unsafe { tiles.add(warp * NP * s) };
+            let bj = unsafe { seg((j - 1) as usize).add(col * ldb) };
+            for rr in 0..rows_per_lane {
+                let pr = lane + 32 * rr;
+                if pr < n {
+                    let mut acc = T::ZERO;
+                    for c in 0..NP {
+                        acc = unsafe { *tile.add(pr * s + c) }.mul_add(unsafe { *ybuf.add(c) }, acc);
+                    }
+                    unsafe { T::atomic_add_global(bj.add(pr), -acc) };
+                }
+            }
+        }
+        team.sync();
+    }
+}
+
+/// Backward substitution of one level with shared-memory tiles:
+/// `z = y_i - L_li^T x_l - L_ri^T x_r` (lane `l` owns entries `l + 32 r`), then
+/// `L_ii^T x_i = z` from the last entry up, in warp 0.
+///
+/// # Safety
+/// As [`super::solve_backward_level`], with [`PANEL_THREADS`] threads,
+/// [`solve_panel_shared_bytes`] of shared memory and `args.n <= NP`.
+pub unsafe fn solve_backward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>) {
+    let team = Block;
+    let a = *args;
+    let (n, k) = (a.n as usize, a.nrhs as usize);
+    let nd = node(a.nblocks, a.level);
+    let s = stride(NP);
+    let smem = shared::dynamic_shared::<T>();
+    let tiles = smem;
+    let inv = unsafe { smem.add(align_elems(3 * NP * s, T::BYTES)) };
+    let xl = unsafe { inv.add(align_elems(NP, T::BYTES)) };
+    let xr = unsafe { xl.add(align_elems(NP, T::BYTES)) };
+    let z = unsafe { xr.add(align_elems(NP, T::BYTES)) };
+    unsafe { load_tiles::<T, NP>(&a, &nd, tiles, inv) };
+    let (warp, lane) = (warp_id() as usize, lane_id() as usize);
+    let ldb = a.nblocks as usize * n;
+    let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
+    let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
+    let rows_per_lane = NP / 32;
+    let mut bad = false;
+    for col in 0..k {
+        let (nb, dst) = match warp {
+            1 => (nd.left, xl),
+            2 => (nd.right, xr),
+            _ => (None, core::ptr::null_mut()),
+        };
+        if let Some(j) = nb {
+            let src = unsafe { seg((j - 1) as usize).add(col * ldb) };
+            for rr in 0..rows_per_lane {
+                let i = lane + 32 * rr;
+                unsafe { *dst.add(i) = if i < n { load_readonly(src.add(i)) } else { T::ZERO } };
+            }
+        }
+        team.sync();
+        if warp == 0 {
+            let bi = unsafe { seg(nd.b).add(col * ldb) };
+            for rr in 0..rows_per_lane {
+                let c = lane + 32 * rr;
+                let mut v = if c < n { unsafe { load_readonly(bi.add(c)) } } else { T::ZERO };
+                for pp in 0..NP {
+                    unsafe {
+                        if nd.left.is_some() {
+                            v = (-*tiles.add((NP + pp) * s + c)).mul_add(*xl.add(pp), v);
+                        }
+                        if nd.right.is_some() {
+                            v = (-*tiles.add((2 * NP + pp) * s + c)).mul_add(*xr.add(pp), v);
+                        }
+                    }
+                }
+                unsafe { *z.add(c) = v };
+            }
+            sync_warp();
+            for jj in 0..NP {
+                let j = NP - 1 - jj;
+                if lane == j % 32 {
+                    unsafe { *z.add(j) = *z.add(j) * *inv.add(j) };
+                }
+                sync_warp();
+                let x = unsafe { *z.add(j) };
+                for rr in 0..rows_per_lane {
+                    let c = lane + 32 * rr;
+                    if c < j {
+                        unsafe { *z.add(c) = (-*tiles.add(j * s + c)).mul_add(x, *z.add(c)) };
+                    }
+                }
+                sync_warp();
+            }
+            for rr in 0..rows_per_lane {
+                let c = lane + 32 * rr;
+                if c < n {
+                    let v = unsafe { *z.add(c) };
+                    bad |= !v.is_finite();
+                    unsafe { *bi.add(c) = v };
+                }
+            }
+        }
+        team.sync();
+    }
+    if bad {
+        unsafe { atomic::atomic_min_u64(a.info.add(nd.s), info_key(a.level, InfoCode::NonFiniteSolution, nd.b as u32)) };
+    }
+}

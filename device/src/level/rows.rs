@@ -1,0 +1,554 @@
+//! Register-resident level kernels for block sizes `n <= NP <= 32`, `NP` a compile-time
+//! constant (4, 8, 16 or 32; `n` is padded with identity rows and columns).
+//!
+//! A node's panel `[D; L_li; L_ri]` is spread over three warps, **one panel row per lane,
+//! held in registers**: warp 0 has the rows of `D_i` (then `L_ii`), warp 1 those of
+//! `A[l, i]` (then `L_li`), warp 2 those of `A[r, i]` (then `L_ri`). With `NP` known at
+//! compile time every loop unrolls and every register index is a constant, so the
+//! instruction stream is almost only the arithmetic; the generic kernels of
+//! [`super::factor`] spend most instructions on index arithmetic and loop control at
+//! these sizes.
+//!
+//! - The Cholesky factorization of `D_i` runs in warp 0 alone, warp-synchronously: the
+//!   pivot and the column are broadcast with shuffles, no block barrier per column.
+//! - The triangular solves `A L^-T` run in warps 1 and 2 against `L` read from shared
+//!   memory (every lane reads the same address: a broadcast).
+//! - The products `L_li L_li^T`, `L_ri L_ri^T`, `-L_ri L_li^T` go one to each warp; each lane
+//!   produces one row of its product.
+//! - Global reads go through shared tiles with coalesced loads; global writes and atomic
+//!   adds are coalesced (lane = row of a column-major block).
+//!
+//! Storage, arguments and status words are those of [`super::factor`] and
+//! [`super::solve`], so both kernel families interoperate.
+
+use super::{FactorArgs, INFO_OK, InfoCode, SolveArgs, align_elems, info_key};
+use crate::layout::{fill_slot, left_of, node_number, nodes_in_level, right_of};
+use crate::team::{Block, Team};
+use crate::tile::copy_batched;
+use blocktri_prims::memory::load_readonly;
+use blocktri_prims::{Real, atomic, block_idx_x, lane_id, shared, sync_warp, warp_id};
+
+/// Threads per block of every kernel here: three warps.
+pub const ROW_THREADS: u32 = 96;
+
+/// Leading dimension of the shared tiles (`NP + 1`: column reads across lanes then hit
+/// different banks).
+const fn ldt(np: usize) -> usize {
+    np + 1
+}
+
+/// Shared memory of [`factor_rows`] in bytes for `NP` and `nrhs` interlaced columns.
+pub const fn factor_rows_shared_bytes(np: usize, nrhs: usize, elem_bytes: usize) -> usize {
+    (3 * align_elems(ldt(np) * np, elem_bytes) + align_elems(np, elem_bytes) + align_elems(np * nrhs, elem_bytes)) * elem_bytes + 16
+}
+
+/// Shared memory of [`solve_forward_rows`] / [`solve_backward_rows`] in bytes.
+pub const fn solve_rows_shared_bytes(np: usize, elem_bytes: usize) -> usize {
+    (3 * align_elems(ldt(np) * np, elem_bytes) + 4 * align_elems(np, elem_bytes)) * elem_bytes + 16
+}
+
+struct Node {
+    s: usize,
+    b: usize,
+    left: Option<u32>,
+    right: Option<u32>,
+}
+
+#[inline(always)]
+fn node(nblocks: u32, level: u32) -> Node {
+    let nodes = nodes_in_level(nblocks, level);
+    let bx = block_idx_x();
+    let i = node_number(level, bx % nodes);
+    Node { s: (bx / nodes) as usize, b: (i - 1) as usize, left: left_of(i, level), right: right_of(i, level, nblocks) }
+}
+
+/// Eliminates one node (see the module docs); with `nrhs > 0` also performs its forward
+/// substitution like [`super::factor_level`].
+///
+/// # Safety
+/// As [`super::factor_level`], with a block of [`ROW_THREADS`] threads,
+/// [`factor_rows_shared_bytes`] of shared memory and `args.n <= NP <= 32`.
+pub unsafe fn factor_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) {
+    let team = Block;
+    let a = *args;
+    let (n, ld) = (a.n as usize, a.ld as usize);
+    let nd = node(a.nblocks, a.level);
+    let (m, b) = (a.level, nd.b);
+    let (has_l, has_r) = (nd.left.is_some(), nd.right.is_some());
+    let info = unsafe { a.info.add(nd.s) };
+    let blk = ld * n;
+    let sys_blocks = nd.s * a.nblocks as usize;
+    let block = |base: *mut T, idx: usize| unsafe { base.add((sys_blocks + idx) * blk) };
+    let t = ldt(NP);
+    let tile = align_elems(t * NP, T::BYTES);
+    let smem = shared::dynamic_shared::<T>();
+    let (sd, sl, sr) = (smem, unsafe { smem.add(tile) }, unsafe { smem.add(2 * tile) });
+    let inv_diag = unsafe { smem.add(3 * tile) };
+    let ybuf = unsafe { inv_diag.add(align_elems(NP, T::BYTES)) };
+    let status = unsafe { ybuf.add(align_elems(NP * a.nrhs as usize, T::BYTES)) } as *mut u32;
+    let (warp, lane) = (warp_id() as usize, lane_id() as usize);
+
+    // 1. Coalesced loads into the tiles (padding: identity in D, zero in the couplings).
+    let d_in = unsafe { a.diag_in.add((sys_blocks + b) * blk) };
+    let d_acc = block(a.diag, b);
+    let sub_block = |idx: usize| unsafe { a.sub.add((nd.s * (a.nblocks as usize - 1) + idx) * blk) };
+    let l_src: *const T = match nd.left {
+        Some(_) if m == 0 => sub_block(b - 1),
+        Some(_) => block(a.left, b),
+        None => core::ptr::null(),
+    };
+    let r_src: *const T = match nd.right {
+        Some(_) if m == 0 => sub_block(b),
+        Some(_) => block(a.right, b),
+        None => core::ptr::null(),
+    };
+    if team.rank() == 0 {
+        unsafe { *status = u32::MAX };
+    }
+    let recorded = unsafe { core::ptr::read_volatile(info) };
+    copy_batched(
+        team,
+        NP,
+        NP,
+        |r, c| unsafe {
+            if r < n && c < n {
+                let at = c * ld + r;
+                let acc = if m == 0 { T::ZERO } else { load_readonly(d_acc.add(at)) };
+                let lv = if has_l { load_readonly(l_src.add(at)) } else { T::ZERO };
+                let rv = if has_r { load_readonly(r_src.add(at)) } else { T::ZERO };
+                (load_readonly(d_in.add(at)) + acc, lv, rv)
+            } else {
+                (if r == c { T::ONE } else { T::ZERO }, T::ZERO, T::ZERO)
+            }
+        },
+        |r, c, (d, lv, rv)| unsafe {
+            *sd.add(c * t + r) = d;
+            *sl.add(c * t + r) = lv;
+            *sr.add(c * t + r) = rv;
+        },
+    );
+    team.sync();
+    if recorded != INFO_OK && (recorded >> 40) < m as u64 {
+        return;
+    }
+
+    // 2. Checks: finite values, symmetric D (|lo - up|^2 <= tol^2 |a_rr a_cc|).
+    crate::tile::for_each_rc(team, n, n, |r, c| unsafe {
+        let (d, lv, rv) = (*sd.add(c * t + r), *sl.add(c * t + r), *sr.add(c * t + r));
+        let code = if !(d.is_finite() && lv.is_finite() && rv.is_finite()) {
+            InfoCode::NonFinite as u32
+        } else if r > c {
+            let diff = d - *sd.add(r * t + c);
+            let scale = (*sd.add(r * t + r) * *sd.add(c * t + c)).abs();
+            if diff * diff <= a.sym_tol * a.sym_tol * scale { u32::MAX } else { InfoCode::NotSymmetric as u32 }
+        } else {
+            u32::MAX
+        };
+        if code != u32::MAX {
+            atomic::atomic_min_u32(status, code);
+        }
+    });
+    team.sync();
+    let input_status = unsafe { *status };
+    if input_status != u32::MAX {
+        if team.rank() == 0 {
+            let code = InfoCode::from_u32(input_status).unwrap_or(InfoCode::NonFinite);
+            unsafe { atomic::atomic_min_u64(info, info_key(m, code, b as u32)) };
+        }
+        return;
+    }
+
+    // 3. Each lane takes its panel row into registers.
+    let mut row = [T::ZERO; NP];
+    let active = lane < NP;
+    if active {
+        for c in 0..NP {
+            row[c] = unsafe {
+                match warp {
+                    0 => *sd.add(c * t + lane),
+                    // The stored left coupling is A[i, l]; the panel row p of A[l, i] is its column p.
+                    1 => *sl.add(lane * t + c),
+                    _ => *sr.add(c * t + lane),
+                }
+            };
+        }
+    }
+    team.sync();
+
+    // 4. Warp 0: Cholesky of D, one column per step, broadcasts by shuffles.
+    if warp == 0 {
+        let mut failed = u32::MAX;
+        for k in 0..NP {
+            let d = row[k].shfl_idx(k as u32);
+            if !(d > T::ZERO && d.is_finite()) && failed == u32::MAX {
+                failed = k as u32;
+            }
+            let rs = d.rsqrt_fast();
+            let l = row[k] * rs; // l_ik for lanes below k; sqrt(d) on lane k
+            row[k] = l;
+            if lane == k {
+                unsafe { *inv_diag.add(k) = rs };
+            }
+            // Rectangular loop with a condition, not `k + 1..NP`: a trip count that depends on
+            // the outer index stops LLVM from unrolling the nest completely.
+            for j in 0..NP {
+                if j > k {
+                    let ljk = l.shfl_idx(j as u32);
+                    row[j] = (-l).mul_add(ljk, row[j]);
+                }
+            }
+        }
+        if active {
+            for c in 0..NP {
+                // L, lower triangle, into the D tile (now free).
+                unsafe { *sd.add(c * t + lane) = if c <= lane { row[c] } else { T::ZERO } };
+            }
+        }
+        if lane == 0 && failed != u32::MAX {
+            unsafe { *status = failed };
+        }
+        sync_warp();
+    }
+    team.sync();
+    if unsafe { *status } != u32::MAX {
+        if team.rank() == 0 {
+            unsafe { atomic::atomic_min_u64(info, info_key(m, InfoCode::NotPositiveDefinite, b as u32)) };
+        }
+        return;
+    }
+
+    // 5. Warps 1, 2: row <- row L^-T (forward substitution along the row).
+    if warp > 0 && ((warp == 1 && has_l) || (warp == 2 && has_r)) {
+        for c in 0..NP {
+            let x = row[c] * unsafe { *inv_diag.add(c) };
+            row[c] = x;
+            for q in 0..NP {
+                if q > c {
+                    row[q] = (-x).mul_add(unsafe { *sd.add(c * t + q) }, row[q]);
+                }
+            }
+        }
+    }
+
+    // 6. Store the factor blocks (lane = row: coalesced), and the K rows into their tiles.
+    // (No reference to `row` is taken anywhere: that would move it to local memory.)
+    let (dst, lower_only) = match warp {
+        0 => (Some(block(a.diag, b)), true),
+        1 if has_l => (Some(block(a.left, b)), false),
+        2 if has_r => (Some(block(a.right, b)), false),
+        _ => (None, false),
+    };
+    if let (Some(base), true) = (dst, lane < n) {
+        for c in 0..NP {
+            if c < n {
+                let v = if lower_only && c > lane { T::ZERO } else { row[c] };
+                unsafe { *base.add(c * ld + lane) = v };
+            }
+        }
+    }
+    if active && warp > 0 {
+        let tile_k = if warp == 1 { sl } else { sr };
+        for c in 0..NP {
+            unsafe { *tile_k.add(c * t + lane) = row[c] };
+        }
+    }
+    team.sync();
+
+    // 7. Products, one per warp: D_l -= K_l K_l^T (warp 0), D_r -= K_r K_r^T (warp 1),
+    //    fill = -K_r K_l^T (warp 2, with its own K_r row).
+    let job: Option<(*mut T, *const T, *const T, bool)> = match warp {
+        0 if has_l => Some((block(a.diag, (nd.left.unwrap_or(1) - 1) as usize), sl, sl, true)),
+        1 if has_r => Some((block(a.diag, (nd.right.unwrap_or(1) - 1) as usize), sr, sr, true)),
+        2 if has_l && has_r => {
+            let (l, r) = (nd.left.unwrap_or(1), nd.right.unwrap_or(1));
+            let (owner, is_left) = fill_slot(l, r, m);
+            Some((block(if is_left { a.left } else { a.right }, (owner - 1) as usize), sr, sl, false))
+        }
+        _ => None,
+    };
+    if let Some((dst, rows_of, cols_of, atomic_sub)) = job {
+        if lane < n {
+            let mut mine = [T::ZERO; NP];
+            for c in 0..NP {
+                mine[c] = unsafe { *rows_of.add(c * t + lane) };
+            }
+            // Four output columns at a time: four independent multiply-add chains. The outer
+            // loop runs to the run-time `n`, so it stays a loop (unrolling all NP x NP
+            // products keeps too many values live); the inner dot products unroll.
+            let mut q0 = 0;
+            while q0 < n {
+                let mut acc = [T::ZERO; 4];
+                for c in 0..NP {
+                    let v = mine[c];
+                    for u in 0..4 {
+                        // Columns past n read padding (zero) and are not stored.
+                        acc[u] = v.mul_add(unsafe { *cols_of.add(c * t + (q0 + u).min(NP - 1)) }, acc[u]);
+                    }
+                }
+                for u in 0..4 {
+                    let q = q0 + u;
+                    if q < n {
+                        let at = unsafe { dst.add(q * ld + lane) };
+                        if atomic_sub {
+                            unsafe { T::atomic_add_global(at, -acc[u]) };
+                        } else {
+                            unsafe { *at = -acc[u] };
+                        }
+                    }
+                }
+                q0 += 4;
+            }
+        }
+    }
+
+    // 8. Interlaced forward substitution: y_i = L^-1 b_i (warp 0), b_l -= K_l y_i,
+    //    b_r -= K_r y_i (warps 1, 2), one right-hand side column at a time.
+    let k = a.nrhs as usize;
+    if k == 0 {
+        return;
+    }
+    let ldb = a.nblocks as usize * n;
+    let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
+    let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
+    if warp == 0 {
+        // Lane r reads L row r back from the tile (keeping it in registers through the
+        // products would double the register footprint).
+        let mut lrow = [T::ZERO; NP];
+        if active {
+            for c in 0..NP {
+                lrow[c] = unsafe { *sd.add(c * t + lane) };
+            }
+        }
+        let bi = seg(b);
+        for col in 0..k {
+            let mut v = if lane < n { unsafe { load_readonly(bi.add(col * ldb + lane)) } } else { T::ZERO };
+            for j in 0..NP {
+                let y = (v * unsafe { *inv_diag.add(j) }).shfl_idx(j as u32);
+                if lane == j {
+                    v = y;
+                } else if lane > j {
+                    v = (-lrow[j]).mul_add(y, v);
+                }
+            }
+            if lane < n {
+                unsafe { *bi.add(col * ldb + lane) = v };
+            }
+            if active {
+                unsafe { *ybuf.add(col * NP + lane) = v };
+            }
+        }
+    }
+    team.sync();
+    let target = match warp {
+        1 if has_l => Some(nd.left.unwrap_or(1)),
+        2 if has_r => Some(nd.right.unwrap_or(1)),
+        _ => None,
+    };
+    if let Some(j) = target {
+        if lane < n {
+            let tile_k = if warp == 1 { sl } else { sr };
+            let mut krow = [T::ZERO; NP];
+            for c in 0..NP {
+                krow[c] = unsafe { *tile_k.add(c * t + lane) };
+            }
+            let bj = seg((j - 1) as usize);
+            for col in 0..k {
+                let mut acc = T::ZERO;
+                for c in 0..NP {
+                    acc = krow[c].mul_add(unsafe { *ybuf.add(col * NP + c) }, acc);
+                }
+                unsafe { T::atomic_add_global(bj.add(col * ldb + lane), -acc) };
+            }
+        }
+    }
+}
+
+/// Loads the node's `L_ii` (and, for the backward sweep, `L_li`, `L_ri`) into shared
+/// tiles (padded: identity / zero) and `1 / L_jj` into `inv_diag`. Ends with a barrier.
+unsafe fn load_factor<T: Real, const NP: usize>(a: &SolveArgs<T>, nd: &Node, couplings: bool, tiles: [*mut T; 3], inv_diag: *mut T) {
+    let team = Block;
+    let (n, ld) = (a.n as usize, a.ld as usize);
+    let t = ldt(NP);
+    let off = (nd.s * a.nblocks as usize + nd.b) * ld * n;
+    let (gl, gkl, gkr) = unsafe { (a.diag.add(off), a.left.add(off), a.right.add(off)) };
+    let (has_l, has_r) = (couplings && nd.left.is_some(), couplings && nd.right.is_some());
+    copy_batched(
+        team,
+        NP,
+        NP,
+        |r, c| unsafe {
+            if r < n && c < n {
+                let at = c * ld + r;
+                let lv = if has_l { load_readonly(gkl.add(at)) } else { T::ZERO };
+                let rv = if has_r { load_readonly(gkr.add(at)) } else { T::ZERO };
+                (load_readonly(gl.add(at)), lv, rv)
+            } else {
+                (if r == c { T::ONE } else { T::ZERO }, T::ZERO, T::ZERO)
+            }
+        },
+        |r, c, (d, lv, rv)| unsafe {
+            *tiles[0].add(c * t + r) = d;
+            *tiles[1].add(c * t + r) = lv;
+            *tiles[2].add(c * t + r) = rv;
+        },
+    );
+    team.sync();
+    crate::tile::for_each_index(team, NP, |j| unsafe { *inv_diag.add(j) = T::ONE / *tiles[0].add(j * t + j) });
+    team.sync();
+}
+
+/// Forward substitution of one level (register-resident counterpart of
+/// [`super::solve_forward_level`]): warp 0 solves `L_ii y = b_i` with shuffles, warps 1
+/// and 2 subtract `L_li y` and `L_ri y` from the neighbours (atomic adds).
+///
+/// # Safety
+/// As [`super::solve_forward_level`], with [`ROW_THREADS`] threads,
+/// [`solve_rows_shared_bytes`] of shared memory and `args.n <= NP <= 32`.
+pub unsafe fn solve_forward_rows<T: Real, const NP: usize>(args: &SolveArgs<T>) {
+    let team = Block;
+    let a = *args;
+    let (n, k) = (a.n as usize, a.nrhs as usize);
+    let nd = node(a.nblocks, a.level);
+    let t = ldt(NP);
+    let tile = align_elems(t * NP, T::BYTES);
+    let smem = shared::dynamic_shared::<T>();
+    let tiles = [smem, unsafe { smem.add(tile) }, unsafe { smem.add(2 * tile) }];
+    let inv_diag = unsafe { smem.add(3 * tile) };
+    let ybuf = unsafe { inv_diag.add(align_elems(NP, T::BYTES)) };
+    unsafe { load_factor::<T, NP>(&a, &nd, true, tiles, inv_diag) };
+    let (warp, lane) = (warp_id() as usize, lane_id() as usize);
+    let ldb = a.nblocks as usize * n;
+    let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
+    let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
+    // Lane row: L row (warp 0), K_l row (warp 1), K_r row (warp 2).
+    let mut row = [T::ZERO; NP];
+    let mine = match warp {
+        0 => tiles[0],
+        1 => tiles[1],
+        _ => tiles[2],
+    };
+    if lane < NP {
+        for c in 0..NP {
+            row[c] = unsafe { *mine.add(c * t + lane) };
+        }
+    }
+    let target = match warp {
+        1 => nd.left,
+        2 => nd.right,
+        _ => None,
+    };
+    for col in 0..k {
+        if warp == 0 {
+            let bi = seg(nd.b);
+            let mut v = if lane < n { unsafe { load_readonly(bi.add(col * ldb + lane)) } } else { T::ZERO };
+            for j in 0..NP {
+                let y = (v * unsafe { *inv_diag.add(j) }).shfl_idx(j as u32);
+                if lane == j {
+                    v = y;
+                } else if lane > j {
+                    v = (-row[j]).mul_add(y, v);
+                }
+            }
+            if lane < n {
+                unsafe { *bi.add(col * ldb + lane) = v };
+            }
+            if lane < NP {
+                unsafe { *ybuf.add(lane) = v };
+            }
+        }
+        team.sync();
+        if let (Some(j), true) = (target, lane < n) {
+            let mut acc = T::ZERO;
+            for c in 0..NP {
+                acc = row[c].mul_add(unsafe { *ybuf.add(c) }, acc);
+            }
+            unsafe { T::atomic_add_global(seg((j - 1) as usize).add(col * ldb + lane), -acc) };
+        }
+        team.sync();
+    }
+}
+
+/// Backward substitution of one level (register-resident counterpart of
+/// [`super::solve_backward_level`]): `z = y_i - L_li^T x_l - L_ri^T x_r`, lane `c` forming
+/// entry `c`; then `L_ii^T x_i = z` in warp 0 with shuffles.
+///
+/// # Safety
+/// As [`super::solve_backward_level`], with [`ROW_THREADS`] threads,
+/// [`solve_rows_shared_bytes`] of shared memory and `args.n <= NP <= 32`.
+pub unsafe fn solve_backward_rows<T: Real, const NP: usize>(args: &SolveArgs<T>) {
+    let team = Block;
+    let a = *args;
+    let (n, k) = (a.n as usize, a.nrhs as usize);
+    let nd = node(a.nblocks, a.level);
+    let t = ldt(NP);
+    let tile = align_elems(t * NP, T::BYTES);
+    let smem = shared::dynamic_shared::<T>();
+    let tiles = [smem, unsafe { smem.add(tile) }, unsafe { smem.add(2 * tile) }];
+    let inv_diag = unsafe { smem.add(3 * tile) };
+    let xl = unsafe { inv_diag.add(align_elems(NP, T::BYTES)) };
+    let xr = unsafe { xl.add(align_elems(NP, T::BYTES)) };
+    unsafe { load_factor::<T, NP>(&a, &nd, true, tiles, inv_diag) };
+    let (warp, lane) = (warp_id() as usize, lane_id() as usize);
+    let t_ = tiles;
+    let ldb = a.nblocks as usize * n;
+    let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
+    let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
+    // Lane c of warp 0 keeps column c of L (row c of L^T).
+    let mut lcol = [T::ZERO; NP];
+    if warp == 0 && lane < NP {
+        for j in 0..NP {
+            lcol[j] = unsafe { *t_[0].add(lane * t + j) };
+        }
+    }
+    let mut bad = false;
+    for col in 0..k {
+        // Neighbour solutions into shared memory (warps 1, 2), coalesced.
+        if lane < NP {
+            let (nb, dst) = match warp {
+                1 => (nd.left, xl),
+                2 => (nd.right, xr),
+                _ => (None, core::ptr::null_mut()),
+            };
+            if let Some(j) = nb {
+                let v = if lane < n { unsafe { load_readonly(seg((j - 1) as usize).add(col * ldb + lane)) } } else { T::ZERO };
+                unsafe { *dst.add(lane) = v };
+            }
+        }
+        team.sync();
+        if warp == 0 {
+            let bi = seg(nd.b);
+            let mut z = if lane < n { unsafe { load_readonly(bi.add(col * ldb + lane)) } } else { T::ZERO };
+            if lane < NP {
+                // z_c -= sum_p K_l[p][c] x_l[p] + K_r[p][c] x_r[p].
+                if nd.left.is_some() {
+                    for p in 0..NP {
+                        z = (-unsafe { *t_[1].add(lane * t + p) }).mul_add(unsafe { *xl.add(p) }, z);
+                    }
+                }
+                if nd.right.is_some() {
+                    for p in 0..NP {
+                        z = (-unsafe { *t_[2].add(lane * t + p) }).mul_add(unsafe { *xr.add(p) }, z);
+                    }
+                }
+            }
+            // L^T x = z, last row first: x_j = z_j / L_jj, then z_c -= L[j][c] x_j (c < j).
+            for jj in 0..NP {
+                let j = NP - 1 - jj;
+                let x = (z * unsafe { *inv_diag.add(j) }).shfl_idx(j as u32);
+                if lane == j {
+                    z = x;
+                } else if lane < j {
+                    z = (-lcol[j]).mul_add(x, z);
+                }
+            }
+            if lane < n {
+                bad |= !z.is_finite();
+                unsafe { *bi.add(col * ldb + lane) = z };
+            }
+        }
+        team.sync();
+    }
+    if bad {
+        unsafe { atomic::atomic_min_u64(a.info.add(nd.s), info_key(a.level, InfoCode::NonFiniteSolution, nd.b as u32)) };
+    }
+}

@@ -1,0 +1,136 @@
+//! CPU methods in the benchmark: this project's sequential (reference) and threaded
+//! solvers, and faer's sparse Cholesky (supernodal/simplicial with AMD ordering, the
+//! CHOLMOD-class general sparse baseline) on the same matrix in CSC form.
+
+use super::timing::time_cpu;
+use super::{Config, Row};
+use crate::cpu::{SequentialCholesky, ThreadedCholesky};
+use crate::error::{Error, Result};
+use crate::matrix::{BlockTridiag, BlockVec};
+use crate::residual::accuracy;
+use crate::scalar::Scalar;
+use crate::solver::Factorization;
+use faer::linalg::solvers::SolveCore;
+use faer::sparse::linalg::solvers::{Llt, SymbolicLlt};
+use faer::sparse::{SparseColMat, Triplet};
+use faer::{Conj, Side};
+
+type Problem<'a, T> = &'a dyn Fn(usize) -> Result<(BlockTridiag<T>, BlockVec<T>)>;
+
+fn measure_dense<T: Scalar, F: Factorization<T>>(
+    config: &Config,
+    row: impl Fn(&str) -> Row,
+    mut solver: F,
+    a: &BlockTridiag<T>,
+    b: &BlockVec<T>,
+    flops: f64,
+) -> Result<Vec<Row>> {
+    let mut rf = row("factor");
+    rf.flops = flops;
+    rf.time = time_cpu(config.repeat, |_| solver.factor(a))?;
+    let mut rs = row("solve");
+    rs.time = time_cpu(config.repeat, |_| solver.solve(b).map(|_| ()))?;
+    let x = solver.solve(b)?;
+    rs.residual = Some(accuracy(a, &x, b)?.relative_residual);
+    Ok(vec![rf, rs])
+}
+
+/// Rows of the CPU methods for one configuration (skipped beyond the flop budget).
+pub fn bench<T: Scalar>(config: &Config, suite: &str, cfg: (usize, usize, usize, usize), problem: Problem<'_, T>) -> Result<Vec<Row>> {
+    let (s, nb, n, _) = cfg;
+    let seq_flops = (s * nb) as f64 * (7.0 / 3.0) * (n as f64).powi(3);
+    let (a, b) = problem(0)?;
+    let mut rows = Vec::new();
+    let mut cpu = |name: &str, budget_factor: f64| -> Option<Box<dyn Fn(&str) -> Row>> {
+        if !config.wants(name) {
+            return None;
+        }
+        let row = {
+            let (suite, name) = (suite.to_string(), name.to_string());
+            move |phase: &str| Row::new(&suite, &name, T::PRECISION, cfg, phase)
+        };
+        if seq_flops * budget_factor > config.cpu_flop_budget {
+            rows.push(row("factor").skipped(format!("estimated {:.1e} flops, over the CPU budget", seq_flops * budget_factor)));
+            return None;
+        }
+        Some(Box::new(row))
+    };
+    let seq = cpu("cpu-sequential", 1.0);
+    let thr = cpu("cpu-threaded", 0.5);
+    let sparse = cpu("faer-sparse", 1.0);
+    if let Some(row) = seq {
+        rows.extend(measure_dense(config, row, SequentialCholesky::<T>::new(), &a, &b, seq_flops)?);
+    }
+    if let Some(row) = thr {
+        rows.extend(measure_dense(config, row, ThreadedCholesky::<T>::new(), &a, &b, seq_flops)?);
+    }
+    if let Some(row) = sparse {
+        rows.extend(bench_faer_sparse(config, row, &a, &b, seq_flops)?);
+    }
+    Ok(rows)
+}
+
+fn csc<T: Scalar>(a: &BlockTridiag<T>, s: usize) -> Result<SparseColMat<usize, T>> {
+    // The lower triangle, as (row, column, value) triplets.
+    let csr = a.to_csr(s, true);
+    let triplets: Vec<Triplet<usize, usize, T>> = csr.triplet_iter().map(|(r, c, &v)| Triplet::new(r, c, v)).collect();
+    let d = a.shape().dim();
+    SparseColMat::try_new_from_triplets(d, d, &triplets).map_err(|e| Error::Unsupported(format!("faer sparse matrix: {e:?}")))
+}
+
+fn bench_faer_sparse<T: Scalar>(
+    config: &Config,
+    row: Box<dyn Fn(&str) -> Row>,
+    a: &BlockTridiag<T>,
+    b: &BlockVec<T>,
+    flops: f64,
+) -> Result<Vec<Row>> {
+    let shape = a.shape();
+    let mats: Vec<_> = (0..shape.batch).map(|s| csc(a, s)).collect::<Result<_>>()?;
+    let err = |e: String| Error::Unsupported(format!("faer sparse Cholesky: {e}"));
+    let mut symbolic = Vec::new();
+    let ra = time_cpu(config.repeat, |_| {
+        symbolic = mats
+            .iter()
+            .map(|m| SymbolicLlt::try_new(m.symbolic(), Side::Lower).map_err(|e| err(format!("{e:?}"))))
+            .collect::<Result<_>>()?;
+        Ok(())
+    })?;
+    let mut numeric = Vec::new();
+    let rf = time_cpu(config.repeat, |_| {
+        numeric = mats
+            .iter()
+            .zip(&symbolic)
+            .map(|(m, sym)| Llt::try_new_with_symbolic(sym.clone(), m.as_ref(), Side::Lower).map_err(|e| err(format!("{e:?}"))))
+            .collect::<Result<_>>()?;
+        Ok(())
+    })?;
+    let d = shape.dim();
+    let k = b.ncols();
+    let mut x = b.clone();
+    let solve_all = |x: &mut BlockVec<T>| {
+        for (s, llt) in numeric.iter().enumerate() {
+            let view = faer::MatMut::from_column_major_slice_mut(x.system_mut(s), d, k);
+            llt.solve_in_place_with_conj(Conj::No, view);
+        }
+    };
+    let rs = time_cpu(config.repeat, |_| {
+        let mut y = b.clone();
+        solve_all(&mut y);
+        Ok(())
+    })?;
+    solve_all(&mut x);
+    let mut out = Vec::new();
+    let mut r = row("analysis");
+    r.time = ra;
+    out.push(r);
+    let mut r = row("factor");
+    r.time = rf;
+    r.flops = flops;
+    out.push(r);
+    let mut r = row("solve");
+    r.time = rs;
+    r.residual = Some(accuracy(a, &x, b)?.relative_residual);
+    out.push(r);
+    Ok(out)
+}

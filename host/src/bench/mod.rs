@@ -1,0 +1,299 @@
+//! The comparison harness behind `blocktri bench`: this project and the solvers people
+//! use instead, on the same matrices, in the same process.
+//!
+//! Method: warm-up runs, then the median of timed runs (CUDA events around device work, a
+//! monotonic clock around CPU work); GPU inputs rotate among several copies when one
+//! copy fits in L2, so that the cache does not flatter small problems; every method's
+//! solution is checked (`||AX - B|| / ||B||` in `f64`) and reported next to its time; each
+//! GPU row carries its floor `max(flops / peak, bytes / bandwidth)` from peaks measured at
+//! the start of the run, and the fraction of that floor it reached.
+
+pub mod cpu;
+pub mod ours;
+pub mod peaks;
+pub mod report;
+pub mod timing;
+pub mod tridiag;
+pub mod vendor;
+
+use crate::error::Result;
+use crate::scalar::Precision;
+use serde::Serialize;
+pub use timing::{Repeat, Stats};
+
+/// One measured (or skipped) configuration of one method.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// Sweep name (`fp64-sweep`, `horizon`, `batch`, `kalman`, `tridiag`).
+    pub suite: String,
+    /// Method name.
+    pub method: String,
+    /// `f32` or `f64`.
+    pub precision: String,
+    /// Systems `S` (matrices, for the inverse).
+    pub batch: usize,
+    /// Blocks `N` (1 for the inverse).
+    pub nblocks: usize,
+    /// Block size `n` (matrix size for the inverse).
+    pub block: usize,
+    /// Right-hand-side columns.
+    pub nrhs: usize,
+    /// `factor`, `solve`, `factor+solve`, `analysis`, `inverse`, ...
+    pub phase: String,
+    /// Timing statistics (zero when skipped).
+    pub time: Stats,
+    /// Relative residual of the method's solution (or `||AX - I|| / ||A|| ||X||`).
+    pub residual: Option<f64>,
+    /// Useful flops of the phase.
+    pub flops: f64,
+    /// Bytes the phase must move at least.
+    pub bytes: f64,
+    /// `max(flops / peak, bytes / bandwidth)` in ms, GPU rows only.
+    pub floor_ms: Option<f64>,
+    /// `floor_ms / median`.
+    pub fraction_of_floor: Option<f64>,
+    /// Why a row was skipped, or a flag on its result.
+    pub note: String,
+}
+
+impl Row {
+    /// A row for `method` on a configuration, not yet timed.
+    pub fn new(suite: &str, method: &str, precision: Precision, cfg: (usize, usize, usize, usize), phase: &str) -> Self {
+        Row {
+            suite: suite.into(),
+            method: method.into(),
+            precision: precision.to_string(),
+            batch: cfg.0,
+            nblocks: cfg.1,
+            block: cfg.2,
+            nrhs: cfg.3,
+            phase: phase.into(),
+            time: Stats::default(),
+            residual: None,
+            flops: 0.0,
+            bytes: 0.0,
+            floor_ms: None,
+            fraction_of_floor: None,
+            note: String::new(),
+        }
+    }
+
+    /// The same row marked as skipped.
+    pub fn skipped(mut self, why: impl Into<String>) -> Self {
+        self.note = format!("skipped: {}", why.into());
+        self
+    }
+
+    /// Fills the floor from the peaks (GPU rows).
+    pub fn with_floor(mut self, peaks: &peaks::Peaks, precision: Precision) -> Self {
+        let peak = if precision == Precision::F64 { peaks.fp64_tflops } else { peaks.fp32_tflops } * 1e12;
+        if peak > 0.0 && peaks.copy_gbs > 0.0 && self.time.median_ms > 0.0 {
+            let floor = (self.flops / peak).max(self.bytes / (peaks.copy_gbs * 1e9)) * 1e3;
+            self.floor_ms = Some(floor);
+            self.fraction_of_floor = Some(floor / self.time.median_ms);
+        }
+        self
+    }
+}
+
+/// Which sweeps and sizes to run.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Sweeps to run.
+    pub suites: Vec<String>,
+    /// Methods to run (empty: all).
+    pub methods: Vec<String>,
+    /// Precisions.
+    pub precisions: Vec<Precision>,
+    /// Small sizes only (finishes in under a minute).
+    pub quick: bool,
+    /// Repetitions.
+    pub repeat: Repeat,
+    /// Largest device memory one configuration may use, bytes.
+    pub max_bytes: usize,
+    /// Largest flop count for the sequential CPU peers (beyond: skipped, too slow).
+    pub cpu_flop_budget: f64,
+    /// Path of `libcudss.so.0` (else searched on the library path).
+    pub cudss: Option<String>,
+}
+
+impl Config {
+    /// The quick comparison (under a minute on an H100).
+    pub fn quick() -> Self {
+        Config {
+            suites: ["horizon", "batch", "fp64-sweep", "tridiag"].map(String::from).to_vec(),
+            methods: Vec::new(),
+            precisions: vec![Precision::F64],
+            quick: true,
+            repeat: Repeat { warmup: 2, runs: 10, budget_ms: 500.0 },
+            max_bytes: 8 << 30,
+            cpu_flop_budget: 2e9,
+            cudss: None,
+        }
+    }
+
+    /// The full comparison.
+    pub fn full() -> Self {
+        Config {
+            suites: ["horizon", "batch", "fp64-sweep", "kalman", "tridiag"].map(String::from).to_vec(),
+            precisions: vec![Precision::F64, Precision::F32],
+            quick: false,
+            repeat: Repeat { warmup: 3, runs: 20, budget_ms: 1500.0 },
+            max_bytes: 24 << 30,
+            cpu_flop_budget: 2e10,
+            ..Self::quick()
+        }
+    }
+
+    /// Whether `method` is selected.
+    pub fn wants(&self, method: &str) -> bool {
+        self.methods.is_empty() || self.methods.iter().any(|m| method.starts_with(m.as_str()))
+    }
+
+    /// The block-tridiagonal configurations `(suite, S, N, n)` to run.
+    pub fn configurations(&self) -> Vec<(String, usize, usize, usize)> {
+        let mut out = Vec::new();
+        let q = self.quick;
+        for suite in &self.suites {
+            match suite.as_str() {
+                "fp64-sweep" => {
+                    // The second paper's Table 4.1: N n = 262144.
+                    let ns: &[usize] = if q { &[32, 64] } else { &[32, 64, 128, 256, 512, 1024] };
+                    out.extend(ns.iter().map(|&n| (suite.clone(), 1, 262_144 / n, n)));
+                }
+                "horizon" => {
+                    let ns: &[usize] = if q { &[16, 32] } else { &[8, 16, 32, 64] };
+                    let nbs: &[usize] = if q { &[64, 4096] } else { &[64, 512, 4096, 16384] };
+                    let batches: &[usize] = if q { &[1] } else { &[1, 1024] };
+                    for &s in batches {
+                        for &n in ns {
+                            out.extend(nbs.iter().map(|&nb| (suite.clone(), s, nb, n)));
+                        }
+                    }
+                }
+                "batch" => {
+                    let ss: &[usize] = if q { &[1, 256] } else { &[1, 4, 16, 64, 256, 1024, 4096] };
+                    out.extend(ss.iter().map(|&s| (suite.clone(), s, 64, 16)));
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+/// Everything a run produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Device and measured peaks.
+    pub peaks: peaks::Peaks,
+    /// Every row, in run order.
+    pub rows: Vec<Row>,
+    /// Messages about peers that could not run.
+    pub notes: Vec<String>,
+    /// The command line that produced it.
+    pub command: String,
+    /// UTC date.
+    pub date: String,
+}
+
+/// Runs the configured sweeps; `progress` is called with a message after every step.
+pub fn run(config: &Config, mut progress: impl FnMut(&str, usize, usize)) -> Result<Report> {
+    let gpu = crate::cuda::Gpu::shared();
+    let mut notes = Vec::new();
+    let peaks = match &gpu {
+        Ok(g) => peaks::measure(g, &mut notes)?,
+        Err(e) => {
+            notes.push(format!("no GPU: {e}; only CPU methods run"));
+            peaks::Peaks::default()
+        }
+    };
+    let mut rows = Vec::new();
+    let configs = config.configurations();
+    let kalman = config.suites.iter().any(|s| s == "kalman");
+    let tri = config.suites.iter().any(|s| s == "tridiag");
+    let total = configs.len() * config.precisions.len() + usize::from(kalman) + usize::from(tri) * config.precisions.len();
+    let mut step = 0;
+    let mut vendor_state = vendor::Peers::new(gpu.as_ref().ok(), config, &mut notes);
+    for &precision in &config.precisions {
+        for (suite, s, nb, n) in &configs {
+            step += 1;
+            progress(&format!("{suite} {precision} S={s} N={nb} n={n}"), step, total);
+            let cfg = (*s, *nb, *n, 1);
+            match precision {
+                Precision::F64 => {
+                    rows.extend(bench_block_tridiag::<f64>(config, suite, cfg, gpu.as_ref().ok(), &peaks, &mut vendor_state)?)
+                }
+                Precision::F32 => {
+                    rows.extend(bench_block_tridiag::<f32>(config, suite, cfg, gpu.as_ref().ok(), &peaks, &mut vendor_state)?)
+                }
+            }
+        }
+        if tri {
+            step += 1;
+            progress(&format!("tridiag {precision}"), step, total);
+            match precision {
+                Precision::F64 => rows.extend(tridiag::bench::<f64>(config, gpu.as_ref().ok(), &peaks)?),
+                Precision::F32 => rows.extend(tridiag::bench::<f32>(config, gpu.as_ref().ok(), &peaks)?),
+            }
+        }
+    }
+    if kalman {
+        step += 1;
+        progress("kalman", step, total);
+        rows.extend(bench_kalman(config, gpu.as_ref().ok(), &peaks, &mut vendor_state)?);
+    }
+    notes.extend(vendor_state.notes());
+    Ok(Report { peaks, rows, notes, command: std::env::args().collect::<Vec<_>>().join(" "), date: report::utc_date() })
+}
+
+/// All methods on one block-tridiagonal configuration.
+fn bench_block_tridiag<T: vendor::VendorScalar>(
+    config: &Config,
+    suite: &str,
+    cfg: (usize, usize, usize, usize),
+    gpu: Option<&std::sync::Arc<crate::cuda::Gpu>>,
+    peaks: &peaks::Peaks,
+    vendor_state: &mut vendor::Peers,
+) -> Result<Vec<Row>> {
+    let (s, nb, n, k) = cfg;
+    let shape = crate::Shape::new(s, nb, n)?;
+    let seed = (s * 1_000_003 + nb * 1009 + n) as u64;
+    let problem = |i: usize| -> Result<(crate::BlockTridiag<T>, crate::BlockVec<T>)> {
+        let a = crate::generate::random_spd::<T>(s, nb, n, seed + i as u64)?;
+        let b = crate::generate::random_rhs::<T>(shape, k, seed + 7919 + i as u64)?;
+        Ok((a, b))
+    };
+    let mut rows = Vec::new();
+    if let Some(g) = gpu {
+        if config.wants("blocktri-gpu") {
+            rows.extend(ours::bench::<T>(config, suite, cfg, g, peaks, &problem)?);
+        }
+        rows.extend(vendor_state.bench::<T>(config, suite, cfg, g, peaks, &problem)?);
+    }
+    rows.extend(cpu::bench::<T>(config, suite, cfg, &problem)?);
+    Ok(rows)
+}
+
+/// The Kalman-smoothing system (second paper, section 4.3) at sizes the fused kernels
+/// support, on every method.
+fn bench_kalman(
+    config: &Config,
+    gpu: Option<&std::sync::Arc<crate::cuda::Gpu>>,
+    peaks: &peaks::Peaks,
+    vendor_state: &mut vendor::Peers,
+) -> Result<Vec<Row>> {
+    let (n, m, nb) = (64, 256, 1000);
+    let (a, b, _) = crate::generate::kalman_problem::<f64>(n, m, nb, 11)?;
+    let problem = |_: usize| Ok((a.clone(), b.clone()));
+    let cfg = (1, nb, n, 1);
+    let mut rows = Vec::new();
+    if let Some(g) = gpu {
+        if config.wants("blocktri-gpu") {
+            rows.extend(ours::bench::<f64>(config, "kalman", cfg, g, peaks, &problem)?);
+        }
+        rows.extend(vendor_state.bench::<f64>(config, "kalman", cfg, g, peaks, &problem)?);
+    }
+    rows.extend(cpu::bench::<f64>(config, "kalman", cfg, &problem)?);
+    Ok(rows)
+}

@@ -1,0 +1,147 @@
+//! This project's GPU solver in the benchmark: factor, solve, and the interlaced
+//! factor + solve, each from device-resident inputs, graph replays timed with events.
+
+use super::peaks::Peaks;
+use super::timing::time_gpu;
+use super::{Config, Row};
+use crate::cuda::{Gpu, GpuCholesky, GpuOptions};
+use crate::error::Result;
+use crate::matrix::{BlockTridiag, BlockVec, Shape};
+use crate::plan::Plan;
+use crate::residual::accuracy;
+use crate::scalar::Scalar;
+use std::sync::Arc;
+
+/// Number of input copies to rotate among so that `bytes` per copy do not stay in L2.
+pub fn rotation(gpu: &Gpu, bytes: usize) -> usize {
+    (2 * gpu.info().l2_bytes).div_ceil(bytes.max(1)).clamp(1, 8)
+}
+
+/// Flops and minimum bytes of a solve with `k` columns.
+pub fn solve_cost(plan: &Plan, shape: Shape, k: usize, elem: usize) -> (f64, f64) {
+    let factor_blocks = (3 * shape.nblocks * shape.block * shape.block * shape.batch) as f64;
+    (plan.solve_flops(k), (factor_blocks + 2.0 * (shape.batch * shape.dim() * k) as f64) * elem as f64)
+}
+
+type Problem<'a, T> = &'a dyn Fn(usize) -> Result<(BlockTridiag<T>, BlockVec<T>)>;
+
+/// Rows `factor`, `solve`, `factor+solve` (and `factor+transfer`) for one configuration.
+pub fn bench<T: Scalar>(
+    config: &Config,
+    suite: &str,
+    cfg: (usize, usize, usize, usize),
+    gpu: &Arc<Gpu>,
+    peaks: &Peaks,
+    problem: Problem<'_, T>,
+) -> Result<Vec<Row>> {
+    let (s, nb, n, k) = cfg;
+    let shape = Shape::new(s, nb, n)?;
+    let name = "blocktri-gpu";
+    let row = |phase: &str| Row::new(suite, name, T::PRECISION, cfg, phase);
+    let phases = ["factor", "solve", "factor+solve"];
+    let probe = GpuCholesky::<T>::with_gpu(gpu.clone(), GpuOptions::default())?;
+    if n > probe.max_block_size() {
+        let why = format!("n = {n} > {} (fused kernels; the tiled large-block path is not implemented)", probe.max_block_size());
+        return Ok(phases.iter().map(|p| row(p).skipped(why.clone())).collect());
+    }
+    let bytes = GpuCholesky::<T>::required_memory(shape, k);
+    let copies = rotation(gpu, bytes);
+    if bytes * copies > config.max_bytes {
+        return Ok(phases.iter().map(|p| row(p).skipped(format!("needs {:.1} GB", (bytes * copies) as f64 / 1e9))).collect());
+    }
+    let plan = Plan::new(shape, T::PRECISION)?;
+    let mut inst = Vec::with_capacity(copies);
+    let mut problems = Vec::with_capacity(copies);
+    for i in 0..copies {
+        let (a, b) = problem(i)?;
+        let mut g = GpuCholesky::<T>::with_gpu(gpu.clone(), GpuOptions::default())?;
+        g.upload(&a)?;
+        g.upload_rhs(&b)?;
+        inst.push(g);
+        problems.push((a, b));
+    }
+    let cell = std::cell::RefCell::new(inst);
+    let stream = |i: usize| cell.borrow()[i % copies].stream().clone();
+    let mut rows = Vec::new();
+
+    // Factor.
+    let t = time_gpu(config.repeat, stream, |_| Ok(()), |i| cell.borrow_mut()[i % copies].launch_factor())?;
+    let mut r = row("factor");
+    r.time = t;
+    r.flops = plan.factor_flops();
+    r.bytes = plan.factor_bytes();
+    for g in cell.borrow_mut().iter_mut() {
+        if let Err(e) = g.check_factor() {
+            r.note = format!("error: {e}");
+        }
+    }
+    rows.push(r.with_floor(peaks, T::PRECISION));
+
+    // Solve (the right-hand sides are restored before each timed run).
+    let t = time_gpu(
+        config.repeat,
+        stream,
+        |i| cell.borrow_mut()[i % copies].upload_rhs(&problems[i % copies].1),
+        |i| cell.borrow_mut()[i % copies].launch_solve(),
+    )?;
+    let residual =
+        |g: &mut GpuCholesky<T>, a: &BlockTridiag<T>, b: &BlockVec<T>, run: &dyn Fn(&mut GpuCholesky<T>) -> Result<()>| -> Result<f64> {
+            g.upload(a)?;
+            g.upload_rhs(b)?;
+            run(g)?;
+            let mut x = b.clone();
+            g.download_rhs(&mut x)?;
+            Ok(accuracy(a, &x, b)?.relative_residual)
+        };
+    let (flops, bytes) = solve_cost(&plan, shape, k, T::BYTES);
+    let mut r = row("solve");
+    r.time = t;
+    r.flops = flops;
+    r.bytes = bytes;
+    {
+        let mut inst = cell.borrow_mut();
+        let (a, b) = &problems[0];
+        r.residual = Some(residual(&mut inst[0], a, b, &|g| {
+            g.factor_uploaded()?;
+            g.launch_solve()?;
+            g.check_solve()
+        })?);
+    }
+    rows.push(r.with_floor(peaks, T::PRECISION));
+
+    // Interlaced factor + forward substitution, then backward substitution.
+    let t = time_gpu(
+        config.repeat,
+        stream,
+        |i| cell.borrow_mut()[i % copies].upload_rhs(&problems[i % copies].1),
+        |i| cell.borrow_mut()[i % copies].launch_factor_solve(),
+    )?;
+    let mut r = row("factor+solve");
+    r.time = t;
+    r.flops = plan.factor_flops() + flops;
+    r.bytes = plan.factor_bytes() + bytes;
+    {
+        let mut inst = cell.borrow_mut();
+        let (a, b) = &problems[0];
+        r.residual = Some(residual(&mut inst[0], a, b, &|g| {
+            g.launch_factor_solve()?;
+            g.check_factor()?;
+            g.check_solve()
+        })?);
+    }
+    rows.push(r.with_floor(peaks, T::PRECISION));
+
+    // End to end from host memory: copy, factor, status check (what `factor(&a)` costs).
+    if !config.quick {
+        let mut inst = cell.borrow_mut();
+        let (a, _) = &problems[0];
+        let t = super::timing::time_cpu(config.repeat, |_| crate::Factorization::factor(&mut inst[0], a))?;
+        let mut r = row("factor+transfer");
+        r.time = t;
+        r.flops = plan.factor_flops();
+        r.bytes = plan.factor_bytes();
+        r.note = "host memory in, status checked (wall clock)".into();
+        rows.push(r);
+    }
+    Ok(rows)
+}

@@ -1,0 +1,97 @@
+//! The device's ceilings, measured at the start of a run: copy bandwidth (bytes read +
+//! written by a device-to-device copy), write bandwidth (a memset), FP64 and FP32 matrix
+//! product rates (cuBLAS `gemm`, 8192^3, default math mode).
+
+use super::timing::{Repeat, time_gpu};
+use crate::cuda::{DeviceBuffer, Gpu};
+use crate::error::Result;
+use cudarc::driver::result;
+use serde::Serialize;
+use std::sync::Arc;
+
+/// Measured ceilings (zero where they could not be measured).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Peaks {
+    /// Device name.
+    pub device: String,
+    /// Streaming multiprocessors.
+    pub multiprocessors: u32,
+    /// Device-to-device copy, GB/s counting bytes read plus written.
+    pub copy_gbs: f64,
+    /// Memset, GB/s written.
+    pub write_gbs: f64,
+    /// FP64 matrix product, TFLOP/s.
+    pub fp64_tflops: f64,
+    /// FP32 matrix product, TFLOP/s.
+    pub fp32_tflops: f64,
+    /// PTX architecture loaded.
+    pub ptx_arch: String,
+}
+
+/// Measures the peaks on `gpu`; notes what could not be measured.
+pub fn measure(gpu: &Arc<Gpu>, notes: &mut Vec<String>) -> Result<Peaks> {
+    let stream = gpu.new_stream()?;
+    let bytes: usize = 1 << 30;
+    let a = DeviceBuffer::<u8>::poisoned(&stream, bytes)?;
+    let b = DeviceBuffer::<u8>::poisoned(&stream, bytes)?;
+    let rep = Repeat { warmup: 2, runs: 10, budget_ms: 1000.0 };
+    let st = |_: usize| stream.clone();
+    // SAFETY: both buffers hold `bytes` bytes.
+    let copy = time_gpu(
+        rep,
+        st,
+        |_| Ok(()),
+        |_| Ok(unsafe { result::memcpy_dtod_async(b.ptr().addr(), a.ptr().addr(), bytes, stream.cu_stream()) }?),
+    )?;
+    // SAFETY: as above.
+    let write =
+        time_gpu(rep, st, |_| Ok(()), |_| Ok(unsafe { result::memset_d8_async(b.ptr().addr(), 0x3f, bytes, stream.cu_stream()) }?))?;
+    drop((a, b));
+    let info = gpu.info();
+    let mut peaks = Peaks {
+        device: info.name.clone(),
+        multiprocessors: info.multiprocessors,
+        copy_gbs: 2.0 * bytes as f64 / (copy.median_ms * 1e-3) / 1e9,
+        write_gbs: bytes as f64 / (write.median_ms * 1e-3) / 1e9,
+        fp64_tflops: 0.0,
+        fp32_tflops: 0.0,
+        ptx_arch: info.ptx_arch.clone(),
+    };
+    #[cfg(feature = "peers")]
+    {
+        // SAFETY: only tries to dlopen cuBLAS.
+        if unsafe { cudarc::cublas::sys::is_culib_present() } {
+            peaks.fp64_tflops = gemm_rate::<f64>(&stream, rep)?;
+            peaks.fp32_tflops = gemm_rate::<f32>(&stream, rep)?;
+        } else {
+            notes.push("cuBLAS not found: matrix-product peaks unknown, flop fractions omitted".into());
+        }
+    }
+    #[cfg(not(feature = "peers"))]
+    notes.push("built without `peers`: matrix-product peaks unknown".into());
+    Ok(peaks)
+}
+
+#[cfg(feature = "peers")]
+fn gemm_rate<T: super::vendor::VendorScalar>(stream: &Arc<cudarc::driver::CudaStream>, rep: Repeat) -> Result<f64> {
+    let m = 8192usize;
+    let host: Vec<T> = (0..m * m).map(|i| crate::scalar::cast(((i * 7919) % 1000) as f64 / 1000.0 - 0.5)).collect();
+    let a = DeviceBuffer::from_host(stream, &host)?;
+    let c = DeviceBuffer::<T>::poisoned(stream, m * m)?;
+    let blas = cudarc::cublas::CudaBlas::new(stream.clone()).map_err(|e| crate::Error::Cuda(format!("cuBLAS: {e:?}")))?;
+    let h = *blas.handle();
+    let mi = m as i32;
+    let t = time_gpu(
+        rep,
+        |_| stream.clone(),
+        |_| Ok(()),
+        |_| {
+            // SAFETY: m x m matrices in device buffers of that size.
+            let status = unsafe {
+                T::gemm(h, false, false, mi, mi, mi, T::one(), a.ptr().addr(), mi, a.ptr().addr(), mi, T::zero(), c.ptr().addr(), mi)
+            };
+            if status == 0 { Ok(()) } else { Err(crate::Error::Cuda(format!("gemm status {status}"))) }
+        },
+    )?;
+    Ok(2.0 * (m as f64).powi(3) / (t.median_ms * 1e-3) / 1e12)
+}

@@ -1,0 +1,316 @@
+//! Presenting a [`Report`]: terminal table, CSV, JSON, SVG plots and the Markdown that
+//! goes into `BENCHMARKS.md`.
+
+use super::{Report, Row};
+use crate::error::{Error, Result};
+use plotters::prelude::*;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Today's date (UTC) as `YYYY-MM-DD`.
+pub fn utc_date() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let days = (secs / 86_400) as i64;
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+fn fmt_ms(v: f64) -> String {
+    if v == 0.0 {
+        "-".into()
+    } else if v < 0.01 {
+        format!("{:.4}", v)
+    } else if v < 10.0 {
+        format!("{:.3}", v)
+    } else {
+        format!("{:.1}", v)
+    }
+}
+
+fn fmt_opt_e(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{x:.1e}"))
+}
+
+fn fmt_frac(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{:.1}%", 100.0 * x))
+}
+
+/// Flags residuals more than 100x worse than the best method's on the same problem.
+pub fn flag_residuals(rows: &mut [Row]) {
+    let mut best: BTreeMap<(String, String, usize, usize, usize), f64> = BTreeMap::new();
+    for r in rows.iter() {
+        if let Some(res) = r.residual {
+            let key = (r.suite.clone(), r.precision.clone(), r.batch, r.nblocks, r.block);
+            let e = best.entry(key).or_insert(f64::INFINITY);
+            *e = e.min(res);
+        }
+    }
+    for r in rows.iter_mut() {
+        let key = (r.suite.clone(), r.precision.clone(), r.batch, r.nblocks, r.block);
+        if let (Some(res), Some(&b)) = (r.residual, best.get(&key)) {
+            if !res.is_finite() || res > 100.0 * b.max(1e-300) {
+                r.note = format!("{}FLAGGED: residual {:.1e} > 100x best ({:.1e})", if r.note.is_empty() { "" } else { "; " }, res, b);
+            }
+        }
+    }
+}
+
+/// A plain-text table of the rows.
+pub fn table(report: &Report) -> String {
+    let mut s = String::new();
+    let p = &report.peaks;
+    let _ = writeln!(
+        s,
+        "device: {} ({} SMs, PTX {}) | copy {:.0} GB/s, write {:.0} GB/s, FP64 gemm {:.1} TFLOP/s, FP32 gemm {:.1} TFLOP/s",
+        p.device, p.multiprocessors, p.ptx_arch, p.copy_gbs, p.write_gbs, p.fp64_tflops, p.fp32_tflops
+    );
+    let _ = writeln!(
+        s,
+        "{:<10} {:<4} {:>5} {:>6} {:>5} {:<15} {:<16} {:>10} {:>10} {:>9} {:>8}  note",
+        "suite", "prec", "S", "N", "n", "method", "phase", "median ms", "min ms", "residual", "floor"
+    );
+    for r in &report.rows {
+        let _ = writeln!(
+            s,
+            "{:<10} {:<4} {:>5} {:>6} {:>5} {:<15} {:<16} {:>10} {:>10} {:>9} {:>8}  {}",
+            r.suite,
+            r.precision,
+            r.batch,
+            r.nblocks,
+            r.block,
+            r.method,
+            r.phase,
+            fmt_ms(r.time.median_ms),
+            fmt_ms(r.time.min_ms),
+            fmt_opt_e(r.residual),
+            fmt_frac(r.fraction_of_floor),
+            r.note
+        );
+    }
+    for n in &report.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s
+}
+
+/// Writes `rows.csv`, `report.json`, the plots and `report.md` into `dir`.
+pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<String>> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::Io { path: dir.display().to_string(), source: e })?;
+    let io = |p: &Path| {
+        let p = p.display().to_string();
+        move |e: std::io::Error| Error::Io { path: p.clone(), source: e }
+    };
+    let mut written = Vec::new();
+    let csv_path = dir.join("rows.csv");
+    let mut csv = String::from(
+        "suite,method,precision,batch,nblocks,block,nrhs,phase,median_ms,min_ms,max_ms,runs,residual,flops,bytes,floor_ms,fraction_of_floor,note\n",
+    );
+    for r in &report.rows {
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"",
+            r.suite,
+            r.method,
+            r.precision,
+            r.batch,
+            r.nblocks,
+            r.block,
+            r.nrhs,
+            r.phase,
+            r.time.median_ms,
+            r.time.min_ms,
+            r.time.max_ms,
+            r.time.runs,
+            r.residual.map_or(String::new(), |v| format!("{v:e}")),
+            r.flops,
+            r.bytes,
+            r.floor_ms.map_or(String::new(), |v| v.to_string()),
+            r.fraction_of_floor.map_or(String::new(), |v| v.to_string()),
+            r.note.replace('"', "'")
+        );
+    }
+    std::fs::write(&csv_path, csv).map_err(io(&csv_path))?;
+    written.push(csv_path.display().to_string());
+    let json_path = dir.join("report.json");
+    let json =
+        serde_json::to_string_pretty(report).map_err(|e| Error::Format { path: json_path.display().to_string(), msg: e.to_string() })?;
+    std::fs::write(&json_path, json).map_err(io(&json_path))?;
+    written.push(json_path.display().to_string());
+    let md_path = dir.join("report.md");
+    std::fs::write(&md_path, markdown(report)).map_err(io(&md_path))?;
+    written.push(md_path.display().to_string());
+    written.extend(plots(report, dir)?);
+    Ok(written)
+}
+
+/// Markdown tables, one per suite and precision, with every method side by side.
+pub fn markdown(report: &Report) -> String {
+    let mut s = String::new();
+    let p = &report.peaks;
+    let _ = writeln!(
+        s,
+        "Device: **{}** ({} SMs), PTX {}. Measured ceilings: device copy {:.0} GB/s (read + write), write {:.0} GB/s, FP64 gemm {:.1} TFLOP/s, FP32 gemm {:.1} TFLOP/s.\n",
+        p.device, p.multiprocessors, p.ptx_arch, p.copy_gbs, p.write_gbs, p.fp64_tflops, p.fp32_tflops
+    );
+    let _ = writeln!(s, "Command: `{}` — date {}\n", report.command, report.date);
+    let mut suites: Vec<(String, String)> = report.rows.iter().map(|r| (r.suite.clone(), r.precision.clone())).collect();
+    suites.dedup();
+    let mut seen = std::collections::BTreeSet::new();
+    for (suite, prec) in suites {
+        if !seen.insert((suite.clone(), prec.clone())) {
+            continue;
+        }
+        let _ = writeln!(s, "#### {suite} ({prec})\n");
+        let _ = writeln!(
+            s,
+            "| S | N | n | method | phase | median ms | residual | % of floor | note |\n|---:|---:|---:|---|---|---:|---:|---:|---|"
+        );
+        for r in report.rows.iter().filter(|r| r.suite == suite && r.precision == prec) {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.batch,
+                r.nblocks,
+                r.block,
+                r.method,
+                r.phase,
+                fmt_ms(r.time.median_ms),
+                fmt_opt_e(r.residual),
+                fmt_frac(r.fraction_of_floor),
+                r.note
+            );
+        }
+        s.push('\n');
+    }
+    for n in &report.notes {
+        let _ = writeln!(s, "- {n}");
+    }
+    s
+}
+
+type Series = BTreeMap<String, Vec<(f64, f64)>>;
+
+fn line_plot(path: &Path, title: &str, xlabel: &str, ylabel: &str, series: &Series, log_x: bool) -> Result<()> {
+    let pts: Vec<(f64, f64)> = series.values().flatten().copied().filter(|p| p.0 > 0.0 && p.1 > 0.0).collect();
+    if pts.is_empty() {
+        return Ok(());
+    }
+    let (x0, x1) = pts.iter().fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.0), a.1.max(p.0)));
+    let (y0, y1) = pts.iter().fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.1), a.1.max(p.1)));
+    let err = |e: String| Error::Format { path: path.display().to_string(), msg: e };
+    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+    let x_range = (x0 * 0.8)..(x1 * 1.25);
+    let y_range = (y0 * 0.7)..(y1 * 1.4);
+    let palette = [RED, BLUE, GREEN, MAGENTA, CYAN, BLACK, RGBColor(255, 140, 0), RGBColor(128, 0, 128)];
+    macro_rules! draw {
+        ($chart:expr) => {{
+            let mut chart = $chart;
+            chart.configure_mesh().x_desc(xlabel).y_desc(ylabel).draw().map_err(|e| err(e.to_string()))?;
+            for (i, (name, pts)) in series.iter().enumerate() {
+                let color = palette[i % palette.len()];
+                let mut v: Vec<(f64, f64)> = pts.iter().copied().filter(|p| p.0 > 0.0 && p.1 > 0.0).collect();
+                v.sort_by(|a, b| a.0.total_cmp(&b.0));
+                chart
+                    .draw_series(LineSeries::new(v.clone(), color.stroke_width(2)))
+                    .map_err(|e| err(e.to_string()))?
+                    .label(name.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+                chart.draw_series(v.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(|e| err(e.to_string()))?;
+            }
+            chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK).draw().map_err(|e| err(e.to_string()))?;
+        }};
+    }
+    let mut builder = ChartBuilder::on(&root);
+    builder.caption(title, ("sans-serif", 20)).margin(12).x_label_area_size(40).y_label_area_size(64);
+    if log_x {
+        draw!(builder.build_cartesian_2d(x_range.log_scale(), y_range.log_scale()).map_err(|e| err(e.to_string()))?);
+    } else {
+        draw!(builder.build_cartesian_2d(x_range, y_range.log_scale()).map_err(|e| err(e.to_string()))?);
+    }
+    root.present().map_err(|e| err(e.to_string()))?;
+    Ok(())
+}
+
+/// The plots: time vs n (paper sweep), time vs N (horizons), time vs S (batch), speedup
+/// over each peer, tridiagonal inverse time vs n.
+pub fn plots(report: &Report, dir: &Path) -> Result<Vec<String>> {
+    let mut written = Vec::new();
+    let timed = |r: &&Row| r.time.median_ms > 0.0 && !r.note.starts_with("skipped");
+    let mut put = |file: &str, title: &str, xl: &str, yl: &str, series: Series, log_x: bool| -> Result<()> {
+        if series.values().any(|v| !v.is_empty()) {
+            let path = dir.join(file);
+            line_plot(&path, title, xl, yl, &series, log_x)?;
+            written.push(path.display().to_string());
+        }
+        Ok(())
+    };
+    for prec in ["f64", "f32"] {
+        let rows: Vec<&Row> = report.rows.iter().filter(|r| r.precision == prec).filter(timed).collect();
+        // Paper sweep: factor time vs n.
+        let mut s = Series::new();
+        for r in rows.iter().filter(|r| r.suite == "fp64-sweep" && r.phase == "factor") {
+            s.entry(r.method.clone()).or_default().push((r.block as f64, r.time.median_ms));
+        }
+        put(&format!("fp64_sweep_factor_{prec}.svg"), &format!("Factor, N n = 262144 ({prec})"), "block size n", "ms", s, true)?;
+        // Horizons: factor time vs N, one plot per n (S = 1).
+        let mut ns: Vec<usize> = rows.iter().filter(|r| r.suite == "horizon").map(|r| r.block).collect();
+        ns.sort_unstable();
+        ns.dedup();
+        for n in ns {
+            for phase in ["factor", "solve"] {
+                let mut s = Series::new();
+                for r in rows.iter().filter(|r| r.suite == "horizon" && r.block == n && r.batch == 1 && r.phase == phase) {
+                    s.entry(r.method.clone()).or_default().push((r.nblocks as f64, r.time.median_ms));
+                }
+                put(&format!("horizon_{phase}_n{n}_{prec}.svg"), &format!("{phase}, n = {n}, S = 1 ({prec})"), "blocks N", "ms", s, true)?;
+            }
+            // Speedup of blocktri-gpu over each peer (factor).
+            let ours: BTreeMap<usize, f64> = rows
+                .iter()
+                .filter(|r| r.suite == "horizon" && r.block == n && r.batch == 1 && r.phase == "factor" && r.method == "blocktri-gpu")
+                .map(|r| (r.nblocks, r.time.median_ms))
+                .collect();
+            let mut s = Series::new();
+            for r in rows
+                .iter()
+                .filter(|r| r.suite == "horizon" && r.block == n && r.batch == 1 && r.phase == "factor" && r.method != "blocktri-gpu")
+            {
+                if let Some(o) = ours.get(&r.nblocks) {
+                    s.entry(r.method.clone()).or_default().push((r.nblocks as f64, r.time.median_ms / o));
+                }
+            }
+            put(
+                &format!("speedup_factor_n{n}_{prec}.svg"),
+                &format!("blocktri-gpu factor speedup over peers, n = {n} ({prec})"),
+                "blocks N",
+                "peer time / ours",
+                s,
+                true,
+            )?;
+        }
+        // Batch: time vs S.
+        let mut s = Series::new();
+        for r in rows.iter().filter(|r| r.suite == "batch" && r.phase == "factor") {
+            s.entry(r.method.clone()).or_default().push((r.batch as f64, r.time.median_ms));
+        }
+        put(&format!("batch_factor_{prec}.svg"), &format!("Factor of S systems, N = 64, n = 16 ({prec})"), "systems S", "ms", s, true)?;
+        // Tridiagonal inverse.
+        let mut s = Series::new();
+        for r in rows.iter().filter(|r| r.suite == "tridiag") {
+            s.entry(r.method.clone()).or_default().push((r.block as f64, r.time.median_ms));
+        }
+        put(&format!("tridiag_inverse_{prec}.svg"), &format!("Tridiagonal inverse ({prec})"), "n", "ms", s, true)?;
+    }
+    Ok(written)
+}

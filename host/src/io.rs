@@ -1,0 +1,269 @@
+//! Files: problems in `.npz` (arrays `diag`, `sub`, optional `rhs`; C or Fortran order),
+//! matrices in Matrix Market `.mtx` with a block size, solutions and inverses in `.npy`.
+//!
+//! Array conventions (`N` blocks of `n x n`, `k` right-hand sides, optional leading batch
+//! axis `S`):
+//! - `diag`: `(N, n, n)` or `(S, N, n, n)`, `diag[i][r][c] = D_i(r, c)`;
+//! - `sub`: `(N-1, n, n)` or `(S, N-1, n, n)`, `sub[i]` is the block `A[i+1, i]` (rows of
+//!   block `i + 1`, columns of block `i`);
+//! - `rhs`: `(N n,)`, `(N n, k)` or `(S, N n, k)`.
+//!
+//! Both memory orders are accepted on input, `f32` or `f64` values; output is C order.
+
+use crate::error::{Error, Result};
+use crate::matrix::{BlockTridiag, BlockVec, Shape};
+use crate::scalar::{Scalar, cast, wide};
+use npyz::WriterBuilder;
+use std::path::Path;
+
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |source| Error::Io { path: path.display().to_string(), source }
+}
+
+fn format_err(path: &Path, msg: impl Into<String>) -> Error {
+    Error::Format { path: path.display().to_string(), msg: msg.into() }
+}
+
+/// An n-dimensional array read from a `.npy`: values as `f64`, shape, element strides.
+struct NdArray {
+    data: Vec<f64>,
+    shape: Vec<usize>,
+    strides: Vec<usize>,
+}
+
+impl NdArray {
+    fn from_npy<R: std::io::Read>(npy: npyz::NpyFile<R>, path: &Path, name: &str) -> Result<Self> {
+        let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+        let order = npy.order();
+        let descr = npy.dtype().descr();
+        let data: Vec<f64> = match descr.as_str() {
+            "<f8" | "=f8" | "|f8" => npy.into_vec::<f64>().map_err(io_err(path))?,
+            "<f4" | "=f4" | "|f4" => npy.into_vec::<f32>().map_err(io_err(path))?.into_iter().map(f64::from).collect(),
+            other => {
+                return Err(format_err(path, format!("array {name:?} has dtype {other}; expected float32 or float64 (little endian)")));
+            }
+        };
+        let mut strides = vec![1; shape.len()];
+        match order {
+            npyz::Order::C => {
+                for d in (0..shape.len().saturating_sub(1)).rev() {
+                    strides[d] = strides[d + 1] * shape[d + 1];
+                }
+            }
+            npyz::Order::Fortran => {
+                for d in 1..shape.len() {
+                    strides[d] = strides[d - 1] * shape[d - 1];
+                }
+            }
+        }
+        Ok(NdArray { data, shape, strides })
+    }
+
+    fn at(&self, idx: &[usize]) -> f64 {
+        self.data[idx.iter().zip(&self.strides).map(|(i, s)| i * s).sum::<usize>()]
+    }
+}
+
+/// Reads a problem: `.npz` (matrix and, if present, right-hand sides) or `.mtx` (matrix
+/// only; `block` required).
+pub fn read_problem<T: Scalar>(path: &Path, block: Option<usize>) -> Result<(BlockTridiag<T>, Option<BlockVec<T>>)> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("npz") => read_npz(path),
+        Some("mtx") => {
+            let block = block.ok_or_else(|| format_err(path, "a Matrix Market file needs --block-size"))?;
+            Ok((read_mtx(path, block)?, None))
+        }
+        _ => Err(format_err(path, "unknown file type: expected .npz or .mtx")),
+    }
+}
+
+/// Reads `diag`, `sub` and optional `rhs` from an `.npz` archive.
+pub fn read_npz<T: Scalar>(path: &Path) -> Result<(BlockTridiag<T>, Option<BlockVec<T>>)> {
+    let mut npz = npyz::npz::NpzArchive::open(path).map_err(io_err(path))?;
+    let mut get = |name: &str| -> Result<Option<NdArray>> {
+        match npz.by_name(name).map_err(io_err(path))? {
+            Some(npy) => Ok(Some(NdArray::from_npy(npy, path, name)?)),
+            None => Ok(None),
+        }
+    };
+    let diag = get("diag")?.ok_or_else(|| format_err(path, "missing array \"diag\""))?;
+    let sub = get("sub")?;
+    let rhs = get("rhs")?;
+    let (batch, nb, n, batched) = match diag.shape.as_slice() {
+        [nb, n, n2] if n == n2 => (1, *nb, *n, false),
+        [s, nb, n, n2] if n == n2 => (*s, *nb, *n, true),
+        other => return Err(format_err(path, format!("\"diag\" has shape {other:?}; expected (N, n, n) or (S, N, n, n)"))),
+    };
+    let shape = Shape::new(batch, nb, n).map_err(|e| format_err(path, e.to_string()))?;
+    let mut a = BlockTridiag::zeros_padded(shape, n)?;
+    let want_sub: Vec<usize> = if batched { vec![batch, nb - 1, n, n] } else { vec![nb - 1, n, n] };
+    let sub = match sub {
+        Some(s) if s.shape == want_sub || (nb == 1 && s.data.is_empty()) => Some(s),
+        None if nb == 1 => None,
+        Some(s) => return Err(format_err(path, format!("\"sub\" has shape {:?}; expected {want_sub:?}", s.shape))),
+        None => return Err(format_err(path, "missing array \"sub\"")),
+    };
+    for s in 0..batch {
+        for i in 0..nb {
+            for c in 0..n {
+                for r in 0..n {
+                    let d = if batched { diag.at(&[s, i, r, c]) } else { diag.at(&[i, r, c]) };
+                    a.diag_block_mut(s, i)[c * n + r] = cast(d);
+                    if i + 1 < nb {
+                        let sa = sub.as_ref().expect("checked above");
+                        let v = if batched { sa.at(&[s, i, r, c]) } else { sa.at(&[i, r, c]) };
+                        a.sub_block_mut(s, i)[c * n + r] = cast(v);
+                    }
+                }
+            }
+        }
+    }
+    let b = rhs.map(|r| rhs_from_array(&r, shape, path)).transpose()?;
+    Ok((a, b))
+}
+
+fn rhs_from_array<T: Scalar>(r: &NdArray, shape: Shape, path: &Path) -> Result<BlockVec<T>> {
+    let d = shape.dim();
+    let (batch, k) = match r.shape.as_slice() {
+        [rows] if *rows == d && shape.batch == 1 => (1, 1),
+        [rows, k] if *rows == d && shape.batch == 1 => (1, *k),
+        [s, rows, k] if *rows == d && *s == shape.batch => (*s, *k),
+        other => {
+            return Err(format_err(path, format!("\"rhs\" has shape {other:?}; expected ({d},), ({d}, k) or ({}, {d}, k)", shape.batch)));
+        }
+    };
+    let mut b = BlockVec::zeros(shape, k.max(1))?;
+    for s in 0..batch {
+        for c in 0..k {
+            for row in 0..d {
+                let v = match r.shape.len() {
+                    1 => r.at(&[row]),
+                    2 => r.at(&[row, c]),
+                    _ => r.at(&[s, row, c]),
+                };
+                b.set(s, row, c, cast(v));
+            }
+        }
+    }
+    Ok(b)
+}
+
+/// Reads right-hand sides from a `.npy` (`(N n,)`, `(N n, k)` or `(S, N n, k)`).
+pub fn read_rhs_npy<T: Scalar>(path: &Path, shape: Shape) -> Result<BlockVec<T>> {
+    let bytes = std::fs::read(path).map_err(io_err(path))?;
+    let npy = npyz::NpyFile::new(&bytes[..]).map_err(io_err(path))?;
+    rhs_from_array(&NdArray::from_npy(npy, path, "rhs")?, shape, path)
+}
+
+/// Writes a problem as `.npz` (C order, `f32` or `f64` as `T`).
+pub fn write_npz<T: Scalar>(path: &Path, a: &BlockTridiag<T>, b: Option<&BlockVec<T>>) -> Result<()> {
+    let shape = a.shape();
+    let (s, nb, n) = (shape.batch, shape.nblocks, shape.block);
+    let batch_axis = |rest: &[u64]| -> Vec<u64> { if s > 1 { [&[s as u64][..], rest].concat() } else { rest.to_vec() } };
+    let mut npz = npyz::npz::NpzWriter::create(path).map_err(io_err(path))?;
+    let mut put = |name: &str, dims: Vec<u64>, values: Vec<T>| -> Result<()> {
+        let mut w = npz
+            .array::<T>(name, Default::default())
+            .map_err(io_err(path))?
+            .default_dtype()
+            .shape(&dims)
+            .begin_nd()
+            .map_err(io_err(path))?;
+        w.extend(values).map_err(io_err(path))?;
+        w.finish().map_err(io_err(path))
+    };
+    put("diag", batch_axis(&[nb as u64, n as u64, n as u64]), block_values(a, true))?;
+    put("sub", batch_axis(&[(nb - 1) as u64, n as u64, n as u64]), block_values(a, false))?;
+    if let Some(b) = b {
+        put("rhs", batch_axis(&[shape.dim() as u64, b.ncols() as u64]), rhs_c_order(b))?;
+    }
+    Ok(())
+}
+
+/// Diagonal (or sub-diagonal) blocks in C order `[s][i][r][c]`.
+fn block_values<T: Scalar>(a: &BlockTridiag<T>, diag: bool) -> Vec<T> {
+    let shape = a.shape();
+    let (n, ld) = (shape.block, a.ld());
+    let count = if diag { shape.nblocks } else { shape.nblocks - 1 };
+    let mut v = Vec::with_capacity(shape.batch * count * n * n);
+    for sys in 0..shape.batch {
+        for i in 0..count {
+            let blk = if diag { a.diag_block(sys, i) } else { a.sub_block(sys, i) };
+            for r in 0..n {
+                for c in 0..n {
+                    v.push(blk[c * ld + r]);
+                }
+            }
+        }
+    }
+    v
+}
+
+fn rhs_c_order<T: Scalar>(b: &BlockVec<T>) -> Vec<T> {
+    let shape = b.shape();
+    let mut v = Vec::with_capacity(b.as_slice().len());
+    for s in 0..shape.batch {
+        for row in 0..shape.dim() {
+            for c in 0..b.ncols() {
+                v.push(b.get(s, row, c));
+            }
+        }
+    }
+    v
+}
+
+/// Writes a solution as `.npy`: `(N n, k)`, or `(S, N n, k)` for a batch (C order).
+pub fn write_npy<T: Scalar>(path: &Path, x: &BlockVec<T>) -> Result<()> {
+    let shape = x.shape();
+    let dims: Vec<u64> = if shape.batch > 1 {
+        vec![shape.batch as u64, shape.dim() as u64, x.ncols() as u64]
+    } else {
+        vec![shape.dim() as u64, x.ncols() as u64]
+    };
+    write_npy_raw(path, &dims, rhs_c_order(x))
+}
+
+/// Writes values as an `.npy` array of shape `dims` (C order).
+pub fn write_npy_raw<T: Scalar>(path: &Path, dims: &[u64], values: Vec<T>) -> Result<()> {
+    let file = std::io::BufWriter::new(std::fs::File::create(path).map_err(io_err(path))?);
+    let mut w = npyz::WriteOptions::new().default_dtype().shape(dims).writer(file).begin_nd().map_err(io_err(path))?;
+    w.extend(values).map_err(io_err(path))?;
+    w.finish().map_err(io_err(path))
+}
+
+/// Reads a 1-D `.npy` of floats (for tridiagonal diagonals).
+pub fn read_vector(path: &Path) -> Result<Vec<f64>> {
+    let bytes = std::fs::read(path).map_err(io_err(path))?;
+    let npy = npyz::NpyFile::new(&bytes[..]).map_err(io_err(path))?;
+    let arr = NdArray::from_npy(npy, path, "vector")?;
+    if arr.shape.len() > 2 {
+        return Err(format_err(path, format!("expected a vector or a (batch, n) matrix, got shape {:?}", arr.shape)));
+    }
+    Ok(arr.data)
+}
+
+/// Reads a Matrix Market file (coordinate, real; general or symmetric) as a one-system
+/// block-tridiagonal matrix with block size `block`.
+pub fn read_mtx<T: Scalar>(path: &Path, block: usize) -> Result<BlockTridiag<T>> {
+    let coo = nalgebra_sparse::io::load_coo_from_matrix_market_file::<f64, _>(path).map_err(|e| format_err(path, e.to_string()))?;
+    let a = BlockTridiag::<f64>::from_coo(&coo, block).map_err(|e| format_err(path, e.to_string()))?;
+    Ok(a.cast())
+}
+
+/// Writes system `s` as Matrix Market `coordinate real symmetric` (lower triangle).
+pub fn write_mtx<T: Scalar>(path: &Path, a: &BlockTridiag<T>, s: usize) -> Result<()> {
+    use std::io::Write;
+    let csr = a.to_csr(s, true);
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path).map_err(io_err(path))?);
+    let d = a.shape().dim();
+    let mut text = format!(
+        "%%MatrixMarket matrix coordinate real symmetric\n% block-tridiagonal, N = {}, n = {}\n{d} {d} {}\n",
+        a.shape().nblocks,
+        a.shape().block,
+        csr.nnz()
+    );
+    for (r, c, &v) in csr.triplet_iter() {
+        text.push_str(&format!("{} {} {:.17e}\n", r + 1, c + 1, wide(v)));
+    }
+    w.write_all(text.as_bytes()).map_err(io_err(path))
+}

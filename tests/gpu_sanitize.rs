@@ -1,0 +1,63 @@
+//! Small and medium runs of every kernel, sized for `compute-sanitizer` (memcheck,
+//! racecheck, synccheck): `scripts/gpu-check.sh` runs this binary under each tool.
+//! Without a GPU the tests print why they skip.
+
+mod common;
+
+use blocktri::cuda::{Gpu, GpuCholesky, GpuOptions, GpuTridiagInverse};
+use blocktri::tridiag::{Tridiagonal, inverse_error};
+use blocktri::{Factorization, residual};
+use common::problem;
+
+fn gpu() -> Option<std::sync::Arc<Gpu>> {
+    Gpu::shared().map_err(|e| eprintln!("skipping: {e}")).ok()
+}
+
+fn solve_case<T: blocktri::Scalar>(g: &std::sync::Arc<Gpu>, s: usize, nb: usize, n: usize, k: usize, tol: f64) {
+    let (a, b) = problem::<T>(s, nb, n, k, 3);
+    let mut solver = GpuCholesky::<T>::with_gpu(g.clone(), GpuOptions { graphs: false, ..Default::default() }).unwrap();
+    solver.factor(&a).unwrap();
+    let x = solver.solve(&b).unwrap();
+    assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < tol);
+    let x = solver.factor_solve(&a, &b).unwrap();
+    assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < tol);
+}
+
+#[test]
+fn sanitize_cholesky_small() {
+    let Some(g) = gpu() else { return };
+    solve_case::<f64>(&g, 2, 9, 8, 3, 1e-12);
+    solve_case::<f32>(&g, 2, 9, 7, 3, 1e-5);
+    solve_case::<f64>(&g, 1, 1, 3, 1, 1e-12);
+}
+
+#[test]
+fn sanitize_cholesky_generic_family() {
+    let Some(g) = gpu() else { return };
+    let (a, b) = problem::<f64>(2, 33, 12, 2, 4);
+    let opts = GpuOptions { graphs: false, kernels: blocktri::cuda::KernelFamily::Generic, ..Default::default() };
+    let mut solver = GpuCholesky::<f64>::with_gpu(g, opts).unwrap();
+    let x = solver.factor_solve(&a, &b).unwrap();
+    assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12);
+    solver.factor(&a).unwrap();
+    let x = solver.solve(&b).unwrap();
+    assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12);
+}
+
+#[test]
+fn sanitize_cholesky_large() {
+    let Some(g) = gpu() else { return };
+    solve_case::<f64>(&g, 3, 1000, 32, 2, 1e-12);
+    solve_case::<f64>(&g, 1, 257, 64, 1, 1e-12);
+}
+
+#[test]
+fn sanitize_tridiag() {
+    let Some(g) = gpu() else { return };
+    let mut inv = GpuTridiagInverse::with_gpu(g).unwrap();
+    for (n, stage) in [(5, false), (5, true), (200, false), (200, true), (1000, false)] {
+        let t = Tridiagonal::<f64>::random_dominant(n, 2, false, 9).unwrap();
+        let x = inv.invert(&t, stage, true).unwrap();
+        assert!(inverse_error(&t, &x) < 1e-13);
+    }
+}
