@@ -4,7 +4,7 @@
 
 mod common;
 
-use blocktri::cuda::{Gpu, GpuCholesky, GpuOptions, GpuTridiagInverse};
+use blocktri::cuda::{Gpu, GpuCholesky, GpuOptions, GpuTridiagInverse, KernelFamily};
 use blocktri::tridiag::{Tridiagonal, inverse_error};
 use blocktri::{Factorization, residual};
 use common::problem;
@@ -14,8 +14,12 @@ fn gpu() -> Option<std::sync::Arc<Gpu>> {
 }
 
 fn solve_case<T: blocktri::Scalar>(g: &std::sync::Arc<Gpu>, s: usize, nb: usize, n: usize, k: usize, tol: f64) {
+    family_case::<T>(g, KernelFamily::Auto, (s, nb, n, k), tol);
+}
+
+fn family_case<T: blocktri::Scalar>(g: &std::sync::Arc<Gpu>, kernels: KernelFamily, (s, nb, n, k): (usize, usize, usize, usize), tol: f64) {
     let (a, b) = problem::<T>(s, nb, n, k, 3);
-    let mut solver = GpuCholesky::<T>::with_gpu(g.clone(), GpuOptions { graphs: false, ..Default::default() }).unwrap();
+    let mut solver = GpuCholesky::<T>::with_gpu(g.clone(), GpuOptions { graphs: false, kernels, ..Default::default() }).unwrap();
     solver.factor(&a).unwrap();
     let x = solver.solve(&b).unwrap();
     assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < tol);
@@ -42,6 +46,15 @@ fn sanitize_cholesky_generic_family() {
     solver.factor(&a).unwrap();
     let x = solver.solve(&b).unwrap();
     assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12);
+}
+
+#[test]
+fn sanitize_cholesky_every_family() {
+    let Some(g) = gpu() else { return };
+    family_case::<f64>(&g, KernelFamily::Rows, (2, 40, 27, 2), 1e-12);
+    family_case::<f64>(&g, KernelFamily::Panel, (2, 40, 27, 2), 1e-12);
+    family_case::<f32>(&g, KernelFamily::Panel, (1, 20, 70, 1), 1e-4);
+    family_case::<f64>(&g, KernelFamily::Generic, (1, 20, 70, 1), 1e-12);
 }
 
 #[test]

@@ -76,7 +76,7 @@ fn errors_are_reported() {
 fn emulated(t: &Tridiagonal<f64>, stagewise_method: bool) -> (Inverse<f64>, Vec<u32>) {
     let (n, batch) = (t.n(), t.batch_size());
     let top = top_height(n as u32);
-    let mut w = vec![f64::NAN; batch * n * n];
+    let w = vec![f64::NAN; batch * n * n];
     let mut work = vec![f64::NAN; batch * work_len(n, top as usize).max(2 * n)];
     let mut status = vec![u32::MAX; batch];
     let work_ptr = work.as_mut_ptr();

@@ -2,13 +2,13 @@
 //! the lane-owns-rows scheme of [`super::rows`], with the rows in **shared memory**
 //! (row-major, odd row stride) instead of registers, so that `n` up to 96 fits.
 //!
-//! Each of the three warps owns one part of the panel `[D; A[l,i]; A[r,i]]` and each lane
-//! `R = NP / 32` of its rows. Column indices are compile-time constants after unrolling,
-//! so an update is a shared load, a multiply-add and a shared store with constant offsets;
-//! the pivot row is read by broadcast. The factorization is right-looking over the whole
-//! panel with one block barrier per column and the column scaling deferred to the end (as
-//! [`crate::tile::potrf_panel`]). The products give one output row per lane row, four
-//! columns at a time.
+//! Each of the three warps of a column group owns one part of the panel
+//! `[D; A[l,i]; A[r,i]]` and each lane `R = NP / 32` of its rows; the `NP / 16` column
+//! groups split the columns of those rows. An update is a broadcast load of the pivot
+//! row entry, then a multiply-add per lane row in shared memory. The factorization is
+//! right-looking over the whole panel with one block barrier per column and the column
+//! scaling deferred to the end (as [`crate::tile::potrf_panel`]). The products give one
+//! output row per lane row, four columns at a time, the groups taking turns.
 //!
 //! Storage, arguments and status words are those of [`super::factor`] and
 //! [`super::solve`]; the interlaced forward substitution is not offered here (the host
@@ -21,8 +21,22 @@ use crate::tile::{copy_batched, for_each_rc};
 use blocktri_prims::memory::load_readonly;
 use blocktri_prims::{Real, atomic, block_idx_x, lane_id, shared, sync_warp, warp_id};
 
-/// Threads per block: three warps.
+/// Threads of one column group: three warps, one per panel part.
 pub const PANEL_THREADS: u32 = 96;
+
+/// Column groups of the padded size `np`: the factor splits each row's columns among
+/// `np / 16` groups of [`PANEL_THREADS`] threads (more warps per node hide the shared
+/// memory latency of the serial column loop; shared memory allows one or two nodes per SM
+/// at `np` = 64 or 96 in `f64`).
+pub const fn panel_groups(np: usize) -> usize {
+    np / 16
+}
+
+/// Threads per block of the panel kernels of padded size `np` (factor and solve; the
+/// solves use the extra threads to load the tiles).
+pub const fn panel_threads(np: usize) -> u32 {
+    PANEL_THREADS * panel_groups(np) as u32
+}
 
 /// Row stride of the shared panel (odd: lanes reading a column hit different banks).
 const fn stride(np: usize) -> usize {
@@ -58,7 +72,7 @@ fn node(nblocks: u32, level: u32) -> Node {
 ///
 /// # Safety
 /// As [`super::factor_level`] without right-hand sides (`args.nrhs` must be 0), with
-/// [`PANEL_THREADS`] threads, [`factor_panel_shared_bytes`] of shared memory and
+/// [`panel_threads`]`(NP)` threads, [`factor_panel_shared_bytes`] of shared memory and
 /// `args.n <= NP`, `NP` a multiple of 32.
 pub unsafe fn factor_panel<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     let team = Block;
@@ -77,7 +91,10 @@ pub unsafe fn factor_panel<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     let rs = unsafe { smem.add(align_elems(3 * NP * s, T::BYTES)) };
     let sq = unsafe { rs.add(align_elems(NP, T::BYTES)) };
     let status = unsafe { sq.add(align_elems(NP, T::BYTES)) } as *mut u32;
-    let (warp, lane) = (warp_id() as usize, lane_id() as usize);
+    // Thread roles: column group `g`, warp (panel part) and lane within the group.
+    let groups = panel_groups(NP);
+    let tid = team.rank();
+    let (g, warp, lane) = (tid / 96, tid % 96 / 32, tid % 32);
     let at = |row: usize, col: usize| unsafe { p.add(row * s + col) };
 
     // 1. Load: D (input + updates) into rows 0..NP, A[l, i] (the transpose of the stored
@@ -152,27 +169,32 @@ pub unsafe fn factor_panel<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     }
 
     // 3. Right-looking factorization of the tall panel: P[i][j] -= P[i][k] P[j][k] / d_k for
-    //    j > k (lower part only in D), columns scaled at the end.
+    //    j > k, columns scaled at the end. The loops run to `n` (a runtime bound) so the
+    //    compiler keeps them rolled: fully unrolled, it hoists a whole pivot column into
+    //    registers and spills. The upper triangle of D is updated too (uniform trip counts
+    //    for all lanes); it is never read as L and is stored as zero.
     let rows_per_lane = NP / 32;
     let mut failed = false;
-    for k in 0..NP {
+    for k in 0..n {
         let d = unsafe { *at(k, k) };
         failed |= !(d > T::ZERO && d.is_finite());
         let r_k = d.rsqrt_fast();
         let inv_d = r_k * r_k;
-        for rr in 0..rows_per_lane {
+        // Multipliers of this lane's rows (D rows at or above the pivot are final: 0).
+        let f: [T; 3] = core::array::from_fn(|rr| {
             let local = lane + 32 * rr;
-            let row = warp * NP + local;
-            let active = if warp == 0 { local > k } else { true };
-            if active {
-                let f = unsafe { *at(row, k) } * inv_d;
-                for j in 0..NP {
-                    // D rows: only the lower triangle, j <= local.
-                    if j > k && (warp > 0 || j <= local) {
-                        unsafe { *at(row, j) = (-f).mul_add(*at(j, k), *at(row, j)) };
-                    }
-                }
+            let live = rr < rows_per_lane && (warp > 0 || local > k);
+            if live { unsafe { (*at(warp * NP + local, k)) * inv_d } } else { T::ZERO }
+        });
+        // This group's columns: j > k with j = g (mod groups).
+        let mut j = k + 1 + (g + groups - (k + 1) % groups) % groups;
+        while j < n {
+            let pivot = unsafe { *at(j, k) };
+            for rr in 0..rows_per_lane {
+                let cell = at(warp * NP + lane + 32 * rr, j);
+                unsafe { *cell = (-f[rr]).mul_add(pivot, *cell) };
             }
+            j += groups;
         }
         if team.rank() == 0 {
             unsafe {
@@ -182,6 +204,15 @@ pub unsafe fn factor_panel<T: Real, const NP: usize>(args: &FactorArgs<T>) {
         }
         team.sync();
     }
+    if team.rank() == 0 {
+        for k in n..NP {
+            unsafe {
+                *rs.add(k) = T::ONE;
+                *sq.add(k) = T::ONE;
+            }
+        }
+    }
+    team.sync();
     if failed {
         if team.rank() == 0 {
             unsafe { atomic::atomic_min_u64(info, info_key(m, InfoCode::NotPositiveDefinite, b as u32)) };
@@ -192,7 +223,7 @@ pub unsafe fn factor_panel<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     for rr in 0..rows_per_lane {
         let local = lane + 32 * rr;
         let row = warp * NP + local;
-        for c in 0..NP {
+        for c in (g..NP).step_by(groups) {
             let below = warp > 0 || c < local;
             unsafe {
                 if below {
@@ -232,10 +263,11 @@ pub unsafe fn factor_panel<T: Real, const NP: usize>(args: &FactorArgs<T>) {
         for rr in 0..rows_per_lane {
             let pr = lane + 32 * rr;
             if pr < n {
-                let mut q0 = 0;
+                // Groups take turns over the four-column output chunks.
+                let mut q0 = 4 * g;
                 while q0 < n {
                     let mut acc = [T::ZERO; 4];
-                    for c in 0..NP {
+                    for c in 0..n {
                         let v = unsafe { *at(rows_of + pr, c) };
                         for u in 0..4 {
                             let q = if q0 + u < NP { q0 + u } else { NP - 1 };
@@ -252,7 +284,7 @@ pub unsafe fn factor_panel<T: Real, const NP: usize>(args: &FactorArgs<T>) {
                             }
                         }
                     }
-                    q0 += 4;
+                    q0 += 4 * groups;
                 }
             }
         }
@@ -298,7 +330,7 @@ unsafe fn load_tiles<T: Real, const NP: usize>(a: &SolveArgs<T>, nd: &Node, tile
 /// from the neighbours.
 ///
 /// # Safety
-/// As [`super::solve_forward_level`], with [`PANEL_THREADS`] threads,
+/// As [`super::solve_forward_level`], with [`panel_threads`]`(NP)` threads,
 /// [`solve_panel_shared_bytes`] of shared memory and `args.n <= NP`.
 pub unsafe fn solve_forward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>) {
     let team = Block;
@@ -329,7 +361,7 @@ pub unsafe fn solve_forward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>)
                 unsafe { *ybuf.add(i) = if i < n { load_readonly(bi.add(i)) } else { T::ZERO } };
             }
             sync_warp();
-            for j in 0..NP {
+            for j in 0..n {
                 // The owner of row j finishes y_j; then every lane updates its rows below j.
                 if lane == j % 32 {
                     unsafe { *ybuf.add(j) = *ybuf.add(j) * *inv.add(j) };
@@ -359,7 +391,7 @@ pub unsafe fn solve_forward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>)
                 let pr = lane + 32 * rr;
                 if pr < n {
                     let mut acc = T::ZERO;
-                    for c in 0..NP {
+                    for c in 0..n {
                         acc = unsafe { *tile.add(pr * s + c) }.mul_add(unsafe { *ybuf.add(c) }, acc);
                     }
                     unsafe { T::atomic_add_global(bj.add(pr), -acc) };
@@ -375,7 +407,7 @@ pub unsafe fn solve_forward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>)
 /// `L_ii^T x_i = z` from the last entry up, in warp 0.
 ///
 /// # Safety
-/// As [`super::solve_backward_level`], with [`PANEL_THREADS`] threads,
+/// As [`super::solve_backward_level`], with [`panel_threads`]`(NP)` threads,
 /// [`solve_panel_shared_bytes`] of shared memory and `args.n <= NP`.
 pub unsafe fn solve_backward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>) {
     let team = Block;
@@ -415,7 +447,7 @@ pub unsafe fn solve_backward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>
             for rr in 0..rows_per_lane {
                 let c = lane + 32 * rr;
                 let mut v = if c < n { unsafe { load_readonly(bi.add(c)) } } else { T::ZERO };
-                for pp in 0..NP {
+                for pp in 0..n {
                     unsafe {
                         if nd.left.is_some() {
                             v = (-*tiles.add((NP + pp) * s + c)).mul_add(*xl.add(pp), v);
@@ -428,8 +460,8 @@ pub unsafe fn solve_backward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>
                 unsafe { *z.add(c) = v };
             }
             sync_warp();
-            for jj in 0..NP {
-                let j = NP - 1 - jj;
+            for jj in 0..n {
+                let j = n - 1 - jj;
                 if lane == j % 32 {
                     unsafe { *z.add(j) = *z.add(j) * *inv.add(j) };
                 }

@@ -115,6 +115,9 @@ pub struct Config {
     pub cpu_flop_budget: f64,
     /// Path of `libcudss.so.0` (else searched on the library path).
     pub cudss: Option<String>,
+    /// Level-kernel family of this project's GPU solver (a non-default family is named
+    /// in the method, e.g. `blocktri-gpu-panel`).
+    pub kernels: crate::cuda::KernelFamily,
 }
 
 impl Config {
@@ -129,6 +132,7 @@ impl Config {
             max_bytes: 8 << 30,
             cpu_flop_budget: 2e9,
             cudss: None,
+            kernels: crate::cuda::KernelFamily::Auto,
         }
     }
 

@@ -4,8 +4,8 @@
 use super::peaks::Peaks;
 use super::timing::time_gpu;
 use super::{Config, Row};
-use crate::cuda::{Gpu, GpuCholesky, GpuOptions};
-use crate::error::Result;
+use crate::cuda::{Gpu, GpuCholesky, GpuOptions, KernelFamily};
+use crate::error::{Error, Result};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use crate::plan::Plan;
 use crate::residual::accuracy;
@@ -36,10 +36,16 @@ pub fn bench<T: Scalar>(
 ) -> Result<Vec<Row>> {
     let (s, nb, n, k) = cfg;
     let shape = Shape::new(s, nb, n)?;
-    let name = "blocktri-gpu";
+    let name = match config.kernels {
+        KernelFamily::Auto => "blocktri-gpu",
+        KernelFamily::Generic => "blocktri-gpu-generic",
+        KernelFamily::Rows => "blocktri-gpu-rows",
+        KernelFamily::Panel => "blocktri-gpu-panel",
+    };
+    let options = GpuOptions { kernels: config.kernels, ..Default::default() };
     let row = |phase: &str| Row::new(suite, name, T::PRECISION, cfg, phase);
     let phases = ["factor", "solve", "factor+solve"];
-    let probe = GpuCholesky::<T>::with_gpu(gpu.clone(), GpuOptions::default())?;
+    let probe = GpuCholesky::<T>::with_gpu(gpu.clone(), options)?;
     if n > probe.max_block_size() {
         let why = format!("n = {n} > {} (fused kernels; the tiled large-block path is not implemented)", probe.max_block_size());
         return Ok(phases.iter().map(|p| row(p).skipped(why.clone())).collect());
@@ -54,8 +60,11 @@ pub fn bench<T: Scalar>(
     let mut problems = Vec::with_capacity(copies);
     for i in 0..copies {
         let (a, b) = problem(i)?;
-        let mut g = GpuCholesky::<T>::with_gpu(gpu.clone(), GpuOptions::default())?;
-        g.upload(&a)?;
+        let mut g = GpuCholesky::<T>::with_gpu(gpu.clone(), options)?;
+        match g.upload(&a) {
+            Err(Error::Unsupported(why)) => return Ok(phases.iter().map(|p| row(p).skipped(why.clone())).collect()),
+            other => other?,
+        }
         g.upload_rhs(&b)?;
         inst.push(g);
         problems.push((a, b));

@@ -172,6 +172,9 @@ struct BenchArgs {
     /// Path of libcudss.so.0 (default: $BLOCKTRI_CUDSS, then the library search path).
     #[arg(long)]
     cudss: Option<String>,
+    /// Level-kernel family of blocktri-gpu (auto, generic, rows, panel).
+    #[arg(long, default_value = "auto")]
+    kernels: String,
 }
 
 fn parse_precision(s: &str) -> Result<Precision> {
@@ -179,6 +182,17 @@ fn parse_precision(s: &str) -> Result<Precision> {
         "f64" => Ok(Precision::F64),
         "f32" => Ok(Precision::F32),
         _ => Err(Error::Shape(format!("unknown precision {s:?} (f64 or f32)"))),
+    }
+}
+
+fn parse_family(s: &str) -> Result<blocktri::cuda::KernelFamily> {
+    use blocktri::cuda::KernelFamily;
+    match s {
+        "auto" => Ok(KernelFamily::Auto),
+        "generic" => Ok(KernelFamily::Generic),
+        "rows" => Ok(KernelFamily::Rows),
+        "panel" => Ok(KernelFamily::Panel),
+        other => Err(Error::Shape(format!("unknown kernel family {other:?} (auto, generic, rows, panel)"))),
     }
 }
 
@@ -372,6 +386,7 @@ fn bench_cmd(args: &BenchArgs) -> Result<()> {
         config.repeat.runs = r.max(1);
     }
     config.cudss = args.cudss.clone();
+    config.kernels = parse_family(&args.kernels)?;
     let bar = indicatif::ProgressBar::new(1);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
@@ -418,12 +433,7 @@ fn profile<T: Scalar>(args: &ProfileArgs) -> Result<()> {
     let (s, nb, n) = parse_dims(&args.generate)?;
     let a = generate::random_spd::<T>(s, nb, n, 1)?;
     let b = generate::random_rhs::<T>(a.shape(), 1, 2)?;
-    let kernels = match args.kernels.as_str() {
-        "auto" => blocktri::cuda::KernelFamily::Auto,
-        "generic" => blocktri::cuda::KernelFamily::Generic,
-        "rows" => blocktri::cuda::KernelFamily::Rows,
-        other => return Err(Error::Shape(format!("unknown kernel family {other:?} (auto, generic, rows)"))),
-    };
+    let kernels = parse_family(&args.kernels)?;
     let opts = blocktri::cuda::GpuOptions { graphs: false, factor_threads: args.threads, kernels, ..Default::default() };
     let mut g = blocktri::cuda::GpuCholesky::<T>::with_gpu(Gpu::shared()?, opts)?;
     g.upload(&a)?;

@@ -22,8 +22,8 @@ use crate::solver::Factorization;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level, round_up};
 use blocktri_device::level::{
-    FactorArgs, InfoCode, ROW_THREADS, SolveArgs, decode_info, factor_rows_shared_bytes, factor_shared_bytes, row_size,
-    solve_rows_shared_bytes, solve_shared_bytes,
+    FactorArgs, InfoCode, PANEL_SIZES, ROW_THREADS, SolveArgs, decode_info, factor_panel_shared_bytes, factor_rows_shared_bytes,
+    factor_shared_bytes, panel_size, panel_threads, row_size, solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes,
 };
 use cudarc::driver::{CudaStream, result};
 use std::sync::Arc;
@@ -37,7 +37,7 @@ pub struct GpuOptions {
     pub factor_threads: Option<u32>,
     /// Right-hand-side columns processed per pass of a solve kernel (default 32).
     pub rhs_chunk: u32,
-    /// Which kernel family runs (default: register-resident for `n <= 32`).
+    /// Which kernel family runs (default: chosen from `n` and the precision).
     pub kernels: KernelFamily,
 }
 
@@ -50,14 +50,50 @@ impl Default for GpuOptions {
 /// The level-kernel family.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum KernelFamily {
-    /// Register-resident kernels (`blocktri_device::level::rows`) for `n <= 32`, the
-    /// generic shared-memory kernels above.
+    /// The family measured fastest for the block size (see `docs/perf-notes.md`):
+    /// register-resident rows up to `n = 16` (`n = 32` in `f32`), shared-memory panels up
+    /// to `n = 96`, the generic kernels above.
     #[default]
     Auto,
-    /// Always the generic shared-memory kernels.
+    /// Always the generic shared-memory kernels (any `n` that fits in shared memory).
     Generic,
-    /// The register-resident kernels (an error for `n > 32`).
+    /// The register-resident kernels (`blocktri_device::level::rows`; an error for `n > 32`).
     Rows,
+    /// The shared-memory panel kernels (`blocktri_device::level::panel`; an error for `n > 96`).
+    Panel,
+}
+
+/// The kernels a plan runs, with their padded block size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Variant {
+    Generic,
+    Rows(usize),
+    Panel(usize),
+}
+
+impl Variant {
+    /// The variant `family` picks for block size `n` in precision `T`.
+    fn choose<T: Scalar>(family: KernelFamily, n: usize) -> Result<Self> {
+        let unsupported = |what: &str, max: usize| Error::Unsupported(format!("the {what} kernels support n <= {max}, got n = {n}"));
+        Ok(match family {
+            KernelFamily::Generic => Variant::Generic,
+            KernelFamily::Rows => Variant::Rows(row_size(n).ok_or_else(|| unsupported("register-resident", 32))?),
+            KernelFamily::Panel => Variant::Panel(panel_size(n).ok_or_else(|| unsupported("panel", 96))?),
+            KernelFamily::Auto => {
+                let rows_limit = if T::BYTES == 4 { 32 } else { 16 };
+                match (row_size(n), panel_size(n)) {
+                    (Some(np), _) if n <= rows_limit => Variant::Rows(np),
+                    (_, Some(np)) => Variant::Panel(np),
+                    _ => Variant::Generic,
+                }
+            }
+        })
+    }
+
+    /// Interlaced right-hand sides in the factor kernels (the panel kernels factor only).
+    fn interlaces(self) -> bool {
+        !matches!(self, Variant::Panel(_))
+    }
 }
 
 /// Threads per factor block: enough for the `3n x n` panel updates to keep every warp busy.
@@ -97,40 +133,46 @@ struct Plan<T> {
     forward: Kernel,
     backward: Kernel,
     factor_threads: u32,
-    /// Padded size of the register-resident kernels, `None` for the generic ones.
-    rows: Option<usize>,
+    /// Which kernels `factor`, `forward` and `backward` are.
+    variant: Variant,
+    /// Shared memory per block of the device, bytes.
+    max_shared: u32,
     factor_graph: Option<Graph>,
     solve_graph: Option<(usize, Graph)>,
     factor_solve_graph: Option<(usize, Graph)>,
 }
 
-/// Shared memory of the factor kernel of a family (`rows`: padded size of the
-/// register-resident kernels) with `nrhs` interlaced right-hand-side columns.
-fn factor_smem(rows: Option<usize>, n: usize, nrhs: usize, elem: usize) -> u32 {
-    (match rows {
-        Some(np) => factor_rows_shared_bytes(np, nrhs, elem),
-        None => factor_shared_bytes(n, nrhs, elem),
+/// Shared memory of the factor kernel of a variant with `nrhs` interlaced right-hand-side
+/// columns.
+fn factor_smem(variant: Variant, n: usize, nrhs: usize, elem: usize) -> u32 {
+    (match variant {
+        Variant::Rows(np) => factor_rows_shared_bytes(np, nrhs, elem),
+        Variant::Panel(np) => factor_panel_shared_bytes(np, elem),
+        Variant::Generic => factor_shared_bytes(n, nrhs, elem),
     }) as u32
 }
 
 impl<T: Scalar> Plan<T> {
-    /// Right-hand-side columns per pass of the generic solve kernels.
+    /// Right-hand-side columns per pass of the generic solve kernels: the option, at most
+    /// the columns there are and what fits in shared memory.
     fn chunk(&self, options: &GpuOptions) -> usize {
-        (self.rhs_cols as u32).min(options.rhs_chunk.max(1)).max(1) as usize
+        let wanted = (self.rhs_cols as u32).min(options.rhs_chunk.max(1)).max(1) as usize;
+        fitting_chunk(self.shape.block, wanted, T::BYTES, self.max_shared)
     }
 
     /// Launch shape of the factor kernel on level `m`.
     fn factor_config(&self, m: u32, nrhs: usize) -> LaunchConfig {
         let grid = self.shape.batch as u32 * nodes_in_level(self.shape.nblocks as u32, m);
-        LaunchConfig::linear(grid, self.factor_threads, factor_smem(self.rows, self.shape.block, nrhs, T::BYTES))
+        LaunchConfig::linear(grid, self.factor_threads, factor_smem(self.variant, self.shape.block, nrhs, T::BYTES))
     }
 
     /// Launch shape of the solve kernels on level `m`.
     fn solve_config(&self, m: u32, chunk: usize) -> LaunchConfig {
         let grid = self.shape.batch as u32 * nodes_in_level(self.shape.nblocks as u32, m);
-        match self.rows {
-            Some(np) => LaunchConfig::linear(grid, ROW_THREADS, solve_rows_shared_bytes(np, T::BYTES) as u32),
-            None => {
+        match self.variant {
+            Variant::Rows(np) => LaunchConfig::linear(grid, ROW_THREADS, solve_rows_shared_bytes(np, T::BYTES) as u32),
+            Variant::Panel(np) => LaunchConfig::linear(grid, panel_threads(np), solve_panel_shared_bytes(np, T::BYTES) as u32),
+            Variant::Generic => {
                 LaunchConfig::linear(grid, solve_threads(self.shape.block), solve_shared_bytes(self.shape.block, chunk, T::BYTES) as u32)
             }
         }
@@ -175,10 +217,29 @@ impl<T: Scalar> std::fmt::Debug for GpuCholesky<T> {
     }
 }
 
-/// Largest block size the fused kernels support with `smem` bytes of shared memory per
+/// Largest block size the generic kernels support with `smem` bytes of shared memory per
+/// block (factor without interlaced right-hand sides, solve one column per pass).
+fn max_generic_block(smem: u32, elem_bytes: usize) -> usize {
+    let fits = |n| factor_shared_bytes(n, 0, elem_bytes).max(solve_shared_bytes(n, 1, elem_bytes)) <= smem as usize;
+    (1..=512).take_while(|&n| fits(n)).last().unwrap_or(0)
+}
+
+/// The largest number of right-hand-side columns per pass, at most `wanted`, for which the
+/// generic solve kernels of block size `n` fit in `smem` bytes (at least 1).
+fn fitting_chunk(n: usize, wanted: usize, elem_bytes: usize, smem: u32) -> usize {
+    (1..=wanted.max(1)).rev().find(|&c| solve_shared_bytes(n, c, elem_bytes) <= smem as usize).unwrap_or(1)
+}
+
+/// Largest block size some kernel family supports with `smem` bytes of shared memory per
 /// block.
 pub(crate) fn max_fused_block(smem: u32, elem_bytes: usize) -> usize {
-    (1..=512).take_while(|&n| factor_shared_bytes(n, 0, elem_bytes) <= smem as usize).last().unwrap_or(0)
+    let panel = PANEL_SIZES
+        .iter()
+        .copied()
+        .filter(|&np| factor_panel_shared_bytes(np, elem_bytes).max(solve_panel_shared_bytes(np, elem_bytes)) <= smem as usize)
+        .max()
+        .unwrap_or(0);
+    max_generic_block(smem, elem_bytes).max(panel)
 }
 
 impl<T: Scalar> GpuCholesky<T> {
@@ -246,26 +307,40 @@ impl<T: Scalar> GpuCholesky<T> {
         let (s, nb) = (shape.batch, shape.nblocks);
         let st = &self.stream;
         let k = |name: &str| self.gpu.kernel(kernel_name::<T>(name).as_str());
-        let rows = match self.options.kernels {
-            KernelFamily::Generic => None,
-            KernelFamily::Auto => row_size(shape.block),
-            KernelFamily::Rows => Some(
-                row_size(shape.block)
-                    .ok_or_else(|| Error::Unsupported(format!("the register-resident kernels support n <= 32, got n = {}", shape.block)))?,
-            ),
+        let variant = Variant::choose::<T>(self.options.kernels, shape.block)?;
+        let smem = self.gpu.info().max_shared_per_block;
+        let needed = match variant {
+            Variant::Rows(np) => factor_rows_shared_bytes(np, 0, T::BYTES).max(solve_rows_shared_bytes(np, T::BYTES)),
+            Variant::Panel(np) => factor_panel_shared_bytes(np, T::BYTES).max(solve_panel_shared_bytes(np, T::BYTES)),
+            Variant::Generic => factor_shared_bytes(shape.block, 0, T::BYTES).max(solve_shared_bytes(shape.block, 1, T::BYTES)),
         };
-        let (factor, forward, backward) = match rows {
-            Some(np) => (
+        if needed > smem as usize {
+            return Err(Error::Unsupported(format!(
+                "block size n = {} with the {variant:?} kernels needs {needed} bytes of shared memory per block, this device has {smem}; the largest supported n for {} is {max_n}",
+                shape.block,
+                T::PRECISION
+            )));
+        }
+        let (factor, forward, backward) = match variant {
+            Variant::Rows(np) => (
                 k(&format!("{}{np}", names::FACTOR_ROWS))?,
                 k(&format!("{}{np}", names::SOLVE_FORWARD_ROWS))?,
                 k(&format!("{}{np}", names::SOLVE_BACKWARD_ROWS))?,
             ),
-            None => (k(names::FACTOR_LEVEL)?, k(names::SOLVE_FORWARD)?, k(names::SOLVE_BACKWARD)?),
+            Variant::Panel(np) => (
+                k(&format!("{}{np}", names::FACTOR_PANEL))?,
+                k(&format!("{}{np}", names::SOLVE_FORWARD_PANEL))?,
+                k(&format!("{}{np}", names::SOLVE_BACKWARD_PANEL))?,
+            ),
+            Variant::Generic => (k(names::FACTOR_LEVEL)?, k(names::SOLVE_FORWARD)?, k(names::SOLVE_BACKWARD)?),
         };
         let hw_threads = factor.max_threads_per_block()?;
-        let factor_threads = match rows {
-            Some(_) => ROW_THREADS,
-            None => self.options.factor_threads.unwrap_or_else(|| default_factor_threads(shape.block)).min(hw_threads / 32 * 32).max(32),
+        let factor_threads = match variant {
+            Variant::Rows(_) => ROW_THREADS,
+            Variant::Panel(np) => panel_threads(np),
+            Variant::Generic => {
+                self.options.factor_threads.unwrap_or_else(|| default_factor_threads(shape.block)).min(hw_threads / 32 * 32).max(32)
+            }
         };
         let plan = Plan {
             shape,
@@ -284,7 +359,8 @@ impl<T: Scalar> GpuCholesky<T> {
             forward,
             backward,
             factor_threads,
-            rows,
+            variant,
+            max_shared: self.gpu.info().max_shared_per_block,
             factor_graph: None,
             solve_graph: None,
             factor_solve_graph: None,
@@ -497,10 +573,12 @@ impl<T: Scalar> GpuCholesky<T> {
             if plan.rhs.is_none() {
                 return Err(Error::Shape("no right-hand sides uploaded".into()));
             }
-            self.prepare_kernels(&plan, true)?;
+            // The panel kernels do not interlace: factor, then both sweeps.
+            let interlaced = plan.variant.interlaces();
+            self.prepare_kernels(&plan, interlaced)?;
             let run = |plan: &Plan<T>| -> Result<()> {
-                self.enqueue_factor(plan, true)?;
-                self.enqueue_solve(plan, false)
+                self.enqueue_factor(plan, interlaced)?;
+                self.enqueue_solve(plan, !interlaced)
             };
             if !self.options.graphs {
                 return run(&plan);
@@ -717,12 +795,9 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
             shape_err!("right-hand side shape {} does not match the matrix {}", b.shape(), a.shape());
         }
         b.validate()?;
-        let rows = match self.options.kernels {
-            KernelFamily::Generic => None,
-            _ => row_size(a.shape().block),
-        };
-        let fits = factor_smem(rows, a.shape().block, b.ncols(), T::BYTES) <= self.gpu.info().max_shared_per_block;
-        if !fits {
+        let variant = Variant::choose::<T>(self.options.kernels, a.shape().block)?;
+        let fits = factor_smem(variant, a.shape().block, b.ncols(), T::BYTES) <= self.gpu.info().max_shared_per_block;
+        if !variant.interlaces() || !fits {
             self.factor(a)?;
             return self.solve(b);
         }
@@ -742,5 +817,43 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
 
     fn name(&self) -> &'static str {
         "gpu"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hopper's opt-in shared memory per block.
+    const HOPPER_SMEM: u32 = 232_448;
+
+    #[test]
+    fn auto_picks_rows_then_panels_then_generic() {
+        let auto = |n| Variant::choose::<f64>(KernelFamily::Auto, n).unwrap();
+        assert_eq!(auto(1), Variant::Rows(4));
+        assert_eq!(auto(16), Variant::Rows(16));
+        assert_eq!(auto(17), Variant::Panel(32));
+        assert_eq!(auto(96), Variant::Panel(96));
+        assert_eq!(auto(97), Variant::Generic);
+        assert_eq!(Variant::choose::<f32>(KernelFamily::Auto, 32).unwrap(), Variant::Rows(32));
+        assert!(matches!(Variant::choose::<f64>(KernelFamily::Rows, 33), Err(Error::Unsupported(_))));
+        assert!(matches!(Variant::choose::<f64>(KernelFamily::Panel, 97), Err(Error::Unsupported(_))));
+        assert!(!Variant::Panel(64).interlaces() && Variant::Rows(8).interlaces() && Variant::Generic.interlaces());
+    }
+
+    #[test]
+    fn the_largest_block_counts_every_kernel_that_must_fit() {
+        // The generic solve holds three n x n tiles and a chunk of right-hand-side columns:
+        // at n = 96 in f64 one column fits, sixteen do not (the chunk shrinks to fit).
+        let generic = max_generic_block(HOPPER_SMEM, 8);
+        assert!((96..128).contains(&generic));
+        assert!(solve_shared_bytes(generic + 1, 1, 8).max(factor_shared_bytes(generic + 1, 0, 8)) > HOPPER_SMEM as usize);
+        let chunk = fitting_chunk(96, 16, 8, HOPPER_SMEM);
+        assert!(chunk < 16 && solve_shared_bytes(96, chunk, 8) <= HOPPER_SMEM as usize);
+        assert!(solve_shared_bytes(96, chunk + 1, 8) > HOPPER_SMEM as usize);
+        assert_eq!(fitting_chunk(8, 16, 8, HOPPER_SMEM), 16);
+        assert_eq!(max_fused_block(HOPPER_SMEM, 8), generic);
+        assert!(max_fused_block(HOPPER_SMEM, 4) > 96);
+        assert_eq!(max_fused_block(0, 8), 0);
     }
 }
