@@ -35,8 +35,9 @@ impl NdArray {
     fn from_npy<R: std::io::Read>(npy: npyz::NpyFile<R>, path: &Path, name: &str) -> Result<Self> {
         let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
         let order = npy.order();
+        // `descr()` is the Python literal of the type string, quotes included: `'<f8'`.
         let descr = npy.dtype().descr();
-        let data: Vec<f64> = match descr.as_str() {
+        let data: Vec<f64> = match descr.trim_matches(['\'', '"']) {
             "<f8" | "=f8" | "|f8" => npy.into_vec::<f64>().map_err(io_err(path))?,
             "<f4" | "=f4" | "|f4" => npy.into_vec::<f32>().map_err(io_err(path))?.into_iter().map(f64::from).collect(),
             other => {

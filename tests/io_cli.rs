@@ -1,0 +1,204 @@
+//! File formats and the command line: problems written by numpy and scipy
+//! (`tests/data/make_fixtures.py`) are read in C and Fortran order and from Matrix Market,
+//! solved to numpy's solution; our writers round-trip; the `blocktri` binary solves files,
+//! writes `.npy`, and fails bad input with a one-line message and a non-zero exit code.
+
+mod common;
+
+use blocktri::cpu::SequentialCholesky;
+use blocktri::{BlockTridiag, BlockVec, Error, Factorization, io, residual};
+use common::{fresh_seed, problem};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A fixture: under this checkout, or under the current directory (the repository root on
+/// the GPU machine, where the test executables run from another path).
+fn data(name: &str) -> PathBuf {
+    let built_here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let dir = if built_here.exists() { built_here } else { PathBuf::from("tests/data") };
+    dir.join(name)
+}
+
+/// The `blocktri` binary: cargo's, or the carried one in `.gpu/bin` on the GPU machine.
+fn blocktri_exe() -> PathBuf {
+    let built = PathBuf::from(env!("CARGO_BIN_EXE_blocktri"));
+    if built.exists() { built } else { PathBuf::from(".gpu/bin/blocktri") }
+}
+
+/// numpy's solution of the fixture, `N n x k` in C order.
+fn numpy_solution() -> Vec<f64> {
+    io::read_vector(&data("solution.npy")).unwrap()
+}
+
+fn max_diff_to_numpy<T: blocktri::Scalar>(x: &BlockVec<T>) -> f64 {
+    let reference = numpy_solution();
+    let (d, k) = (x.shape().dim(), x.ncols());
+    assert_eq!(reference.len(), d * k);
+    let mut worst = 0.0f64;
+    for row in 0..d {
+        for c in 0..k {
+            worst = worst.max((x.get(0, row, c).to_f64() - reference[row * k + c]).abs());
+        }
+    }
+    worst
+}
+
+#[test]
+fn numpy_c_and_fortran_order_read_the_same_and_solve_to_numpys_solution() {
+    let (ac, bc) = io::read_npz::<f64>(&data("numpy_c.npz")).unwrap();
+    let (af, bf) = io::read_npz::<f64>(&data("numpy_f.npz")).unwrap();
+    let (bc, bf) = (bc.expect("rhs in the archive"), bf.expect("rhs in the archive"));
+    assert_eq!((ac.shape().nblocks, ac.shape().block, bc.ncols()), (6, 3, 2));
+    assert_eq!(ac.to_dense(0), af.to_dense(0));
+    assert_eq!(bc.as_slice(), bf.as_slice());
+    let mut solver = SequentialCholesky::new();
+    solver.factor(&ac).unwrap();
+    let x = solver.solve(&bc).unwrap();
+    assert!(max_diff_to_numpy(&x) < 1e-12);
+
+    // The float32 archive, read as f32 and as f64.
+    let (a32, b32) = io::read_npz::<f32>(&data("numpy_f32.npz")).unwrap();
+    let mut s32 = SequentialCholesky::<f32>::new();
+    s32.factor(&a32).unwrap();
+    assert!(max_diff_to_numpy(&s32.solve(&b32.unwrap()).unwrap()) < 1e-4);
+    assert!(io::read_npz::<f64>(&data("numpy_f32.npz")).is_ok());
+}
+
+#[test]
+fn scipy_matrix_market_matches_the_npz() {
+    let (a, b) = io::read_npz::<f64>(&data("numpy_c.npz")).unwrap();
+    let m = io::read_problem::<f64>(&data("scipy.mtx"), Some(3)).unwrap().0;
+    assert!((m.to_dense(0) - a.to_dense(0)).abs().max() < 1e-14);
+    let rhs = io::read_rhs_npy::<f64>(&data("rhs.npy"), m.shape()).unwrap();
+    assert_eq!(rhs.as_slice(), b.unwrap().as_slice());
+    // A Matrix Market file needs the block size; 18 is not a multiple of 4.
+    assert!(matches!(io::read_problem::<f64>(&data("scipy.mtx"), None), Err(Error::Format { .. })));
+    assert!(io::read_mtx::<f64>(&data("scipy.mtx"), 4).is_err());
+}
+
+#[test]
+fn our_writers_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = fresh_seed();
+    let (a, b) = problem::<f64>(1, 5, 4, 3, seed);
+    let npz = dir.path().join("p.npz");
+    io::write_npz(&npz, &a, Some(&b)).unwrap();
+    let (a2, b2) = io::read_npz::<f64>(&npz).unwrap();
+    assert_eq!(a2.to_dense(0), a.to_dense(0));
+    assert_eq!(b2.unwrap().as_slice(), b.as_slice());
+
+    // Batches keep their systems apart.
+    let (ab, bb) = problem::<f32>(3, 4, 2, 1, seed + 1);
+    io::write_npz(&npz, &ab, Some(&bb)).unwrap();
+    let (ab2, bb2) = io::read_npz::<f32>(&npz).unwrap();
+    for s in 0..3 {
+        assert_eq!(ab2.to_dense(s), ab.to_dense(s));
+    }
+    assert_eq!(bb2.unwrap().as_slice(), bb.as_slice());
+
+    let mtx = dir.path().join("p.mtx");
+    io::write_mtx(&mtx, &a, 0).unwrap();
+    let a3: BlockTridiag<f64> = io::read_mtx(&mtx, 4).unwrap();
+    assert!((a3.to_dense(0) - a.to_dense(0)).abs().max() < 1e-15 * a.norm_fro(0));
+
+    let npy = dir.path().join("x.npy");
+    io::write_npy(&npy, &b).unwrap();
+    assert_eq!(io::read_rhs_npy::<f64>(&npy, b.shape()).unwrap().as_slice(), b.as_slice());
+}
+
+#[test]
+fn malformed_files_are_format_or_io_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(matches!(io::read_npz::<f64>(&dir.path().join("missing.npz")), Err(Error::Io { .. })));
+    let txt = dir.path().join("p.txt");
+    std::fs::write(&txt, "1 2 3").unwrap();
+    assert!(matches!(io::read_problem::<f64>(&txt, None), Err(Error::Format { .. })));
+    // An archive without "diag".
+    let npz = dir.path().join("empty.npz");
+    let (a, _) = problem::<f64>(1, 2, 2, 1, 1);
+    io::write_npz(&npz, &a, None).unwrap();
+    let rhs_wrong = dir.path().join("rhs.npy");
+    io::write_npy_raw(&rhs_wrong, &[5], vec![1.0f64; 5]).unwrap();
+    assert!(matches!(io::read_rhs_npy::<f64>(&rhs_wrong, a.shape()), Err(Error::Format { .. })));
+}
+
+fn blocktri(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(blocktri_exe()).args(args).output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The residual the CLI printed.
+fn printed_residual(stdout: &str) -> f64 {
+    let line = stdout.lines().find(|l| l.contains("relative residual")).expect("residual line");
+    let value = line.split('=').nth(1).expect("value").split(',').next().expect("number");
+    value.trim().parse().expect("a number")
+}
+
+#[test]
+fn cli_solves_numpy_and_scipy_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.npy");
+    for backend in ["cpu", "cpu-sequential", "auto"] {
+        let (ok, stdout, stderr) = blocktri(&["solve", data("numpy_f.npz").to_str().unwrap(), "--backend", backend, "--out", out.to_str().unwrap()]);
+        assert!(ok, "{stdout}\n{stderr}");
+        assert!(printed_residual(&stdout) < 1e-10, "{stdout}");
+        let x = io::read_vector(&out).unwrap();
+        let reference = numpy_solution();
+        assert!(x.iter().zip(&reference).all(|(a, b)| (a - b).abs() < 1e-12));
+    }
+    let (ok, stdout, stderr) =
+        blocktri(&["solve", data("scipy.mtx").to_str().unwrap(), "--block-size", "3", "--rhs", data("rhs.npy").to_str().unwrap()]);
+    assert!(ok, "{stdout}\n{stderr}");
+    assert!(printed_residual(&stdout) < 1e-10);
+    let (ok, stdout, _) = blocktri(&["solve", data("numpy_c.npz").to_str().unwrap(), "--precision", "f32", "--backend", "cpu"]);
+    assert!(ok && printed_residual(&stdout) < 1e-5, "{stdout}");
+}
+
+#[test]
+fn cli_generates_and_solves() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("k.npz");
+    let (ok, stdout, stderr) = blocktri(&["generate", "--kind", "kalman", "--nblocks", "50", "--block-size", "4", "--obs", "2", "--out", p.to_str().unwrap()]);
+    assert!(ok, "{stdout}\n{stderr}");
+    let (ok, stdout, stderr) = blocktri(&["solve", p.to_str().unwrap(), "--backend", "cpu"]);
+    assert!(ok && printed_residual(&stdout) < 1e-10, "{stdout}\n{stderr}");
+    let (ok, stdout, _) = blocktri(&["solve", "--generate", "3,100,5", "--nrhs", "2", "--backend", "cpu"]);
+    assert!(ok && printed_residual(&stdout) < 1e-10, "{stdout}");
+}
+
+#[test]
+fn cli_reports_bad_input_in_one_line_without_a_panic() {
+    let (indefinite, mtx, missing) = (data("indefinite.npz"), data("scipy.mtx"), data("missing.npz"));
+    let (indefinite, mtx, missing) = (indefinite.to_str().unwrap(), mtx.to_str().unwrap(), missing.to_str().unwrap());
+    let cases: &[(&[&str], &str)] = &[
+        (&["solve", indefinite, "--backend", "cpu-sequential"], "system 0, block 4"),
+        (&["solve", indefinite, "--backend", "cpu"], "system 0, block 4"),
+        (&["solve", mtx], "--block-size"),
+        (&["solve", "--generate", "10,0"], "n"),
+        (&["solve", "--generate", "ten,4"], "--generate"),
+        (&["solve", missing], "missing.npz"),
+        (&["solve", "--generate", "10,4", "--precision", "f16"], "f16"),
+        (&["solve", "--generate", "10,4", "--backend", "tpu"], "tpu"),
+    ];
+    for (args, needle) in cases {
+        let (ok, stdout, stderr) = blocktri(args);
+        assert!(!ok, "{args:?} succeeded: {stdout}");
+        assert!(!stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"), "{args:?}: {stderr}");
+        let message: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+        assert_eq!(message.len(), 1, "{args:?}: {stderr}");
+        assert!(message[0].contains(needle), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn residual_helpers_agree_with_the_definition() {
+    let (a, b) = problem::<f64>(2, 7, 3, 2, fresh_seed());
+    let mut s = SequentialCholesky::new();
+    s.factor(&a).unwrap();
+    let x = s.solve(&b).unwrap();
+    let acc = residual::accuracy(&a, &x, &b).unwrap();
+    assert!(acc.relative_residual < 1e-13 && acc.backward_error < 1e-13);
+    // A wrong solution has a large residual.
+    let zero = BlockVec::zeros(a.shape(), 2).unwrap();
+    assert!((residual::accuracy(&a, &zero, &b).unwrap().relative_residual - 1.0).abs() < 1e-12);
+}
