@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Everything that needs the GPU machine, in one call (the machine keeps nothing):
-#   bash scripts/gpu-check.sh [tests|sanitize|bench-quick|bench-full|all]...
-# Expects .gpu/ from ../shared/gpu/pack.sh and, for cuDSS, .cudss/libcudss.so.0.gz.
-# Logs and benchmark outputs go to $OUT (or ./gpu-out).
+#   bash scripts/gpu-check.sh [tests|sanitize|example|criterion|bench-quick|bench-full]...
+# Expects .gpu/ from scripts/gpu-pack.sh and, for cuDSS, .cudss/libcudss.so.0.gz.
+# Logs and benchmark outputs (one .tgz per benchmark run) go to $OUT (or ./gpu-out).
+#   SUITES=horizon PREC=f64,f32 bash scripts/gpu-check.sh bench-full   runs part of the full sweep.
 set -u
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-steps=${*:-all}
+steps=${*:-tests sanitize example}
 if [ -f .cudss/libcudss.so.0.gz ]; then
   mkdir -p /tmp/cudss && gunzip -c .cudss/libcudss.so.0.gz > /tmp/cudss/libcudss.so.0
   export LD_LIBRARY_PATH=/tmp/cudss:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -16,19 +17,26 @@ bin=.gpu/bin/blocktri
 run() { echo "== $*"; timeout "${T:-1200}" "$@"; echo "exit $?"; }
 for step in $steps; do
   case $step in
-    tests|all)
+    tests)
       run $bin info 2>&1 | tee -a "$OUT/tests.log"
-      bash .gpu/run-tests.sh 2>&1 | tee -a "$OUT/tests.log" | grep -E "^==|test result|FAILED|panicked|gpu machine" ;;&
-    sanitize|all)
+      bash .gpu/run-tests.sh 2>&1 | tee -a "$OUT/tests.log" | grep -E "^==|test result|FAILED|panicked|gpu machine" ;;
+    sanitize)
       san=$(ls .gpu/tests/gpu_sanitize-* | head -1)
       for tool in memcheck racecheck synccheck; do
-        T=900 run compute-sanitizer --tool $tool --error-exitcode 9 $san --test-threads=1 2>&1 | tail -25 | tee -a "$OUT/sanitizer.log"
-      done ;;&
-    bench-quick|all)
-      T=900 run $bin bench --out-dir "$OUT/bench-quick" 2>&1 | tee "$OUT/bench-quick.log" | tail -60 ;;&
+        T=400 run compute-sanitizer --tool $tool --error-exitcode 9 $san --test-threads=1 2>&1 | tail -4 | tee -a "$OUT/sanitizer.log"
+        T=200 run compute-sanitizer --tool $tool --error-exitcode 9 .gpu/bin/custom-kernel 100000 2>&1 | tail -4 | tee -a "$OUT/sanitizer.log"
+      done ;;
+    example)
+      run .gpu/bin/custom-kernel 16777216 2>&1 | tee "$OUT/example.log" ;;
+    criterion)
+      T=500 run .gpu/bin/cpu_solvers_bench --bench --noplot 2>&1 | grep -E "^(block|tridiag)|time:" > "$OUT/criterion.log" ;;
+    bench-quick)
+      T=500 run $bin bench --out-dir "$OUT/bench-quick" 2>&1 | tee "$OUT/bench-quick.log" | tail -30 ;;
     bench-full)
-      T=1500 run $bin bench --full --out-dir "$OUT/bench-full" 2>&1 | tee "$OUT/bench-full.log" | tail -80 ;;&
-    *) ;;
+      tag=${SUITES:-all}; tag=${tag//,/-}
+      args=(--full --out-dir "$OUT/bench-full-$tag"); [ -n "${SUITES:-}" ] && args+=(--suites "$SUITES"); [ -n "${PREC:-}" ] && args+=(--precision "$PREC")
+      T=${T:-580} run $bin bench "${args[@]}" > "$OUT/bench-full-$tag.log" 2>&1; tail -3 "$OUT/bench-full-$tag.log" ;;
+    *) echo "unknown step $step" ;;
   esac
 done
 for d in "$OUT"/bench-*/; do [ -d "$d" ] && tar czf "${d%/}.tgz" -C "$d" . && rm -rf "$d"; done

@@ -139,7 +139,8 @@ fn cli_solves_numpy_and_scipy_files() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x.npy");
     for backend in ["cpu", "cpu-sequential", "auto"] {
-        let (ok, stdout, stderr) = blocktri(&["solve", data("numpy_f.npz").to_str().unwrap(), "--backend", backend, "--out", out.to_str().unwrap()]);
+        let (ok, stdout, stderr) =
+            blocktri(&["solve", data("numpy_f.npz").to_str().unwrap(), "--backend", backend, "--out", out.to_str().unwrap()]);
         assert!(ok, "{stdout}\n{stderr}");
         assert!(printed_residual(&stdout) < 1e-10, "{stdout}");
         let x = io::read_vector(&out).unwrap();
@@ -158,7 +159,8 @@ fn cli_solves_numpy_and_scipy_files() {
 fn cli_generates_and_solves() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("k.npz");
-    let (ok, stdout, stderr) = blocktri(&["generate", "--kind", "kalman", "--nblocks", "50", "--block-size", "4", "--obs", "2", "--out", p.to_str().unwrap()]);
+    let (ok, stdout, stderr) =
+        blocktri(&["generate", "--kind", "kalman", "--nblocks", "50", "--block-size", "4", "--obs", "2", "--out", p.to_str().unwrap()]);
     assert!(ok, "{stdout}\n{stderr}");
     let (ok, stdout, stderr) = blocktri(&["solve", p.to_str().unwrap(), "--backend", "cpu"]);
     assert!(ok && printed_residual(&stdout) < 1e-10, "{stdout}\n{stderr}");
