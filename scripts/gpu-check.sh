@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything that needs the GPU machine, in one call (the machine keeps nothing):
 #   bash scripts/gpu-check.sh [tests|sanitize|example|criterion|bench-quick|bench-full]...
-# Expects .gpu/ from scripts/gpu-pack.sh and, for cuDSS, .cudss/libcudss.so.0.gz.
+# Expects .gpu/ from scripts/gpu-pack.sh (unpacked here) and, for cuDSS, .cudss/libcudss.so.0.gz.
 # Logs and benchmark outputs (one .tgz per benchmark run) go to $OUT (or ./gpu-out).
 #   SUITES=horizon PREC=f64,f32 bash scripts/gpu-check.sh bench-full   runs part of the full sweep.
 set -u
@@ -12,6 +12,7 @@ if [ -f .cudss/libcudss.so.0.gz ]; then
   export LD_LIBRARY_PATH=/tmp/cudss:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
   export BLOCKTRI_CUDSS=/tmp/cudss/libcudss.so.0
 fi
+[ -f .gpu/bundle.tar.xz ] && [ ! -d .gpu/bin ] && tar -C .gpu -xJf .gpu/bundle.tar.xz
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/device.txt"
 bin=.gpu/bin/blocktri
 run() { echo "== $*"; timeout "${T:-1200}" "$@"; echo "exit $?"; }
@@ -34,7 +35,7 @@ for step in $steps; do
       T=500 run $bin bench --out-dir "$OUT/bench-quick" 2>&1 | tee "$OUT/bench-quick.log" | tail -30 ;;
     bench-full)
       tag=${SUITES:-all}; tag=${tag//,/-}
-      args=(--full --out-dir "$OUT/bench-full-$tag"); [ -n "${SUITES:-}" ] && args+=(--suites "$SUITES"); [ -n "${PREC:-}" ] && args+=(--precision "$PREC")
+      args=(--full --runs ${RUNS:-10} --max-minutes ${MAXMIN:-8} --out-dir "$OUT/bench-full-$tag"); [ -n "${SUITES:-}" ] && args+=(--suites "$SUITES"); [ -n "${PREC:-}" ] && args+=(--precision "$PREC")
       T=${T:-580} run $bin bench "${args[@]}" > "$OUT/bench-full-$tag.log" 2>&1; tail -3 "$OUT/bench-full-$tag.log" ;;
     *) echo "unknown step $step" ;;
   esac

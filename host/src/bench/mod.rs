@@ -115,6 +115,9 @@ pub struct Config {
     pub cpu_flop_budget: f64,
     /// Path of `libcudss.so.0` (else searched on the library path).
     pub cudss: Option<String>,
+    /// Stop starting new configurations after this many seconds (the rows so far are
+    /// reported, with a note).
+    pub time_limit_s: Option<f64>,
     /// Level-kernel family of this project's GPU solver (a non-default family is named
     /// in the method, e.g. `blocktri-gpu-panel`).
     pub kernels: crate::cuda::KernelFamily,
@@ -132,6 +135,7 @@ impl Config {
             max_bytes: 8 << 30,
             cpu_flop_budget: 2e9,
             cudss: None,
+            time_limit_s: None,
             kernels: crate::cuda::KernelFamily::Auto,
         }
     }
@@ -144,7 +148,7 @@ impl Config {
             quick: false,
             repeat: Repeat { warmup: 3, runs: 20, budget_ms: 1500.0 },
             max_bytes: 24 << 30,
-            cpu_flop_budget: 2e10,
+            cpu_flop_budget: 5e9,
             ..Self::quick()
         }
     }
@@ -219,8 +223,19 @@ pub fn run(config: &Config, mut progress: impl FnMut(&str, usize, usize)) -> Res
     let total = configs.len() * config.precisions.len() + usize::from(kalman) + usize::from(tri) * config.precisions.len();
     let mut step = 0;
     let mut vendor_state = vendor::Peers::new(gpu.as_ref().ok(), config, &mut notes);
-    for &precision in &config.precisions {
+    let started = std::time::Instant::now();
+    let out_of_time = |notes: &mut Vec<String>, what: &str| {
+        let over = config.time_limit_s.is_some_and(|limit| started.elapsed().as_secs_f64() > limit);
+        if over {
+            notes.push(format!("time limit reached: {what} and later configurations not run"));
+        }
+        over
+    };
+    'sweeps: for &precision in &config.precisions {
         for (suite, s, nb, n) in &configs {
+            if out_of_time(&mut notes, &format!("{suite} {precision} S={s} N={nb} n={n}")) {
+                break 'sweeps;
+            }
             step += 1;
             progress(&format!("{suite} {precision} S={s} N={nb} n={n}"), step, total);
             let cfg = (*s, *nb, *n, 1);
@@ -234,6 +249,9 @@ pub fn run(config: &Config, mut progress: impl FnMut(&str, usize, usize)) -> Res
             }
         }
         if tri {
+            if out_of_time(&mut notes, &format!("tridiag {precision}")) {
+                break 'sweeps;
+            }
             step += 1;
             progress(&format!("tridiag {precision}"), step, total);
             match precision {
@@ -242,7 +260,7 @@ pub fn run(config: &Config, mut progress: impl FnMut(&str, usize, usize)) -> Res
             }
         }
     }
-    if kalman {
+    if kalman && !out_of_time(&mut notes, "kalman") {
         step += 1;
         progress("kalman", step, total);
         rows.extend(bench_kalman(config, gpu.as_ref().ok(), &peaks, &mut vendor_state)?);

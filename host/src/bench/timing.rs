@@ -80,9 +80,23 @@ pub fn time_gpu(
     Ok(Stats::from_samples(samples))
 }
 
-/// Times `work(i)` on the CPU with a monotonic clock.
+/// Times `work(i)` on the CPU with a monotonic clock. A first run slower than a quarter
+/// of the budget counts as a timed run (it is warm enough at that length) and at most two
+/// more follow, so that seconds-long CPU peers do not dominate a sweep.
 pub fn time_cpu(repeat: Repeat, mut work: impl FnMut(usize) -> Result<()>) -> Result<Stats> {
-    for i in 0..repeat.warmup {
+    let t = Instant::now();
+    work(0)?;
+    let first = t.elapsed().as_secs_f64() * 1e3;
+    if first > repeat.budget_ms / 4.0 {
+        let mut samples = vec![first];
+        for r in 1..repeat.runs.min(3) {
+            let t = Instant::now();
+            work(r)?;
+            samples.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        return Ok(Stats::from_samples(samples));
+    }
+    for i in 1..repeat.warmup {
         work(i)?;
     }
     let mut samples = Vec::with_capacity(repeat.runs);

@@ -172,6 +172,9 @@ struct BenchArgs {
     /// Path of libcudss.so.0 (default: $BLOCKTRI_CUDSS, then the library search path).
     #[arg(long)]
     cudss: Option<String>,
+    /// Start no new configuration after this many minutes (the report says what was left out).
+    #[arg(long)]
+    max_minutes: Option<f64>,
     /// Level-kernel family of blocktri-gpu (auto, generic, rows, panel).
     #[arg(long, default_value = "auto")]
     kernels: String,
@@ -387,6 +390,7 @@ fn bench_cmd(args: &BenchArgs) -> Result<()> {
     }
     config.cudss = args.cudss.clone();
     config.kernels = parse_family(&args.kernels)?;
+    config.time_limit_s = args.max_minutes.map(|m| m * 60.0);
     let bar = indicatif::ProgressBar::new(1);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
