@@ -5,14 +5,8 @@
 # Logs and benchmark outputs (one .tgz per benchmark run) go to $OUT (or ./gpu-out).
 #   SUITES=horizon PREC=f64,f32 bash scripts/gpu-check.sh bench-full   runs part of the full sweep.
 set -u
-OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
+source "$(dirname "$0")/gpu-env.sh"
 steps=${*:-tests sanitize example}
-if [ -f .cudss/libcudss.so.0.gz ]; then
-  mkdir -p /tmp/cudss && gunzip -c .cudss/libcudss.so.0.gz > /tmp/cudss/libcudss.so.0
-  export LD_LIBRARY_PATH=/tmp/cudss:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-  export BLOCKTRI_CUDSS=/tmp/cudss/libcudss.so.0
-fi
-[ -f .gpu/bundle.tar.xz ] && [ ! -d .gpu/bin ] && tar -C .gpu -xJf .gpu/bundle.tar.xz
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/device.txt"
 bin=.gpu/bin/blocktri
 run() { echo "== $*"; timeout "${T:-1200}" "$@"; echo "exit $?"; }

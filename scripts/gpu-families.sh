@@ -2,12 +2,8 @@
 # Kernel families side by side (graph replays) with the GPU peers: which family wins per n.
 # Writes one file, $OUT/families.md (the report tables of each run).
 set -u
-OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
+source "$(dirname "$0")/gpu-env.sh"
 b=.gpu/bin/blocktri
-if [ -f .cudss/libcudss.so.0.gz ]; then
-  mkdir -p /tmp/cudss && gunzip -c .cudss/libcudss.so.0.gz > /tmp/cudss/libcudss.so.0
-  export LD_LIBRARY_PATH=/tmp/cudss:${LD_LIBRARY_PATH:-}; export BLOCKTRI_CUDSS=/tmp/cudss/libcudss.so.0
-fi
 S=${SUITES:-horizon,fp64-sweep}; P=${PREC:-f64}
 tmp=$(mktemp -d)
 for fam in rows panel generic; do

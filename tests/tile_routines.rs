@@ -150,8 +150,8 @@ fn triangular_solves_in_emulated_blocks() {
         }
     });
     let y_ref = l.solve_lower_triangular(&b).unwrap();
-    for i in 0..n * k {
-        assert!((out[i] - y_ref.as_slice()[i]).abs() < 1e-12);
+    for (got, want) in out.iter().zip(y_ref.as_slice()) {
+        assert!((got - want).abs() < 1e-12);
     }
 }
 
@@ -167,8 +167,8 @@ fn products_with_transposes_match_nalgebra() {
         let bm = MatRef::col_major(bv.as_ptr(), n).t();
         unsafe { product(Solo, m, n, kk, am, bm, |i, j, v| c[j * m + i] = v) };
         let c_ref = &a * bt.transpose();
-        for i in 0..m * n {
-            assert!((c[i] - c_ref.as_slice()[i]).abs() < 1e-12, "({m},{n},{kk}) seed {seed}");
+        for (got, want) in c.iter().zip(c_ref.as_slice()) {
+            assert!((got - want).abs() < 1e-12, "({m},{n},{kk}) seed {seed}");
         }
         // Every entry emitted exactly once by a block of threads.
         let mut counts = vec![0u32; m * n];

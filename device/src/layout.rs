@@ -31,7 +31,7 @@ pub const fn level_of(i: u32) -> u32 {
 /// Number of nodes in level `m`: the odd multiples of `2^m` up to `nblocks`.
 #[inline(always)]
 pub const fn nodes_in_level(nblocks: u32, m: u32) -> u32 {
-    ((nblocks >> m) + 1) / 2
+    (nblocks >> m).div_ceil(2)
 }
 
 /// Block number of the `t`-th node of level `m`: `(2t + 1) 2^m`.

@@ -247,7 +247,7 @@ impl<T: Scalar> BlockTridiag<T> {
     /// must be zero.
     pub fn from_dense(m: &DMatrix<T>, block: usize) -> Result<Self> {
         let d = m.nrows();
-        if m.ncols() != d || block == 0 || d % block != 0 {
+        if m.ncols() != d || block == 0 || !d.is_multiple_of(block) {
             shape_err!("a {}x{} matrix is not square with order divisible by block size {block}", m.nrows(), m.ncols());
         }
         let mut a = Self::zeros(d / block, block)?;
@@ -294,7 +294,7 @@ impl<T: Scalar> BlockTridiag<T> {
     /// As [`Self::from_csr`], from COO triplets (duplicates are summed).
     pub fn from_coo(coo: &CooMatrix<T>, block: usize) -> Result<Self> {
         let d = coo.nrows();
-        if coo.ncols() != d || block == 0 || d % block != 0 {
+        if coo.ncols() != d || block == 0 || !d.is_multiple_of(block) {
             shape_err!("a {}x{} sparse matrix is not square with order divisible by block size {block}", coo.nrows(), coo.ncols());
         }
         // Sum duplicates through CSR, then place lower entries first so that upper ones can
@@ -393,7 +393,8 @@ impl<T: Scalar> BlockTridiag<T> {
                     for r in c + 1..n {
                         let (lo, up) = (wide(blk[c * ld + r]), wide(blk[r * ld + c]));
                         let scale = (wide(blk[r * ld + r]) * wide(blk[c * ld + c])).abs().sqrt();
-                        if !((lo - up).abs() <= wide(tol) * scale) {
+                        let symmetric = (lo - up).abs() <= wide(tol) * scale; // false for NaN
+                        if !symmetric {
                             return Err(Error::NotSymmetric { system: s, block: i, row: r, col: c, tol: wide(tol) });
                         }
                     }

@@ -39,7 +39,7 @@ impl<T: Scalar> Tridiagonal<T> {
 
     /// `batch = a.len() / n` matrices, stored one after another.
     pub fn batch(n: usize, a: Vec<T>, b: Vec<T>, c: Vec<T>) -> Result<Self> {
-        if n == 0 || a.is_empty() || a.len() % n != 0 {
+        if n == 0 || a.is_empty() || !a.len().is_multiple_of(n) {
             return Err(Error::Shape(format!("diagonal of length {} is not a positive multiple of n = {n}", a.len())));
         }
         let batch = a.len() / n;
@@ -159,7 +159,7 @@ pub struct Inverse<T> {
 impl<T: Scalar> Inverse<T> {
     /// Wraps `batch * n * n` values.
     pub fn from_vec(n: usize, data: Vec<T>) -> Result<Self> {
-        if n == 0 || data.len() % (n * n) != 0 {
+        if n == 0 || !data.len().is_multiple_of(n * n) {
             return Err(Error::Shape(format!("{} values are not a whole number of {n}x{n} matrices", data.len())));
         }
         Ok(Inverse { n, data })
@@ -390,7 +390,7 @@ fn assemble_column<T: Scalar>(bd: &Boundaries<T>, j: usize, col: &mut [T]) {
     for (i, out) in col.iter_mut().enumerate() {
         let x = (i ^ j) as u32;
         let h0 = if x == 0 { 0 } else { 32 - x.leading_zeros() };
-        let mut acc = if h0 <= 1 { if j % 2 == 0 { bd.leaf_first[i] } else { bd.leaf_last[i] } } else { T::ZERO };
+        let mut acc = if h0 <= 1 { if j.is_multiple_of(2) { bd.leaf_first[i] } else { bd.leaf_last[i] } } else { T::ZERO };
         for h in h0.max(2)..=top {
             acc -= bd.u[h as usize][i] * bd.v[h as usize][j];
         }

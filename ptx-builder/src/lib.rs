@@ -33,6 +33,8 @@
 //! When one is missing, [`PtxBuilder::build`] fails with [`BuildError::MissingComponent`],
 //! whose message is the command that installs it.
 
+#![allow(clippy::needless_doctest_main)] // the example is a build script's main
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -342,10 +344,11 @@ fn crate_name(dir: &Path) -> Result<String, BuildError> {
         let t = line.trim();
         if t.starts_with('[') {
             in_package = t == "[package]";
-        } else if in_package && t.starts_with("name") {
-            if let Some(v) = t.split('=').nth(1) {
-                return Ok(v.trim().trim_matches('"').replace('-', "_"));
-            }
+        } else if in_package
+            && t.starts_with("name")
+            && let Some(v) = t.split('=').nth(1)
+        {
+            return Ok(v.trim().trim_matches('"').replace('-', "_"));
         }
     }
     Err(BuildError::Link(format!("no [package] name in {}", dir.join("Cargo.toml").display())))

@@ -191,7 +191,8 @@ pub unsafe fn factor_level<T: Real>(args: &FactorArgs<T>) {
             let (lo, up) = (*p.add(c * ldp + r), *p.add(r * ldp + c));
             let diff = lo - up;
             let scale = (*p.add(r * ldp + r) * *p.add(c * ldp + c)).abs();
-            if !(diff * diff <= a.sym_tol * a.sym_tol * scale) {
+            let symmetric = diff * diff <= a.sym_tol * a.sym_tol * scale; // false for NaN
+            if !symmetric {
                 bad = Some(InfoCode::NotSymmetric);
             }
         }

@@ -14,12 +14,13 @@
 //! [`super::solve`]; the interlaced forward substitution is not offered here (the host
 //! factors, then solves).
 
+use super::node::{FactorBlocks, Node, Sources, entry_status, node};
 use super::{FactorArgs, INFO_OK, InfoCode, SolveArgs, align_elems, info_key};
-use crate::layout::{fill_slot, left_of, node_number, nodes_in_level, right_of};
+use crate::layout::fill_slot;
 use crate::team::{Block, Team};
 use crate::tile::{copy_batched, for_each_rc};
 use blocktri_prims::memory::load_readonly;
-use blocktri_prims::{Real, atomic, block_idx_x, lane_id, shared, sync_warp, warp_id};
+use blocktri_prims::{Real, atomic, lane_id, shared, sync_warp, warp_id};
 
 /// Threads of one column group: three warps, one per panel part.
 pub const PANEL_THREADS: u32 = 96;
@@ -53,21 +54,6 @@ pub const fn solve_panel_shared_bytes(np: usize, elem_bytes: usize) -> usize {
     (align_elems(3 * np * stride(np), elem_bytes) + 4 * align_elems(np, elem_bytes)) * elem_bytes + 16
 }
 
-struct Node {
-    s: usize,
-    b: usize,
-    left: Option<u32>,
-    right: Option<u32>,
-}
-
-#[inline(always)]
-fn node(nblocks: u32, level: u32) -> Node {
-    let nodes = nodes_in_level(nblocks, level);
-    let bx = block_idx_x();
-    let i = node_number(level, bx % nodes);
-    Node { s: (bx / nodes) as usize, b: (i - 1) as usize, left: left_of(i, level), right: right_of(i, level, nblocks) }
-}
-
 /// Eliminates one node with the shared-memory panel (see the module docs).
 ///
 /// # Safety
@@ -99,19 +85,8 @@ pub unsafe fn factor_panel<T: Real, const NP: usize>(args: &FactorArgs<T>) {
 
     // 1. Load: D (input + updates) into rows 0..NP, A[l, i] (the transpose of the stored
     //    A[i, l]) into rows NP..2NP, A[r, i] into rows 2NP..3NP; identity / zero padding.
-    let d_in = unsafe { a.diag_in.add((sys_blocks + b) * blk) };
-    let d_acc = block(a.diag, b);
-    let sub_block = |idx: usize| unsafe { a.sub.add((nd.s * (a.nblocks as usize - 1) + idx) * blk) };
-    let l_src: *const T = match nd.left {
-        Some(_) if m == 0 => sub_block(b - 1),
-        Some(_) => block(a.left, b),
-        None => core::ptr::null(),
-    };
-    let r_src: *const T = match nd.right {
-        Some(_) if m == 0 => sub_block(b),
-        Some(_) => block(a.right, b),
-        None => core::ptr::null(),
-    };
+    // SAFETY: the node of this block, `a` as the caller guarantees.
+    let src = unsafe { Sources::of(&a, &nd) };
     if team.rank() == 0 {
         unsafe { *status = u32::MAX };
     }
@@ -120,17 +95,7 @@ pub unsafe fn factor_panel<T: Real, const NP: usize>(args: &FactorArgs<T>) {
         team,
         NP,
         NP,
-        |r, c| unsafe {
-            if r < n && c < n {
-                let g = c * ld + r;
-                let acc = if m == 0 { T::ZERO } else { load_readonly(d_acc.add(g)) };
-                let lv = if has_l { load_readonly(l_src.add(g)) } else { T::ZERO };
-                let rv = if has_r { load_readonly(r_src.add(g)) } else { T::ZERO };
-                (load_readonly(d_in.add(g)) + acc, lv, rv)
-            } else {
-                (if r == c { T::ONE } else { T::ZERO }, T::ZERO, T::ZERO)
-            }
-        },
+        |r, c| unsafe { src.entry(r, c) },
         |r, c, (d, lv, rv)| unsafe {
             *at(r, c) = d;
             *at(NP + c, r) = lv;
@@ -145,15 +110,7 @@ pub unsafe fn factor_panel<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     // 2. Checks.
     for_each_rc(team, n, n, |r, c| unsafe {
         let (d, lv, rv) = (*at(r, c), *at(NP + c, r), *at(2 * NP + r, c));
-        let code = if !(d.is_finite() && lv.is_finite() && rv.is_finite()) {
-            InfoCode::NonFinite as u32
-        } else if r > c {
-            let diff = d - *at(c, r);
-            let scale = (*at(r, r) * *at(c, c)).abs();
-            if diff * diff <= a.sym_tol * a.sym_tol * scale { u32::MAX } else { InfoCode::NotSymmetric as u32 }
-        } else {
-            u32::MAX
-        };
+        let code = entry_status(d, lv, rv, *at(c, r), *at(r, r), *at(c, c), r, c, a.sym_tol);
         if code != u32::MAX {
             atomic::atomic_min_u32(status, code);
         }
@@ -295,25 +252,14 @@ pub unsafe fn factor_panel<T: Real, const NP: usize>(args: &FactorArgs<T>) {
 /// `1 / L_jj` into `inv`. Ends with a barrier.
 unsafe fn load_tiles<T: Real, const NP: usize>(a: &SolveArgs<T>, nd: &Node, tiles: *mut T, inv: *mut T) {
     let team = Block;
-    let (n, ld) = (a.n as usize, a.ld as usize);
     let s = stride(NP);
-    let off = (nd.s * a.nblocks as usize + nd.b) * ld * n;
-    let (gl, gkl, gkr) = unsafe { (a.diag.add(off), a.left.add(off), a.right.add(off)) };
-    let (has_l, has_r) = (nd.left.is_some(), nd.right.is_some());
+    // SAFETY: forwarded from the caller.
+    let blocks = unsafe { FactorBlocks::of(a, nd, true) };
     copy_batched(
         team,
         NP,
         NP,
-        |r, c| unsafe {
-            if r < n && c < n {
-                let g = c * ld + r;
-                let lv = if has_l { load_readonly(gkl.add(g)) } else { T::ZERO };
-                let rv = if has_r { load_readonly(gkr.add(g)) } else { T::ZERO };
-                (load_readonly(gl.add(g)), lv, rv)
-            } else {
-                (if r == c { T::ONE } else { T::ZERO }, T::ZERO, T::ZERO)
-            }
-        },
+        |r, c| unsafe { blocks.entry(r, c) },
         |r, c, (d, lv, rv)| unsafe {
             *tiles.add(r * s + c) = d;
             *tiles.add((NP + r) * s + c) = lv;

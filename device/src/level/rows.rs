@@ -21,12 +21,13 @@
 //! Storage, arguments and status words are those of [`super::factor`] and
 //! [`super::solve`], so both kernel families interoperate.
 
+use super::node::{FactorBlocks, Node, Sources, entry_status, node};
 use super::{FactorArgs, INFO_OK, InfoCode, SolveArgs, align_elems, info_key};
-use crate::layout::{fill_slot, left_of, node_number, nodes_in_level, right_of};
+use crate::layout::fill_slot;
 use crate::team::{Block, Team};
 use crate::tile::copy_batched;
 use blocktri_prims::memory::load_readonly;
-use blocktri_prims::{Real, atomic, block_idx_x, lane_id, shared, sync_warp, warp_id};
+use blocktri_prims::{Real, atomic, lane_id, shared, sync_warp, warp_id};
 
 /// Threads per block of every kernel here: three warps.
 pub const ROW_THREADS: u32 = 96;
@@ -45,21 +46,6 @@ pub const fn factor_rows_shared_bytes(np: usize, nrhs: usize, elem_bytes: usize)
 /// Shared memory of [`solve_forward_rows`] / [`solve_backward_rows`] in bytes.
 pub const fn solve_rows_shared_bytes(np: usize, elem_bytes: usize) -> usize {
     (3 * align_elems(ldt(np) * np, elem_bytes) + 4 * align_elems(np, elem_bytes)) * elem_bytes + 16
-}
-
-struct Node {
-    s: usize,
-    b: usize,
-    left: Option<u32>,
-    right: Option<u32>,
-}
-
-#[inline(always)]
-fn node(nblocks: u32, level: u32) -> Node {
-    let nodes = nodes_in_level(nblocks, level);
-    let bx = block_idx_x();
-    let i = node_number(level, bx % nodes);
-    Node { s: (bx / nodes) as usize, b: (i - 1) as usize, left: left_of(i, level), right: right_of(i, level, nblocks) }
 }
 
 /// Eliminates one node (see the module docs); with `nrhs > 0` also performs its forward
@@ -89,19 +75,8 @@ pub unsafe fn factor_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     let (warp, lane) = (warp_id() as usize, lane_id() as usize);
 
     // 1. Coalesced loads into the tiles (padding: identity in D, zero in the couplings).
-    let d_in = unsafe { a.diag_in.add((sys_blocks + b) * blk) };
-    let d_acc = block(a.diag, b);
-    let sub_block = |idx: usize| unsafe { a.sub.add((nd.s * (a.nblocks as usize - 1) + idx) * blk) };
-    let l_src: *const T = match nd.left {
-        Some(_) if m == 0 => sub_block(b - 1),
-        Some(_) => block(a.left, b),
-        None => core::ptr::null(),
-    };
-    let r_src: *const T = match nd.right {
-        Some(_) if m == 0 => sub_block(b),
-        Some(_) => block(a.right, b),
-        None => core::ptr::null(),
-    };
+    // SAFETY: the node of this block, `a` as the caller guarantees.
+    let src = unsafe { Sources::of(&a, &nd) };
     if team.rank() == 0 {
         unsafe { *status = u32::MAX };
     }
@@ -110,17 +85,7 @@ pub unsafe fn factor_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) {
         team,
         NP,
         NP,
-        |r, c| unsafe {
-            if r < n && c < n {
-                let at = c * ld + r;
-                let acc = if m == 0 { T::ZERO } else { load_readonly(d_acc.add(at)) };
-                let lv = if has_l { load_readonly(l_src.add(at)) } else { T::ZERO };
-                let rv = if has_r { load_readonly(r_src.add(at)) } else { T::ZERO };
-                (load_readonly(d_in.add(at)) + acc, lv, rv)
-            } else {
-                (if r == c { T::ONE } else { T::ZERO }, T::ZERO, T::ZERO)
-            }
-        },
+        |r, c| unsafe { src.entry(r, c) },
         |r, c, (d, lv, rv)| unsafe {
             *sd.add(c * t + r) = d;
             *sl.add(c * t + r) = lv;
@@ -135,15 +100,7 @@ pub unsafe fn factor_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     // 2. Checks: finite values, symmetric D (|lo - up|^2 <= tol^2 |a_rr a_cc|).
     crate::tile::for_each_rc(team, n, n, |r, c| unsafe {
         let (d, lv, rv) = (*sd.add(c * t + r), *sl.add(c * t + r), *sr.add(c * t + r));
-        let code = if !(d.is_finite() && lv.is_finite() && rv.is_finite()) {
-            InfoCode::NonFinite as u32
-        } else if r > c {
-            let diff = d - *sd.add(r * t + c);
-            let scale = (*sd.add(r * t + r) * *sd.add(c * t + c)).abs();
-            if diff * diff <= a.sym_tol * a.sym_tol * scale { u32::MAX } else { InfoCode::NotSymmetric as u32 }
-        } else {
-            u32::MAX
-        };
+        let code = entry_status(d, lv, rv, *sd.add(r * t + c), *sd.add(r * t + r), *sd.add(c * t + c), r, c, a.sym_tol);
         if code != u32::MAX {
             atomic::atomic_min_u32(status, code);
         }
@@ -266,38 +223,38 @@ pub unsafe fn factor_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) {
         }
         _ => None,
     };
-    if let Some((dst, rows_of, cols_of, atomic_sub)) = job {
-        if lane < n {
-            let mut mine = [T::ZERO; NP];
+    if let Some((dst, rows_of, cols_of, atomic_sub)) = job
+        && lane < n
+    {
+        let mut mine = [T::ZERO; NP];
+        for c in 0..NP {
+            mine[c] = unsafe { *rows_of.add(c * t + lane) };
+        }
+        // Four output columns at a time: four independent multiply-add chains. The outer
+        // loop runs to the run-time `n`, so it stays a loop (unrolling all NP x NP
+        // products keeps too many values live); the inner dot products unroll.
+        let mut q0 = 0;
+        while q0 < n {
+            let mut acc = [T::ZERO; 4];
             for c in 0..NP {
-                mine[c] = unsafe { *rows_of.add(c * t + lane) };
-            }
-            // Four output columns at a time: four independent multiply-add chains. The outer
-            // loop runs to the run-time `n`, so it stays a loop (unrolling all NP x NP
-            // products keeps too many values live); the inner dot products unroll.
-            let mut q0 = 0;
-            while q0 < n {
-                let mut acc = [T::ZERO; 4];
-                for c in 0..NP {
-                    let v = mine[c];
-                    for u in 0..4 {
-                        // Columns past n read padding (zero) and are not stored.
-                        acc[u] = v.mul_add(unsafe { *cols_of.add(c * t + (q0 + u).min(NP - 1)) }, acc[u]);
-                    }
-                }
+                let v = mine[c];
                 for u in 0..4 {
-                    let q = q0 + u;
-                    if q < n {
-                        let at = unsafe { dst.add(q * ld + lane) };
-                        if atomic_sub {
-                            unsafe { T::atomic_add_global(at, -acc[u]) };
-                        } else {
-                            unsafe { *at = -acc[u] };
-                        }
+                    // Columns past n read padding (zero) and are not stored.
+                    acc[u] = v.mul_add(unsafe { *cols_of.add(c * t + (q0 + u).min(NP - 1)) }, acc[u]);
+                }
+            }
+            for u in 0..4 {
+                let q = q0 + u;
+                if q < n {
+                    let at = unsafe { dst.add(q * ld + lane) };
+                    if atomic_sub {
+                        unsafe { T::atomic_add_global(at, -acc[u]) };
+                    } else {
+                        unsafe { *at = -acc[u] };
                     }
                 }
-                q0 += 4;
             }
+            q0 += 4;
         }
     }
 
@@ -344,21 +301,21 @@ pub unsafe fn factor_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) {
         2 if has_r => Some(nd.right.unwrap_or(1)),
         _ => None,
     };
-    if let Some(j) = target {
-        if lane < n {
-            let tile_k = if warp == 1 { sl } else { sr };
-            let mut krow = [T::ZERO; NP];
+    if let Some(j) = target
+        && lane < n
+    {
+        let tile_k = if warp == 1 { sl } else { sr };
+        let mut krow = [T::ZERO; NP];
+        for c in 0..NP {
+            krow[c] = unsafe { *tile_k.add(c * t + lane) };
+        }
+        let bj = seg((j - 1) as usize);
+        for col in 0..k {
+            let mut acc = T::ZERO;
             for c in 0..NP {
-                krow[c] = unsafe { *tile_k.add(c * t + lane) };
+                acc = krow[c].mul_add(unsafe { *ybuf.add(col * NP + c) }, acc);
             }
-            let bj = seg((j - 1) as usize);
-            for col in 0..k {
-                let mut acc = T::ZERO;
-                for c in 0..NP {
-                    acc = krow[c].mul_add(unsafe { *ybuf.add(col * NP + c) }, acc);
-                }
-                unsafe { T::atomic_add_global(bj.add(col * ldb + lane), -acc) };
-            }
+            unsafe { T::atomic_add_global(bj.add(col * ldb + lane), -acc) };
         }
     }
 }
@@ -367,25 +324,14 @@ pub unsafe fn factor_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) {
 /// tiles (padded: identity / zero) and `1 / L_jj` into `inv_diag`. Ends with a barrier.
 unsafe fn load_factor<T: Real, const NP: usize>(a: &SolveArgs<T>, nd: &Node, couplings: bool, tiles: [*mut T; 3], inv_diag: *mut T) {
     let team = Block;
-    let (n, ld) = (a.n as usize, a.ld as usize);
     let t = ldt(NP);
-    let off = (nd.s * a.nblocks as usize + nd.b) * ld * n;
-    let (gl, gkl, gkr) = unsafe { (a.diag.add(off), a.left.add(off), a.right.add(off)) };
-    let (has_l, has_r) = (couplings && nd.left.is_some(), couplings && nd.right.is_some());
+    // SAFETY: forwarded from the caller.
+    let blocks = unsafe { FactorBlocks::of(a, nd, couplings) };
     copy_batched(
         team,
         NP,
         NP,
-        |r, c| unsafe {
-            if r < n && c < n {
-                let at = c * ld + r;
-                let lv = if has_l { load_readonly(gkl.add(at)) } else { T::ZERO };
-                let rv = if has_r { load_readonly(gkr.add(at)) } else { T::ZERO };
-                (load_readonly(gl.add(at)), lv, rv)
-            } else {
-                (if r == c { T::ONE } else { T::ZERO }, T::ZERO, T::ZERO)
-            }
-        },
+        |r, c| unsafe { blocks.entry(r, c) },
         |r, c, (d, lv, rv)| unsafe {
             *tiles[0].add(c * t + r) = d;
             *tiles[1].add(c * t + r) = lv;

@@ -20,6 +20,7 @@ pub unsafe fn invert_diagonal<T: Real, M: Team>(team: M, l: *const T, ldl: usize
 /// # Safety
 /// `l`: `n x n` at `ldl`; `b`: `n x k` at `ldb >= n`; `inv`: `n`; all shared by the team
 /// and not accessed by others during the call; all threads call it.
+#[allow(clippy::too_many_arguments)] // the BLAS trsm argument list
 pub unsafe fn trsm_lower<T: Real, M: Team>(team: M, l: *const T, ldl: usize, n: usize, b: *mut T, ldb: usize, k: usize, inv: *const T) {
     for r in 0..n {
         // Rows below r: b[i] -= L[i][r] * (b[r] / L[r][r]); b[r] itself is scaled last.
@@ -46,6 +47,7 @@ pub unsafe fn trsm_lower<T: Real, M: Team>(team: M, l: *const T, ldl: usize, n: 
 ///
 /// # Safety
 /// As [`trsm_lower`].
+#[allow(clippy::too_many_arguments)] // the BLAS trsm argument list
 pub unsafe fn trsm_lower_transposed<T: Real, M: Team>(
     team: M,
     l: *const T,
@@ -81,7 +83,7 @@ pub unsafe fn trsm_lower_transposed<T: Real, M: Team>(
 unsafe fn scale_rows<T: Real, M: Team>(team: M, n: usize, b: *mut T, ldb: usize, k: usize, inv: *const T) {
     super::for_each_entry(team, n, k, |i, c| unsafe {
         let dst = b.add(c * ldb + i);
-        *dst = *dst * *inv.add(i);
+        *dst *= *inv.add(i);
     });
     team.sync();
 }

@@ -85,7 +85,7 @@ pub unsafe fn modified_diagonal<T: Real>(a: *const T, b: *const T, c: *const T, 
     if i % 2 == 1 && i + 1 < n {
         d -= unsafe { *c.add(i) };
     }
-    if i % 2 == 0 && i >= 2 {
+    if i.is_multiple_of(2) && i >= 2 {
         d -= unsafe { *b.add(i - 1) };
     }
     d

@@ -41,7 +41,9 @@ pub fn bench<T: Scalar>(config: &Config, suite: &str, cfg: (usize, usize, usize,
     let seq_flops = (s * nb) as f64 * (7.0 / 3.0) * (n as f64).powi(3);
     let (a, b) = problem(0)?;
     let mut rows = Vec::new();
-    let mut cpu = |name: &str, budget_factor: f64| -> Option<Box<dyn Fn(&str) -> Row>> {
+    // A row maker for method `name`, or None when it is not selected or over its budget.
+    type RowMaker = Box<dyn Fn(&str) -> Row>;
+    let mut cpu = |name: &str, budget_factor: f64| -> Option<RowMaker> {
         if !config.wants(name) {
             return None;
         }

@@ -57,10 +57,10 @@ pub fn flag_residuals(rows: &mut [Row]) {
     }
     for r in rows.iter_mut() {
         let key = (r.suite.clone(), r.precision.clone(), r.batch, r.nblocks, r.block);
-        if let (Some(res), Some(&b)) = (r.residual, best.get(&key)) {
-            if !res.is_finite() || res > 100.0 * b.max(1e-300) {
-                r.note = format!("{}FLAGGED: residual {:.1e} > 100x best ({:.1e})", if r.note.is_empty() { "" } else { "; " }, res, b);
-            }
+        if let (Some(res), Some(&b)) = (r.residual, best.get(&key))
+            && (!res.is_finite() || res > 100.0 * b.max(1e-300))
+        {
+            r.note = format!("{}FLAGGED: residual {:.1e} > 100x best ({:.1e})", if r.note.is_empty() { "" } else { "; " }, res, b);
         }
     }
 }

@@ -357,8 +357,11 @@ fn invert_cmd<T: Scalar>(args: &InvertArgs) -> Result<()> {
     Ok(())
 }
 
+/// Arrays of an .npz by name: values as f64 and the shape.
+type NpzArrays = std::collections::HashMap<String, (Vec<f64>, Vec<u64>)>;
+
 /// Arrays of an .npz as f64 vectors with their shapes.
-fn npz_vectors(path: &std::path::Path) -> Result<std::collections::HashMap<String, (Vec<f64>, Vec<u64>)>> {
+fn npz_vectors(path: &std::path::Path) -> Result<NpzArrays> {
     let io_err = |e: std::io::Error| Error::Io { path: path.display().to_string(), source: e };
     let mut npz = npyz::npz::NpzArchive::open(path).map_err(io_err)?;
     let names: Vec<String> = npz.array_names().map(String::from).collect();

@@ -188,6 +188,10 @@ impl<T: Scalar> Plan<T> {
     }
 }
 
+/// One launch of [`GpuCholesky::profile`]: `(kernel, level, grid, threads, shared bytes,
+/// registers, microseconds)`.
+pub type LaunchTiming = (String, u32, u32, u32, u32, i32, f64);
+
 /// Nested-dissection block Cholesky on the GPU (fused level kernels written in Rust).
 ///
 /// ```no_run
@@ -596,7 +600,7 @@ impl<T: Scalar> GpuCholesky<T> {
     /// Runs the factorization and a solve of the uploaded data kernel by kernel with an
     /// event pair around each launch, and returns `(kernel, level, grid, threads,
     /// shared bytes, registers, microseconds)` per launch: where the time goes.
-    pub fn profile(&mut self) -> Result<Vec<(String, u32, u32, u32, u32, i32, f64)>> {
+    pub fn profile(&mut self) -> Result<Vec<LaunchTiming>> {
         let plan = self.plan.as_ref().ok_or(Error::NotFactored)?;
         if plan.rhs.is_none() {
             return Err(Error::Shape("upload right-hand sides before profiling".into()));

@@ -14,7 +14,7 @@ mod launch;
 mod memory;
 mod tridiag;
 
-pub use cholesky::{GpuCholesky, GpuOptions, KernelFamily};
+pub use cholesky::{GpuCholesky, GpuOptions, KernelFamily, LaunchTiming};
 pub use context::{Gpu, GpuInfo};
 pub use graph::Graph;
 pub use launch::{DevicePtr, Kernel, KernelParam, KernelParams, LaunchConfig, Module};

@@ -1,0 +1,153 @@
+//! What the rows and panel factor kernels share: which node a thread block eliminates,
+//! where its inputs are, how an input entry is read (with the padding of the padded size)
+//! and how it is checked.
+
+use super::{FactorArgs, InfoCode};
+use crate::layout::{left_of, node_number, nodes_in_level, right_of};
+use blocktri_prims::Real;
+use blocktri_prims::block_idx_x;
+use blocktri_prims::memory::load_readonly;
+
+/// The node of this thread block: system `s`, 0-based block `b`, its 1-based neighbours at
+/// this level.
+pub(crate) struct Node {
+    pub s: usize,
+    pub b: usize,
+    pub left: Option<u32>,
+    pub right: Option<u32>,
+}
+
+/// Block `s * nodes + t` of the grid is node `t` of level `level` of system `s`.
+#[inline(always)]
+pub(crate) fn node(nblocks: u32, level: u32) -> Node {
+    let nodes = nodes_in_level(nblocks, level);
+    let bx = block_idx_x();
+    let i = node_number(level, bx % nodes);
+    Node { s: (bx / nodes) as usize, b: (i - 1) as usize, left: left_of(i, level), right: right_of(i, level, nblocks) }
+}
+
+/// The inputs of a node's factorization: `D_i` (input plus the updates accumulated by
+/// lower levels), the couplings to its left and right neighbours (`A[l, i]` transposed as
+/// stored, `A[r, i]`), null when there is no neighbour.
+#[derive(Clone, Copy)]
+pub(crate) struct Sources<T> {
+    d_in: *const T,
+    d_acc: *const T,
+    left: *const T,
+    right: *const T,
+    first_level: bool,
+    n: usize,
+    ld: usize,
+}
+
+impl<T: Real> Sources<T> {
+    /// The sources of node `nd` of `a`'s level.
+    ///
+    /// # Safety
+    /// `a` satisfies [`super::factor_level`]'s contract and `nd` is a node of its level.
+    #[inline(always)]
+    pub(crate) unsafe fn of(a: &FactorArgs<T>, nd: &Node) -> Self {
+        let (n, ld) = (a.n as usize, a.ld as usize);
+        let blk = ld * n;
+        let sys_blocks = nd.s * a.nblocks as usize;
+        let first_level = a.level == 0;
+        // SAFETY (all offsets): blocks of system `nd.s` inside the arrays (caller's contract).
+        let block = |base: *mut T, idx: usize| unsafe { base.add((sys_blocks + idx) * blk) as *const T };
+        let sub_block = |idx: usize| unsafe { a.sub.add((nd.s * (a.nblocks as usize - 1) + idx) * blk) };
+        let left = match nd.left {
+            Some(_) if first_level => sub_block(nd.b - 1),
+            Some(_) => block(a.left, nd.b),
+            None => core::ptr::null(),
+        };
+        let right = match nd.right {
+            Some(_) if first_level => sub_block(nd.b),
+            Some(_) => block(a.right, nd.b),
+            None => core::ptr::null(),
+        };
+        let d_in = unsafe { a.diag_in.add((sys_blocks + nd.b) * blk) };
+        Sources { d_in, d_acc: block(a.diag, nd.b), left, right, first_level, n, ld }
+    }
+
+    /// Entry `(r, c)` of `(D_i, A[l, i]^T as stored, A[r, i])`; outside `n x n` the padding
+    /// of a padded size: identity in `D`, zero in the couplings.
+    ///
+    /// # Safety
+    /// As [`Sources::of`]; the accumulators of levels above 0 are complete (stream order).
+    #[inline(always)]
+    pub(crate) unsafe fn entry(&self, r: usize, c: usize) -> (T, T, T) {
+        if r >= self.n || c >= self.n {
+            return (if r == c { T::ONE } else { T::ZERO }, T::ZERO, T::ZERO);
+        }
+        let at = c * self.ld + r;
+        // SAFETY: r, c < n: inside the blocks.
+        unsafe {
+            let acc = if self.first_level { T::ZERO } else { load_readonly(self.d_acc.add(at)) };
+            let lv = if self.left.is_null() { T::ZERO } else { load_readonly(self.left.add(at)) };
+            let rv = if self.right.is_null() { T::ZERO } else { load_readonly(self.right.add(at)) };
+            (load_readonly(self.d_in.add(at)) + acc, lv, rv)
+        }
+    }
+}
+
+/// The input check of entry `(r, c)`: `(d, lv, rv)` its values, `mirror` = `D(c, r)`,
+/// `drr`, `dcc` the diagonal entries. `u32::MAX` when fine, else an [`InfoCode`]:
+/// non-finite values, or an asymmetric `D` (`|D(r,c) - D(c,r)|^2 > tol^2 |D(r,r) D(c,c)|`,
+/// no square root per entry; NaN counts as asymmetric).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // the entry, its mirror and its two diagonal entries
+pub(crate) fn entry_status<T: Real>(d: T, lv: T, rv: T, mirror: T, drr: T, dcc: T, r: usize, c: usize, tol: T) -> u32 {
+    if !(d.is_finite() && lv.is_finite() && rv.is_finite()) {
+        InfoCode::NonFinite as u32
+    } else if r > c {
+        let diff = d - mirror;
+        let symmetric = diff * diff <= tol * tol * (drr * dcc).abs();
+        if symmetric { u32::MAX } else { InfoCode::NotSymmetric as u32 }
+    } else {
+        u32::MAX
+    }
+}
+
+/// Where a node's factor blocks are for the solves: `L_ii`, `L_li`, `L_ri` (the couplings
+/// null when absent or not wanted).
+#[derive(Clone, Copy)]
+pub(crate) struct FactorBlocks<T> {
+    diag: *const T,
+    left: *const T,
+    right: *const T,
+    n: usize,
+    ld: usize,
+}
+
+impl<T: Real> FactorBlocks<T> {
+    /// The factor blocks of node `nd`; the couplings only when `couplings`.
+    ///
+    /// # Safety
+    /// `a` satisfies [`super::solve_forward_level`]'s contract and `nd` is a node of its level.
+    #[inline(always)]
+    pub(crate) unsafe fn of(a: &super::SolveArgs<T>, nd: &Node, couplings: bool) -> Self {
+        let (n, ld) = (a.n as usize, a.ld as usize);
+        let off = (nd.s * a.nblocks as usize + nd.b) * ld * n;
+        // SAFETY: block `nd.b` of system `nd.s` is inside each array (caller's contract).
+        let (diag, left, right) = unsafe { (a.diag.add(off), a.left.add(off), a.right.add(off)) };
+        let pick = |p: *const T, present: bool| if couplings && present { p } else { core::ptr::null() };
+        FactorBlocks { diag, left: pick(left, nd.left.is_some()), right: pick(right, nd.right.is_some()), n, ld }
+    }
+
+    /// Entry `(r, c)` of `(L_ii, L_li, L_ri)`; outside `n x n` identity / zero padding.
+    ///
+    /// # Safety
+    /// As [`FactorBlocks::of`]; the factorization is complete (stream order).
+    #[inline(always)]
+    pub(crate) unsafe fn entry(&self, r: usize, c: usize) -> (T, T, T) {
+        if r >= self.n || c >= self.n {
+            return (if r == c { T::ONE } else { T::ZERO }, T::ZERO, T::ZERO);
+        }
+        let at = c * self.ld + r;
+        // SAFETY: r, c < n: inside the blocks.
+        unsafe {
+            let lv = if self.left.is_null() { T::ZERO } else { load_readonly(self.left.add(at)) };
+            let rv = if self.right.is_null() { T::ZERO } else { load_readonly(self.right.add(at)) };
+            (load_readonly(self.diag.add(at)), lv, rv)
+        }
+    }
+}

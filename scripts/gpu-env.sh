@@ -1,0 +1,9 @@
+# Sourced by the scripts/gpu-*.sh that run on the GPU machine: unpacks .gpu/bundle.tar.xz
+# (from scripts/gpu-pack.sh) and cuDSS (.cudss/libcudss.so.0.gz) when present, sets $OUT.
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
+[ -f .gpu/bundle.tar.xz ] && [ ! -d .gpu/bin ] && tar -C .gpu -xJf .gpu/bundle.tar.xz
+if [ -f .cudss/libcudss.so.0.gz ]; then
+  mkdir -p /tmp/cudss && gunzip -c .cudss/libcudss.so.0.gz > /tmp/cudss/libcudss.so.0
+  export LD_LIBRARY_PATH=/tmp/cudss:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+  export BLOCKTRI_CUDSS=/tmp/cudss/libcudss.so.0
+fi
