@@ -27,7 +27,7 @@ fn blocktri_exe() -> PathBuf {
 
 /// numpy's solution of the fixture, `N n x k` in C order.
 fn numpy_solution() -> Vec<f64> {
-    io::read_vector(&data("solution.npy")).unwrap()
+    io::read_npy(&data("solution.npy")).unwrap().0
 }
 
 fn max_diff_to_numpy<T: blocktri::Scalar>(x: &BlockVec<T>) -> f64 {
@@ -143,7 +143,7 @@ fn cli_solves_numpy_and_scipy_files() {
             blocktri(&["solve", data("numpy_f.npz").to_str().unwrap(), "--backend", backend, "--out", out.to_str().unwrap()]);
         assert!(ok, "{stdout}\n{stderr}");
         assert!(printed_residual(&stdout) < 1e-10, "{stdout}");
-        let x = io::read_vector(&out).unwrap();
+        let x = io::read_npy(&out).unwrap().0;
         let reference = numpy_solution();
         assert!(x.iter().zip(&reference).all(|(a, b)| (a - b).abs() < 1e-12));
     }
@@ -203,4 +203,63 @@ fn residual_helpers_agree_with_the_definition() {
     // A wrong solution has a large residual.
     let zero = BlockVec::zeros(a.shape(), 2).unwrap();
     assert!((residual::accuracy(&a, &zero, &b).unwrap().relative_residual - 1.0).abs() < 1e-12);
+}
+
+/// numpy's inverses of the tridiagonal fixture, `(S, n, n)` in C order.
+fn numpy_tridiagonal_inverse() -> (Vec<f64>, Vec<usize>) {
+    let (inv, shape) = io::read_npy(&data("tridiag_inverse.npy")).unwrap();
+    assert_eq!(shape, [3, 7, 7]);
+    (inv, shape)
+}
+
+#[test]
+fn numpy_float32_fortran_tridiagonals_read_and_invert_to_numpys_inverse() {
+    use blocktri::tridiag::{Method, invert};
+    let (reference, shape) = numpy_tridiagonal_inverse();
+    let n = shape[1];
+    let t = io::read_tridiagonal::<f64>(&data("tridiag_f32_f.npz")).unwrap();
+    assert_eq!((t.batch_size(), t.n()), (3, 7));
+    let x = invert(&t, Method::Sequential, true).unwrap();
+    for k in 0..t.batch_size() {
+        // Ours is column-major, numpy's row-major.
+        let ours = x.matrix(k);
+        for i in 0..n {
+            for j in 0..n {
+                let want = reference[(k * n + i) * n + j];
+                assert!((ours[j * n + i] - want).abs() < 1e-12, "matrix {k} entry ({i}, {j}): {} vs {want}", ours[j * n + i]);
+            }
+        }
+    }
+    // Missing arrays and mismatched lengths are format errors naming the array.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.npz");
+    io::write_npz(&bad, &problem::<f64>(1, 3, 2, 1, fresh_seed()).0, None).unwrap();
+    match io::read_tridiagonal::<f64>(&bad) {
+        Err(Error::Format { msg, .. }) => assert!(msg.contains("\"a\""), "{msg}"),
+        other => panic!("expected a format error, got {other:?}"),
+    }
+}
+
+#[test]
+fn cli_inverts_a_numpy_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("inverse.npy");
+    let (reference, _) = numpy_tridiagonal_inverse();
+    for (precision, tol) in [("f64", 1e-12), ("f32", 1e-5)] {
+        let (ok, stdout, stderr) = blocktri(&[
+            "invert",
+            data("tridiag_f32_f.npz").to_str().unwrap(),
+            "--method",
+            "sequential",
+            "--precision",
+            precision,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(ok, "{stdout}\n{stderr}");
+        let (x, shape) = io::read_npy(&out).unwrap();
+        assert_eq!(shape, [3, 7, 7]);
+        let worst = x.iter().zip(&reference).map(|(a, b)| (a - b).abs() / b.abs().max(1.0)).fold(0.0, f64::max);
+        assert!(worst < tol, "{precision}: {worst:e}");
+    }
 }

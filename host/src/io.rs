@@ -63,6 +63,36 @@ impl NdArray {
     fn at(&self, idx: &[usize]) -> f64 {
         self.data[idx.iter().zip(&self.strides).map(|(i, s)| i * s).sum::<usize>()]
     }
+
+    /// The values in logical row-major (C) order, whatever the storage order was.
+    fn into_c_order(self) -> Vec<f64> {
+        if self.shape.len() < 2 || (self.strides.last() == Some(&1) && self.strides.windows(2).all(|w| w[0] >= w[1])) {
+            return self.data;
+        }
+        let mut idx = vec![0; self.shape.len()];
+        let mut out = Vec::with_capacity(self.data.len());
+        for _ in 0..self.data.len() {
+            out.push(self.at(&idx));
+            // Advance the multi-index, last axis fastest.
+            for d in (0..idx.len()).rev() {
+                idx[d] += 1;
+                if idx[d] < self.shape[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        out
+    }
+}
+
+/// Opens an `.npz` and returns a reader of its arrays by name (`None`: not in the archive).
+fn npz_arrays(path: &Path) -> Result<impl FnMut(&str) -> Result<Option<NdArray>> + '_> {
+    let mut npz = npyz::npz::NpzArchive::open(path).map_err(io_err(path))?;
+    Ok(move |name: &str| match npz.by_name(name).map_err(io_err(path))? {
+        Some(npy) => Ok(Some(NdArray::from_npy(npy, path, name)?)),
+        None => Ok(None),
+    })
 }
 
 /// Reads a problem: `.npz` (matrix and, if present, right-hand sides) or `.mtx` (matrix
@@ -80,13 +110,7 @@ pub fn read_problem<T: Scalar>(path: &Path, block: Option<usize>) -> Result<(Blo
 
 /// Reads `diag`, `sub` and optional `rhs` from an `.npz` archive.
 pub fn read_npz<T: Scalar>(path: &Path) -> Result<(BlockTridiag<T>, Option<BlockVec<T>>)> {
-    let mut npz = npyz::npz::NpzArchive::open(path).map_err(io_err(path))?;
-    let mut get = |name: &str| -> Result<Option<NdArray>> {
-        match npz.by_name(name).map_err(io_err(path))? {
-            Some(npy) => Ok(Some(NdArray::from_npy(npy, path, name)?)),
-            None => Ok(None),
-        }
-    };
+    let mut get = npz_arrays(path)?;
     let diag = get("diag")?.ok_or_else(|| format_err(path, "missing array \"diag\""))?;
     let sub = get("sub")?;
     let rhs = get("rhs")?;
@@ -162,14 +186,11 @@ pub fn write_npz<T: Scalar>(path: &Path, a: &BlockTridiag<T>, b: Option<&BlockVe
     let (s, nb, n) = (shape.batch, shape.nblocks, shape.block);
     let batch_axis = |rest: &[u64]| -> Vec<u64> { if s > 1 { [&[s as u64][..], rest].concat() } else { rest.to_vec() } };
     let mut npz = npyz::npz::NpzWriter::create(path).map_err(io_err(path))?;
+    // Stored, like `numpy.savez`: deflate ran at ~10 MB/s, and arrays over 4 GB need
+    // the zip64 extension.
+    let options = zip::write::FileOptions::default().compression_method(zip::CompressionMethod::Stored).large_file(true);
     let mut put = |name: &str, dims: Vec<u64>, values: Vec<T>| -> Result<()> {
-        let mut w = npz
-            .array::<T>(name, Default::default())
-            .map_err(io_err(path))?
-            .default_dtype()
-            .shape(&dims)
-            .begin_nd()
-            .map_err(io_err(path))?;
+        let mut w = npz.array::<T>(name, options).map_err(io_err(path))?.default_dtype().shape(&dims).begin_nd().map_err(io_err(path))?;
         w.extend(values).map_err(io_err(path))?;
         w.finish().map_err(io_err(path))
     };
@@ -232,15 +253,55 @@ pub fn write_npy_raw<T: Scalar>(path: &Path, dims: &[u64], values: Vec<T>) -> Re
     w.finish().map_err(io_err(path))
 }
 
-/// Reads a 1-D `.npy` of floats (for tridiagonal diagonals).
-pub fn read_vector(path: &Path) -> Result<Vec<f64>> {
+/// Reads a `.npy` array of floats (`f32` or `f64`, any shape, C or Fortran order): its
+/// values in row-major (C) order, as `f64`, and its shape.
+///
+/// ```no_run
+/// let (x, shape) = blocktri::io::read_npy(std::path::Path::new("x.npy"))?;
+/// assert_eq!(x.len(), shape.iter().product::<usize>());
+/// # Ok::<(), blocktri::Error>(())
+/// ```
+pub fn read_npy(path: &Path) -> Result<(Vec<f64>, Vec<usize>)> {
     let bytes = std::fs::read(path).map_err(io_err(path))?;
     let npy = npyz::NpyFile::new(&bytes[..]).map_err(io_err(path))?;
-    let arr = NdArray::from_npy(npy, path, "vector")?;
-    if arr.shape.len() > 2 {
-        return Err(format_err(path, format!("expected a vector or a (batch, n) matrix, got shape {:?}", arr.shape)));
+    let arr = NdArray::from_npy(npy, path, "array")?;
+    let shape = arr.shape.clone();
+    Ok((arr.into_c_order(), shape))
+}
+
+/// Reads a batch of tridiagonal matrices from an `.npz` with arrays `a` (diagonal, `(n,)`
+/// or `(S, n)`), `b` (sub-diagonal) and `c` (super-diagonal), each `(n - 1,)` or
+/// `(S, n - 1)`; C or Fortran order, `f32` or `f64`.
+///
+/// ```no_run
+/// let t = blocktri::io::read_tridiagonal::<f64>(std::path::Path::new("matrices.npz"))?;
+/// println!("{} matrices of size {}", t.batch_size(), t.n());
+/// # Ok::<(), blocktri::Error>(())
+/// ```
+pub fn read_tridiagonal<T: Scalar>(path: &Path) -> Result<crate::tridiag::Tridiagonal<T>> {
+    let mut get = npz_arrays(path)?;
+    let mut vector = |name: &str| -> Result<NdArray> {
+        let arr = get(name)?.ok_or_else(|| format_err(path, format!("missing array {name:?} (needs a, b and c)")))?;
+        match arr.shape.len() {
+            1 | 2 => Ok(arr),
+            _ => Err(format_err(path, format!("array {name:?} has shape {:?}; expected (n,) or (S, n)", arr.shape))),
+        }
+    };
+    let (a, b, c) = (vector("a")?, vector("b")?, vector("c")?);
+    let n = *a.shape.last().expect("1 or 2 axes");
+    let lead = |arr: &NdArray| if arr.shape.len() == 2 { arr.shape[0] } else { 1 };
+    let want = |batch: usize| if a.shape.len() == 2 { vec![batch, n.saturating_sub(1)] } else { vec![n.saturating_sub(1)] };
+    for (name, arr) in [("b", &b), ("c", &c)] {
+        // n = 1 has empty off-diagonals, which numpy may save with any shape of size 0.
+        if arr.shape != want(lead(&a)) && !(n == 1 && arr.data.is_empty()) {
+            return Err(format_err(
+                path,
+                format!("array {name:?} has shape {:?}; expected {:?} to match \"a\"", arr.shape, want(lead(&a))),
+            ));
+        }
     }
-    Ok(arr.data)
+    let values = |arr: NdArray| arr.into_c_order().into_iter().map(cast::<T>).collect();
+    crate::tridiag::Tridiagonal::batch(n, values(a), values(b), values(c)).map_err(|e| format_err(path, e.to_string()))
 }
 
 /// Reads a Matrix Market file (coordinate, real; general or symmetric) as a one-system

@@ -6,6 +6,10 @@ numpy_c.npz / numpy_f.npz: the same block-tridiagonal problem (N = 6, n = 3, k =
 and Fortran order (diag: N x n x n, sub: (N-1) x n x n with sub[i] = A[i+1, i], rhs: N n x k);
 solution.npy: numpy.linalg.solve of the dense matrix; scipy.mtx: the matrix in Matrix Market
 (symmetric, coordinate) form, rhs.npy its right-hand sides; numpy_f32.npz: float32 arrays.
+
+tridiag_f32_f.npz: S = 3 non-symmetric, diagonally dominant tridiagonal matrices of size 7
+as float32 (S, n) / (S, n-1) arrays in Fortran order (a: diagonal, b: sub-, c: super-diagonal);
+tridiag_inverse.npy: numpy.linalg.inv of each (S, n, n), computed from the float32 values.
 """
 import numpy as np
 import scipy.io
@@ -35,3 +39,17 @@ scipy.io.mmwrite("scipy.mtx", scipy.sparse.coo_matrix(dense), symmetry="symmetri
 bad = diag.copy()
 bad[4] -= 40 * np.eye(n)
 np.savez("indefinite.npz", diag=bad, sub=sub, rhs=rhs)
+
+# Tridiagonal batch for `blocktri invert` and io::read_tridiagonal.
+S, m = 3, 7
+tb = rng.uniform(-1, 1, (S, m - 1)).astype(np.float32)
+tc = rng.uniform(-1, 1, (S, m - 1)).astype(np.float32)
+ta = np.empty((S, m), dtype=np.float32)
+for s in range(S):
+    off = np.abs(np.concatenate([[0], tb[s]])) + np.abs(np.concatenate([tc[s], [0]]))
+    ta[s] = (off + rng.uniform(0.5, 1.5, m)) * rng.choice([-1, 1], m)
+np.savez("tridiag_f32_f.npz", a=np.asfortranarray(ta), b=np.asfortranarray(tb), c=np.asfortranarray(tc))
+dense_t = np.zeros((S, m, m))
+for s in range(S):
+    dense_t[s] = np.diag(ta[s].astype(np.float64)) + np.diag(tb[s].astype(np.float64), -1) + np.diag(tc[s].astype(np.float64), 1)
+np.save("tridiag_inverse.npy", np.linalg.inv(dense_t))

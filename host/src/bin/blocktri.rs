@@ -306,16 +306,7 @@ fn generate_cmd<T: Scalar>(args: &GenerateArgs) -> Result<()> {
 fn invert_cmd<T: Scalar>(args: &InvertArgs) -> Result<()> {
     let t: Tridiagonal<T> = match (&args.input, args.generate) {
         (None, Some(n)) => Tridiagonal::random_dominant(n, args.batch, args.symmetric, args.seed)?,
-        (Some(path), None) => {
-            let mut npz = npz_vectors(path)?;
-            let (a, b, c) = (npz.remove("a"), npz.remove("b"), npz.remove("c"));
-            let (Some((a, shape)), Some((b, _)), Some((c, _))) = (a, b, c) else {
-                return Err(Error::Format { path: path.display().to_string(), msg: "needs arrays a, b and c".into() });
-            };
-            let n = *shape.last().unwrap_or(&0) as usize;
-            let cast = |v: Vec<f64>| v.into_iter().map(blocktri::scalar::cast::<T>).collect();
-            Tridiagonal::batch(n, cast(a), cast(b), cast(c))?
-        }
+        (Some(path), None) => io::read_tridiagonal(path)?,
         _ => return Err(Error::Shape("give an input .npz (arrays a, b, c) or --generate n".into())),
     };
     let method = match args.method.as_str() {
@@ -355,28 +346,6 @@ fn invert_cmd<T: Scalar>(args: &InvertArgs) -> Result<()> {
         println!("wrote {}", out.display());
     }
     Ok(())
-}
-
-/// Arrays of an .npz by name: values as f64 and the shape.
-type NpzArrays = std::collections::HashMap<String, (Vec<f64>, Vec<u64>)>;
-
-/// Arrays of an .npz as f64 vectors with their shapes.
-fn npz_vectors(path: &std::path::Path) -> Result<NpzArrays> {
-    let io_err = |e: std::io::Error| Error::Io { path: path.display().to_string(), source: e };
-    let mut npz = npyz::npz::NpzArchive::open(path).map_err(io_err)?;
-    let names: Vec<String> = npz.array_names().map(String::from).collect();
-    let mut out = std::collections::HashMap::new();
-    for name in names {
-        if let Some(arr) = npz.by_name(&name).map_err(io_err)? {
-            let shape = arr.shape().to_vec();
-            let data = match arr.dtype().descr().as_str() {
-                "<f4" => arr.into_vec::<f32>().map_err(io_err)?.into_iter().map(f64::from).collect(),
-                _ => arr.into_vec::<f64>().map_err(io_err)?,
-            };
-            out.insert(name, (data, shape));
-        }
-    }
-    Ok(out)
 }
 
 fn bench_cmd(args: &BenchArgs) -> Result<()> {
