@@ -3,7 +3,8 @@
 #   bash scripts/gpu-check.sh [tests|sanitize|example|criterion|bench-quick|bench-full]...
 # Expects .gpu/ from scripts/gpu-pack.sh (unpacked here) and, for cuDSS, .cudss/libcudss.so.0.gz.
 # Logs and benchmark outputs (one .tgz per benchmark run) go to $OUT (or ./gpu-out).
-#   SUITES=horizon PREC=f64,f32 bash scripts/gpu-check.sh bench-full   runs part of the full sweep.
+#   SUITES=horizon PREC=f64,f32 bash scripts/gpu-check.sh bench-full   runs part of the full sweep;
+#   ARGS="--batches 1024 --block-sizes 32,64" adds bench options, TAG names the output.
 set -u
 source "$(dirname "$0")/gpu-env.sh"
 steps=${*:-tests sanitize example}
@@ -28,8 +29,10 @@ for step in $steps; do
     bench-quick)
       T=500 run $bin bench --out-dir "$OUT/bench-quick" 2>&1 | tee "$OUT/bench-quick.log" | tail -30 ;;
     bench-full)
-      tag=${SUITES:-all}; tag=${tag//,/-}
+      tag=${TAG:-${SUITES:-all}}; tag=${tag//,/-}
       args=(--full --runs ${RUNS:-10} --max-minutes ${MAXMIN:-8} --out-dir "$OUT/bench-full-$tag"); [ -n "${SUITES:-}" ] && args+=(--suites "$SUITES"); [ -n "${PREC:-}" ] && args+=(--precision "$PREC")
+      # shellcheck disable=SC2206  # ARGS is split into options on purpose
+      args+=(${ARGS:-})
       T=${T:-580} run $bin bench "${args[@]}" > "$OUT/bench-full-$tag.log" 2>&1; tail -3 "$OUT/bench-full-$tag.log" ;;
     *) echo "unknown step $step" ;;
   esac

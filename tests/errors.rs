@@ -189,3 +189,16 @@ fn file_errors() {
     std::fs::write(&bad, "not a matrix market file").unwrap();
     assert!(matches!(io::read_mtx::<f64>(&bad, 2), Err(Error::Format { .. })));
 }
+
+#[test]
+fn host_out_of_memory() {
+    // n = 2^23: the n^2 inverse (512 TB) is beyond any host's address space, and the
+    // CPU methods say so instead of aborting.
+    let big = Tridiagonal::<f64>::random_dominant(1 << 23, 1, true, fresh_seed()).unwrap();
+    for method in [Method::Direct, Method::Sequential, Method::Threaded] {
+        match invert(&big, method, true) {
+            Err(Error::HostOutOfMemory { needed }) => assert_eq!(needed, 8 << 46, "{method:?}"),
+            other => panic!("{method:?}: expected HostOutOfMemory, got {:?}", other.map(|_| ())),
+        }
+    }
+}

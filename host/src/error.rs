@@ -108,6 +108,13 @@ pub enum Error {
         free: usize,
     },
 
+    /// Not enough host memory for a result or an input copy.
+    #[error("not enough host memory: need {needed} bytes")]
+    HostOutOfMemory {
+        /// Bytes needed (`usize::MAX` when the count overflows).
+        needed: usize,
+    },
+
     /// No usable CUDA GPU.
     #[error("no CUDA GPU available: {0}")]
     NoGpu(String),
@@ -149,3 +156,17 @@ macro_rules! shape_err {
     ($($arg:tt)*) => { return Err($crate::error::Error::Shape(format!($($arg)*))) };
 }
 pub(crate) use shape_err;
+
+/// `len` copies of `value`, or [`Error::HostOutOfMemory`] where the allocation fails
+/// (instead of the abort of `vec![value; len]`). `len` is `None` when its computation
+/// overflowed.
+pub(crate) fn host_vec<T: Clone>(len: Option<usize>, value: T) -> Result<Vec<T>> {
+    let bytes = len.and_then(|l| l.checked_mul(std::mem::size_of::<T>()));
+    let (Some(len), Some(bytes)) = (len, bytes) else {
+        return Err(Error::HostOutOfMemory { needed: usize::MAX });
+    };
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| Error::HostOutOfMemory { needed: bytes })?;
+    v.resize(len, value);
+    Ok(v)
+}

@@ -8,6 +8,7 @@ use nalgebra::{DMatrix, DVector};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
+use rayon::prelude::*;
 
 fn rng(seed: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed)
@@ -30,25 +31,57 @@ fn random_orthogonal(rng: &mut ChaCha8Rng, n: usize) -> DMatrix<f64> {
     q
 }
 
-fn store<T: Scalar>(a: &mut BlockTridiag<T>, s: usize, diag: &[DMatrix<f64>], sub: &[DMatrix<f64>]) {
-    let (n, ld) = (a.shape().block, a.ld());
-    for (i, d) in diag.iter().enumerate() {
-        let blk = a.diag_block_mut(s, i);
+/// One system's blocks, being filled by a generator.
+struct SystemBlocks<'a, T> {
+    diag: &'a mut [T],
+    sub: &'a mut [T],
+    n: usize,
+    ld: usize,
+}
+
+impl<T: Scalar> SystemBlocks<'_, T> {
+    /// Stores `D_i`, averaging the two triangles so that the block is exactly symmetric.
+    fn set_diag(&mut self, i: usize, d: &DMatrix<f64>) {
+        let (n, ld) = (self.n, self.ld);
+        let blk = &mut self.diag[i * ld * n..(i + 1) * ld * n];
         for c in 0..n {
             for r in 0..n {
-                // Average the two triangles so that the block is exactly symmetric.
                 blk[c * ld + r] = cast(0.5 * (d[(r, c)] + d[(c, r)]));
             }
         }
     }
-    for (i, b) in sub.iter().enumerate() {
-        let blk = a.sub_block_mut(s, i);
+
+    /// Stores `C_i = A[i+1, i]`.
+    fn set_sub(&mut self, i: usize, b: &DMatrix<f64>) {
+        let (n, ld) = (self.n, self.ld);
+        let blk = &mut self.sub[i * ld * n..(i + 1) * ld * n];
         for c in 0..n {
             for r in 0..n {
                 blk[c * ld + r] = cast(b[(r, c)]);
             }
         }
     }
+}
+
+/// A zero batch whose systems `fill` writes in parallel, system `s` from its own random
+/// stream `s` of `seed` (so a system does not depend on the batch size or thread count).
+fn batch_from_systems<T: Scalar>(
+    shape: Shape,
+    seed: u64,
+    fill: impl Fn(&mut ChaCha8Rng, SystemBlocks<'_, T>) + Sync,
+) -> Result<BlockTridiag<T>> {
+    let mut a = BlockTridiag::zeros_padded(shape, shape.block)?;
+    let (n, ld, nb) = (shape.block, a.ld(), shape.nblocks);
+    let (diag, sub) = a.parts_mut();
+    // With N = 1 there are no sub-diagonal blocks: every system gets an empty slice.
+    let subs: Vec<&mut [T]> =
+        if nb > 1 { sub.chunks_mut((nb - 1) * ld * n).collect() } else { (0..shape.batch).map(|_| &mut [][..]).collect() };
+    diag.par_chunks_mut(nb * ld * n).zip(subs).enumerate().for_each(|(s, (diag, sub))| {
+        let mut r = rng(seed);
+        r.set_stream(s as u64);
+        fill(&mut r, SystemBlocks { diag, sub, n, ld });
+    });
+    Ok(a)
 }
 
 /// A well-conditioned random SPD batch (the papers' synthetic set): sub-diagonal entries
@@ -61,20 +94,16 @@ fn store<T: Scalar>(a: &mut BlockTridiag<T>, s: usize, diag: &[DMatrix<f64>], su
 /// ```
 pub fn random_spd<T: Scalar>(batch: usize, nblocks: usize, block: usize, seed: u64) -> Result<BlockTridiag<T>> {
     let shape = Shape::new(batch, nblocks, block)?;
-    let mut a = BlockTridiag::zeros_padded(shape, block)?;
-    let mut r = rng(seed);
     let shift = 3.0 * block as f64 + 1.0;
-    for s in 0..batch {
-        let diag: Vec<_> = (0..nblocks)
-            .map(|_| {
-                let m = uniform_matrix(&mut r, block, block);
-                (&m + m.transpose()) * 0.5 + DMatrix::identity(block, block) * shift
-            })
-            .collect();
-        let sub: Vec<_> = (1..nblocks).map(|_| uniform_matrix(&mut r, block, block)).collect();
-        store(&mut a, s, &diag, &sub);
-    }
-    Ok(a)
+    batch_from_systems(shape, seed, |r, mut blocks| {
+        for i in 0..nblocks {
+            let m = uniform_matrix(r, block, block);
+            blocks.set_diag(i, &((&m + m.transpose()) * 0.5 + DMatrix::identity(block, block) * shift));
+        }
+        for i in 0..nblocks - 1 {
+            blocks.set_sub(i, &uniform_matrix(r, block, block));
+        }
+    })
 }
 
 /// A random SPD batch with 2-norm condition number `kappa >= 1` (exact up to rounding):
@@ -88,36 +117,33 @@ pub fn random_spd_conditioned<T: Scalar>(batch: usize, nblocks: usize, block: us
         shape_err!("condition number must be finite and >= 1, got {kappa}");
     }
     let shape = Shape::new(batch, nblocks, block)?;
-    let mut a = BlockTridiag::zeros_padded(shape, block)?;
-    let mut r = rng(seed);
     let n = block;
     let geom = |lo: f64, hi: f64, k: usize| if n == 1 { hi } else { lo * (hi / lo).powf(k as f64 / (n - 1) as f64) };
-    for s in 0..batch {
-        let q: Vec<DMatrix<f64>> = (0..nblocks).map(|_| random_orthogonal(&mut r, n)).collect();
-        let (diag, sub): (Vec<_>, Vec<_>) = if nblocks == 1 {
-            let u = random_orthogonal(&mut r, n);
+    batch_from_systems(shape, seed, |r, mut blocks| {
+        let u = random_orthogonal(r, n);
+        if nblocks == 1 {
             let d = DMatrix::from_diagonal(&DVector::from_fn(n, |k, _| geom(1.0, kappa, k)));
-            (vec![&u * d * u.transpose()], vec![])
-        } else {
-            let u = random_orthogonal(&mut r, n);
-            let w = &u * DMatrix::from_diagonal(&DVector::from_fn(n, |k, _| geom(1.0, 10.0, k))) * u.transpose();
-            let lap_max = 2.0 + 2.0 * (std::f64::consts::PI / nblocks as f64).cos();
-            let mu = if kappa > 1.0 { lap_max * 10.0 / (kappa - 1.0) } else { 1e300 };
-            let eye = DMatrix::<f64>::identity(n, n);
-            let diag = (0..nblocks)
-                .map(|i| {
-                    let degree = if i == 0 || i + 1 == nblocks { 1.0 } else { 2.0 };
-                    let d = if kappa > 1.0 { &w * degree + &eye * mu } else { eye.clone() };
-                    q[i].transpose() * d * &q[i]
-                })
-                .collect();
-            let sub =
-                (0..nblocks - 1).map(|i| if kappa > 1.0 { -(q[i + 1].transpose() * &w * &q[i]) } else { DMatrix::zeros(n, n) }).collect();
-            (diag, sub)
-        };
-        store(&mut a, s, &diag, &sub);
-    }
-    Ok(a)
+            blocks.set_diag(0, &(&u * d * u.transpose()));
+            return;
+        }
+        let w = &u * DMatrix::from_diagonal(&DVector::from_fn(n, |k, _| geom(1.0, 10.0, k))) * u.transpose();
+        let lap_max = 2.0 + 2.0 * (std::f64::consts::PI / nblocks as f64).cos();
+        let mu = if kappa > 1.0 { lap_max * 10.0 / (kappa - 1.0) } else { 1e300 };
+        let eye = DMatrix::<f64>::identity(n, n);
+        // Q_i is drawn as block i is reached; C_{i-1} needs Q_i and Q_{i-1}.
+        let mut previous: Option<DMatrix<f64>> = None;
+        for i in 0..nblocks {
+            let q = random_orthogonal(r, n);
+            let degree = if i == 0 || i + 1 == nblocks { 1.0 } else { 2.0 };
+            let d = if kappa > 1.0 { &w * degree + &eye * mu } else { eye.clone() };
+            blocks.set_diag(i, &(q.transpose() * d * &q));
+            if let Some(p) = &previous {
+                let c = if kappa > 1.0 { -(q.transpose() * &w * p) } else { DMatrix::zeros(n, n) };
+                blocks.set_sub(i - 1, &c);
+            }
+            previous = Some(q);
+        }
+    })
 }
 
 /// Random right-hand sides with entries uniform in `(-1, 1)`.
@@ -162,13 +188,17 @@ impl KalmanModel {
             shape_err!("Q and R must be symmetric positive definite");
         };
         let shape = Shape::new(1, nb, n)?;
-        let mut a = BlockTridiag::zeros_padded(shape, n)?;
         let hrh = self.h.transpose() * &ri * &self.h;
         let gqg = self.g.transpose() * &qi * &self.g;
         let coupling = -(&qi * &self.g);
-        let diag: Vec<_> = (0..nb).map(|k| if k + 1 < nb { &qi + &gqg + &hrh } else { &qi + &hrh }).collect();
-        let sub = vec![coupling; nb.saturating_sub(1)];
-        store(&mut a, 0, &diag, &sub);
+        let a = batch_from_systems(shape, 0, |_, mut blocks| {
+            for k in 0..nb {
+                blocks.set_diag(k, &(if k + 1 < nb { &qi + &gqg + &hrh } else { &qi + &hrh }));
+            }
+            for k in 0..nb.saturating_sub(1) {
+                blocks.set_sub(k, &coupling);
+            }
+        })?;
         let mut b = BlockVec::zeros(shape, 1)?;
         let prior = &qi * &self.g * &self.x0;
         for (k, zk) in z.iter().enumerate() {

@@ -1,7 +1,7 @@
 //! Problem types: [`BlockTridiag`] (a batch of SPD block-tridiagonal matrices of one
 //! shape) and [`BlockVec`] (right-hand sides or solutions, `k` columns).
 
-use crate::error::{Error, Result, shape_err};
+use crate::error::{Error, Result, host_vec, shape_err};
 use crate::scalar::{Scalar, wide};
 use nalgebra::DMatrix;
 use nalgebra_sparse::{CooMatrix, CsrMatrix};
@@ -94,12 +94,12 @@ impl<T: Scalar> BlockTridiag<T> {
         if ld < shape.block {
             shape_err!("leading dimension {ld} is smaller than the block size {}", shape.block);
         }
-        let blk = ld * shape.block;
+        let blocks = |count: usize| shape.batch.checked_mul(count)?.checked_mul(ld)?.checked_mul(shape.block);
         Ok(BlockTridiag {
             shape,
             ld,
-            diag: vec![T::zero(); shape.batch * shape.nblocks * blk],
-            sub: vec![T::zero(); shape.batch * (shape.nblocks - 1) * blk],
+            diag: host_vec(blocks(shape.nblocks), T::zero())?,
+            sub: host_vec(blocks(shape.nblocks - 1), T::zero())?,
         })
     }
 
@@ -139,6 +139,10 @@ impl<T: Scalar> BlockTridiag<T> {
     /// All sub-diagonal blocks, mutable.
     pub fn sub_mut(&mut self) -> &mut [T] {
         &mut self.sub
+    }
+    /// The diagonal and the sub-diagonal blocks, both mutable (to fill them together).
+    pub(crate) fn parts_mut(&mut self) -> (&mut [T], &mut [T]) {
+        (&mut self.diag, &mut self.sub)
     }
     /// Elements per block (`ld * n`).
     pub fn block_len(&self) -> usize {
@@ -536,7 +540,8 @@ impl<T: Scalar> BlockVec<T> {
         if ncols == 0 {
             shape_err!("a right-hand side needs at least one column");
         }
-        Ok(BlockVec { shape, ncols, data: vec![T::zero(); shape.batch * shape.dim() * ncols] })
+        let len = shape.batch.checked_mul(shape.dim()).and_then(|l| l.checked_mul(ncols));
+        Ok(BlockVec { shape, ncols, data: host_vec(len, T::zero())? })
     }
 
     /// Takes ownership of `data` (`S * N n * k` values, layout in the type docs).

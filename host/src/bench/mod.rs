@@ -121,6 +121,29 @@ pub struct Config {
     /// Level-kernel family of this project's GPU solver (a non-default family is named
     /// in the method, e.g. `blocktri-gpu-panel`).
     pub kernels: crate::cuda::KernelFamily,
+    /// Sizes that replace the suites' own lists (`None`: the suite's list).
+    pub sizes: Sizes,
+}
+
+/// Size lists given on the command line; each replaces the matching list of the suites
+/// that vary it. The FP64 sweep keeps `N n = 262144` (its `N` follows `n`); the batch
+/// sweep's `N = 64, n = 16` are replaced too when given.
+#[derive(Clone, Debug, Default)]
+pub struct Sizes {
+    /// Systems per batch `S` (horizon, batch).
+    pub batches: Option<Vec<usize>>,
+    /// Numbers of blocks `N` (horizon, batch).
+    pub nblocks: Option<Vec<usize>>,
+    /// Block sizes `n` (horizon, batch, fp64-sweep).
+    pub blocks: Option<Vec<usize>>,
+    /// Orders of the tridiagonal inverse (tridiag).
+    pub tridiag: Option<Vec<usize>>,
+}
+
+impl Sizes {
+    fn pick<'a>(given: &'a Option<Vec<usize>>, default: &'a [usize]) -> &'a [usize] {
+        given.as_deref().unwrap_or(default)
+    }
 }
 
 impl Config {
@@ -137,6 +160,7 @@ impl Config {
             cudss: None,
             time_limit_s: None,
             kernels: crate::cuda::KernelFamily::Auto,
+            sizes: Sizes::default(),
         }
     }
 
@@ -159,20 +183,32 @@ impl Config {
     }
 
     /// The block-tridiagonal configurations `(suite, S, N, n)` to run.
+    ///
+    /// ```
+    /// use blocktri::bench::Config;
+    /// let mut config = Config::full();
+    /// config.suites = vec!["horizon".into()];
+    /// config.sizes.batches = Some(vec![1024]);
+    /// config.sizes.blocks = Some(vec![32, 64]);
+    /// let configs = config.configurations();
+    /// assert_eq!(configs.len(), 2 * 4); // n in {32, 64} x the horizon's four N
+    /// assert!(configs.iter().all(|(_, s, _, n)| *s == 1024 && (*n == 32 || *n == 64)));
+    /// ```
     pub fn configurations(&self) -> Vec<(String, usize, usize, usize)> {
         let mut out = Vec::new();
         let q = self.quick;
+        let z = &self.sizes;
         for suite in &self.suites {
             match suite.as_str() {
                 "fp64-sweep" => {
                     // The second paper's Table 4.1: N n = 262144.
-                    let ns: &[usize] = if q { &[32, 64] } else { &[32, 64, 128, 256, 512, 1024] };
-                    out.extend(ns.iter().map(|&n| (suite.clone(), 1, 262_144 / n, n)));
+                    let ns = Sizes::pick(&z.blocks, if q { &[32, 64] } else { &[32, 64, 128, 256, 512, 1024] });
+                    out.extend(ns.iter().map(|&n| (suite.clone(), 1, (262_144 / n).max(1), n)));
                 }
                 "horizon" => {
-                    let ns: &[usize] = if q { &[16, 32] } else { &[8, 16, 32, 64] };
-                    let nbs: &[usize] = if q { &[64, 4096] } else { &[64, 512, 4096, 16384] };
-                    let batches: &[usize] = if q { &[1] } else { &[1, 1024] };
+                    let ns = Sizes::pick(&z.blocks, if q { &[16, 32] } else { &[8, 16, 32, 64] });
+                    let nbs = Sizes::pick(&z.nblocks, if q { &[64, 4096] } else { &[64, 512, 4096, 16384] });
+                    let batches = Sizes::pick(&z.batches, if q { &[1] } else { &[1, 1024] });
                     for &s in batches {
                         for &n in ns {
                             out.extend(nbs.iter().map(|&nb| (suite.clone(), s, nb, n)));
@@ -180,8 +216,12 @@ impl Config {
                     }
                 }
                 "batch" => {
-                    let ss: &[usize] = if q { &[1, 256] } else { &[1, 4, 16, 64, 256, 1024, 4096] };
-                    out.extend(ss.iter().map(|&s| (suite.clone(), s, 64, 16)));
+                    let ss = Sizes::pick(&z.batches, if q { &[1, 256] } else { &[1, 4, 16, 64, 256, 1024, 4096] });
+                    for &n in Sizes::pick(&z.blocks, &[16]) {
+                        for &nb in Sizes::pick(&z.nblocks, &[64]) {
+                            out.extend(ss.iter().map(|&s| (suite.clone(), s, nb, n)));
+                        }
+                    }
                 }
                 _ => {}
             }

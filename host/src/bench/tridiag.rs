@@ -15,19 +15,19 @@ use std::sync::Arc;
 /// Rows of every method and size.
 pub fn bench<T: Scalar>(config: &Config, gpu: Option<&Arc<Gpu>>, peaks: &Peaks) -> Result<Vec<Row>> {
     let max_pow = if config.quick { 12 } else { 16 };
+    let default: Vec<usize> = (10..=max_pow).map(|p| 1usize << p).collect();
     let mut rows = Vec::new();
-    for p in 10..=max_pow {
-        let n = 1usize << p;
+    for &n in config.sizes.tridiag.as_deref().unwrap_or(&default) {
         let bytes = n * n * T::BYTES;
         let cfg = (1, 1, n, 0);
         let row = |method: &str| Row::new("tridiag", method, T::PRECISION, cfg, "inverse");
-        let t = Tridiagonal::<T>::random_dominant(n, 1, false, 1000 + p as u64)?;
+        let t = Tridiagonal::<T>::random_dominant(n, 1, false, 1000 + n as u64)?;
         let check = n <= 1 << 14;
         if let Some(g) = gpu {
             let free = g.free_memory()?;
             if GpuTridiagInverse::required_memory::<T>(n, 1) > free * 9 / 10 {
                 rows.push(row("gpu-fused").skipped(format!("n^2 output needs {:.1} GB", bytes as f64 / 1e9)));
-                break;
+                continue;
             }
             let mut inv = GpuTridiagInverse::with_gpu(g.clone())?;
             for (name, stagewise) in [("gpu-fused", false), ("gpu-stagewise", true)] {

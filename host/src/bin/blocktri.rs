@@ -178,6 +178,18 @@ struct BenchArgs {
     /// Level-kernel family of blocktri-gpu (auto, generic, rows, panel).
     #[arg(long, default_value = "auto")]
     kernels: String,
+    /// Systems per batch S, comma-separated: replaces the horizon and batch sweeps' lists.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+    batches: Vec<u32>,
+    /// Numbers of blocks N: replaces the horizon and batch sweeps' lists.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+    nblocks: Vec<u32>,
+    /// Block sizes n: replaces the horizon, batch and FP64 sweeps' lists (the FP64 sweep keeps N n = 262144).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+    block_sizes: Vec<u32>,
+    /// Orders of the tridiagonal inverse: replaces the tridiag sweep's list.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+    tridiag_sizes: Vec<u32>,
 }
 
 fn parse_precision(s: &str) -> Result<Precision> {
@@ -363,6 +375,13 @@ fn bench_cmd(args: &BenchArgs) -> Result<()> {
     config.cudss = args.cudss.clone();
     config.kernels = parse_family(&args.kernels)?;
     config.time_limit_s = args.max_minutes.map(|m| m * 60.0);
+    let list = |v: &[u32]| (!v.is_empty()).then(|| v.iter().map(|&x| x as usize).collect());
+    config.sizes = bench::Sizes {
+        batches: list(&args.batches),
+        nblocks: list(&args.nblocks),
+        blocks: list(&args.block_sizes),
+        tridiag: list(&args.tridiag_sizes),
+    };
     let bar = indicatif::ProgressBar::new(1);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),

@@ -83,7 +83,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     where
         T: Default + Clone,
     {
-        let mut v = vec![T::default(); self.len()];
+        let mut v = crate::error::host_vec(Some(self.len()), T::default())?;
         self.copy_to_host(&mut v)?;
         Ok(v)
     }
