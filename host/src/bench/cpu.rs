@@ -3,7 +3,7 @@
 //! CHOLMOD-class general sparse baseline) on the same matrix in CSC form.
 
 use super::timing::time_cpu;
-use super::{Config, Row};
+use super::{Config, Emit, Problem, Row};
 use crate::cpu::{SequentialCholesky, ThreadedCholesky};
 use crate::error::{Error, Result};
 use crate::matrix::{BlockTridiag, BlockVec};
@@ -14,8 +14,6 @@ use faer::linalg::solvers::SolveCore;
 use faer::sparse::linalg::solvers::{Llt, SymbolicLlt};
 use faer::sparse::{SparseColMat, Triplet};
 use faer::{Conj, Side};
-
-type Problem<'a, T> = &'a dyn Fn(usize) -> Result<(BlockTridiag<T>, BlockVec<T>)>;
 
 fn measure_dense<T: Scalar, F: Factorization<T>>(
     config: &Config,
@@ -36,10 +34,15 @@ fn measure_dense<T: Scalar, F: Factorization<T>>(
 }
 
 /// Rows of the CPU methods for one configuration (skipped beyond the flop budget).
-pub fn bench<T: Scalar>(config: &Config, suite: &str, cfg: (usize, usize, usize, usize), problem: Problem<'_, T>) -> Result<Vec<Row>> {
+pub fn bench<T: Scalar>(
+    config: &Config,
+    suite: &str,
+    cfg: (usize, usize, usize, usize),
+    problem: Problem<'_, T>,
+    emit: Emit<'_>,
+) -> Result<()> {
     let (s, nb, n, _) = cfg;
     let seq_flops = (s * nb) as f64 * (7.0 / 3.0) * (n as f64).powi(3);
-    let (a, b) = problem(0)?;
     let mut rows = Vec::new();
     // A row maker for method `name`, or None when it is not selected or over its budget.
     type RowMaker = Box<dyn Fn(&str) -> Row>;
@@ -60,16 +63,21 @@ pub fn bench<T: Scalar>(config: &Config, suite: &str, cfg: (usize, usize, usize,
     let seq = cpu("cpu-sequential", 1.0);
     let thr = cpu("cpu-threaded", 0.5);
     let sparse = cpu("faer-sparse", 1.0);
+    emit(rows);
+    if seq.is_none() && thr.is_none() && sparse.is_none() {
+        return Ok(()); // Nothing to run: do not generate the problem (it may not fit).
+    }
+    let (a, b) = problem(0)?;
     if let Some(row) = seq {
-        rows.extend(measure_dense(config, row, SequentialCholesky::<T>::new(), &a, &b, seq_flops)?);
+        emit(measure_dense(config, row, SequentialCholesky::<T>::new(), &a, &b, seq_flops)?);
     }
     if let Some(row) = thr {
-        rows.extend(measure_dense(config, row, ThreadedCholesky::<T>::new(), &a, &b, seq_flops)?);
+        emit(measure_dense(config, row, ThreadedCholesky::<T>::new(), &a, &b, seq_flops)?);
     }
     if let Some(row) = sparse {
-        rows.extend(bench_faer_sparse(config, row, &a, &b, seq_flops)?);
+        emit(bench_faer_sparse(config, row, &a, &b, seq_flops)?);
     }
-    Ok(rows)
+    Ok(())
 }
 
 fn csc<T: Scalar>(a: &BlockTridiag<T>, s: usize) -> Result<SparseColMat<usize, T>> {

@@ -245,8 +245,59 @@ pub struct Report {
     pub date: String,
 }
 
-/// Runs the configured sweeps; `progress` is called with a message after every step.
-pub fn run(config: &Config, mut progress: impl FnMut(&str, usize, usize)) -> Result<Report> {
+/// A problem generator of a configuration: copy `i` (different values per copy).
+pub(crate) type Problem<'a, T> = &'a dyn Fn(usize) -> Result<(crate::BlockTridiag<T>, crate::BlockVec<T>)>;
+
+/// Where measured rows go as soon as a method finishes.
+pub(crate) type Emit<'a> = &'a mut dyn FnMut(Vec<Row>);
+
+/// What [`run`] reports while it runs.
+#[derive(Debug)]
+pub enum Progress<'a> {
+    /// The device and its measured peaks (zero without a GPU), before the first step.
+    Device(&'a peaks::Peaks),
+    /// Configuration `step` of `total` starts.
+    Started {
+        /// The configuration, e.g. `horizon f64 S=1 N=64 n=16`.
+        what: &'a str,
+        /// 1-based index.
+        step: usize,
+        /// Number of configurations.
+        total: usize,
+    },
+    /// A method finished: its rows (also part of the final report).
+    Rows(&'a [Row]),
+}
+
+/// Collects rows and forwards every event to the caller's callback.
+struct Collector<F> {
+    rows: Vec<Row>,
+    progress: F,
+}
+
+impl<F: FnMut(Progress<'_>)> Collector<F> {
+    fn emit(&mut self, rows: Vec<Row>) {
+        if !rows.is_empty() {
+            (self.progress)(Progress::Rows(&rows));
+            self.rows.extend(rows);
+        }
+    }
+}
+
+/// Runs the configured sweeps; `progress` hears when each configuration starts and gets
+/// each method's rows as soon as they are measured (so a run cut short still shows them).
+///
+/// ```no_run
+/// use blocktri::bench::{Config, Progress, run};
+/// let report = run(&Config::quick(), |p| {
+///     if let Progress::Started { what, step, total } = p {
+///         eprintln!("[{step}/{total}] {what}");
+///     }
+/// })?;
+/// println!("{} rows", report.rows.len());
+/// # Ok::<(), blocktri::Error>(())
+/// ```
+pub fn run(config: &Config, progress: impl FnMut(Progress<'_>)) -> Result<Report> {
     let gpu = crate::cuda::Gpu::shared();
     let mut notes = Vec::new();
     let peaks = match &gpu {
@@ -256,7 +307,8 @@ pub fn run(config: &Config, mut progress: impl FnMut(&str, usize, usize)) -> Res
             peaks::Peaks::default()
         }
     };
-    let mut rows = Vec::new();
+    let mut out = Collector { rows: Vec::new(), progress };
+    (out.progress)(Progress::Device(&peaks));
     let configs = config.configurations();
     let kalman = config.suites.iter().any(|s| s == "kalman");
     let tri = config.suites.iter().any(|s| s == "tridiag");
@@ -277,15 +329,12 @@ pub fn run(config: &Config, mut progress: impl FnMut(&str, usize, usize)) -> Res
                 break 'sweeps;
             }
             step += 1;
-            progress(&format!("{suite} {precision} S={s} N={nb} n={n}"), step, total);
+            (out.progress)(Progress::Started { what: &format!("{suite} {precision} S={s} N={nb} n={n}"), step, total });
             let cfg = (*s, *nb, *n, 1);
+            let (g, emit) = (gpu.as_ref().ok(), &mut |r| out.emit(r));
             match precision {
-                Precision::F64 => {
-                    rows.extend(bench_block_tridiag::<f64>(config, suite, cfg, gpu.as_ref().ok(), &peaks, &mut vendor_state)?)
-                }
-                Precision::F32 => {
-                    rows.extend(bench_block_tridiag::<f32>(config, suite, cfg, gpu.as_ref().ok(), &peaks, &mut vendor_state)?)
-                }
+                Precision::F64 => bench_block_tridiag::<f64>(config, suite, cfg, g, &peaks, &mut vendor_state, emit)?,
+                Precision::F32 => bench_block_tridiag::<f32>(config, suite, cfg, g, &peaks, &mut vendor_state, emit)?,
             }
         }
         if tri {
@@ -293,20 +342,21 @@ pub fn run(config: &Config, mut progress: impl FnMut(&str, usize, usize)) -> Res
                 break 'sweeps;
             }
             step += 1;
-            progress(&format!("tridiag {precision}"), step, total);
+            (out.progress)(Progress::Started { what: &format!("tridiag {precision}"), step, total });
+            let (g, emit) = (gpu.as_ref().ok(), &mut |r| out.emit(r));
             match precision {
-                Precision::F64 => rows.extend(tridiag::bench::<f64>(config, gpu.as_ref().ok(), &peaks)?),
-                Precision::F32 => rows.extend(tridiag::bench::<f32>(config, gpu.as_ref().ok(), &peaks)?),
+                Precision::F64 => tridiag::bench::<f64>(config, g, &peaks, emit)?,
+                Precision::F32 => tridiag::bench::<f32>(config, g, &peaks, emit)?,
             }
         }
     }
     if kalman && !out_of_time(&mut notes, "kalman") {
         step += 1;
-        progress("kalman", step, total);
-        rows.extend(bench_kalman(config, gpu.as_ref().ok(), &peaks, &mut vendor_state)?);
+        (out.progress)(Progress::Started { what: "kalman", step, total });
+        bench_kalman(config, gpu.as_ref().ok(), &peaks, &mut vendor_state, &mut |r| out.emit(r))?;
     }
     notes.extend(vendor_state.notes());
-    Ok(Report { peaks, rows, notes, command: std::env::args().collect::<Vec<_>>().join(" "), date: report::utc_date() })
+    Ok(Report { peaks, rows: out.rows, notes, command: std::env::args().collect::<Vec<_>>().join(" "), date: report::utc_date() })
 }
 
 /// All methods on one block-tridiagonal configuration.
@@ -317,7 +367,8 @@ fn bench_block_tridiag<T: vendor::VendorScalar>(
     gpu: Option<&std::sync::Arc<crate::cuda::Gpu>>,
     peaks: &peaks::Peaks,
     vendor_state: &mut vendor::Peers,
-) -> Result<Vec<Row>> {
+    emit: Emit<'_>,
+) -> Result<()> {
     let (s, nb, n, k) = cfg;
     let shape = crate::Shape::new(s, nb, n)?;
     let seed = (s * 1_000_003 + nb * 1009 + n) as u64;
@@ -326,15 +377,13 @@ fn bench_block_tridiag<T: vendor::VendorScalar>(
         let b = crate::generate::random_rhs::<T>(shape, k, seed + 7919 + i as u64)?;
         Ok((a, b))
     };
-    let mut rows = Vec::new();
     if let Some(g) = gpu {
         if config.wants("blocktri-gpu") {
-            rows.extend(ours::bench::<T>(config, suite, cfg, g, peaks, &problem)?);
+            emit(ours::bench::<T>(config, suite, cfg, g, peaks, &problem)?);
         }
-        rows.extend(vendor_state.bench::<T>(config, suite, cfg, g, peaks, &problem)?);
+        vendor_state.bench::<T>(config, suite, cfg, g, peaks, &problem, emit)?;
     }
-    rows.extend(cpu::bench::<T>(config, suite, cfg, &problem)?);
-    Ok(rows)
+    cpu::bench::<T>(config, suite, cfg, &problem, emit)
 }
 
 /// The Kalman-smoothing system (second paper, section 4.3) at sizes the fused kernels
@@ -344,18 +393,17 @@ fn bench_kalman(
     gpu: Option<&std::sync::Arc<crate::cuda::Gpu>>,
     peaks: &peaks::Peaks,
     vendor_state: &mut vendor::Peers,
-) -> Result<Vec<Row>> {
+    emit: Emit<'_>,
+) -> Result<()> {
     let (n, m, nb) = (64, 256, 1000);
     let (a, b, _) = crate::generate::kalman_problem::<f64>(n, m, nb, 11)?;
     let problem = |_: usize| Ok((a.clone(), b.clone()));
     let cfg = (1, nb, n, 1);
-    let mut rows = Vec::new();
     if let Some(g) = gpu {
         if config.wants("blocktri-gpu") {
-            rows.extend(ours::bench::<f64>(config, "kalman", cfg, g, peaks, &problem)?);
+            emit(ours::bench::<f64>(config, "kalman", cfg, g, peaks, &problem)?);
         }
-        rows.extend(vendor_state.bench::<f64>(config, "kalman", cfg, g, peaks, &problem)?);
+        vendor_state.bench::<f64>(config, "kalman", cfg, g, peaks, &problem, emit)?;
     }
-    rows.extend(cpu::bench::<f64>(config, "kalman", cfg, &problem)?);
-    Ok(rows)
+    cpu::bench::<f64>(config, "kalman", cfg, &problem, emit)
 }

@@ -3,7 +3,7 @@
 
 use super::peaks::Peaks;
 use super::timing::time_gpu;
-use super::{Config, Row};
+use super::{Config, Problem, Row};
 use crate::cuda::{Gpu, GpuCholesky, GpuOptions, KernelFamily};
 use crate::error::{Error, Result};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
@@ -22,8 +22,6 @@ pub fn solve_cost(plan: &Plan, shape: Shape, k: usize, elem: usize) -> (f64, f64
     let factor_blocks = (3 * shape.nblocks * shape.block * shape.block * shape.batch) as f64;
     (plan.solve_flops(k), (factor_blocks + 2.0 * (shape.batch * shape.dim() * k) as f64) * elem as f64)
 }
-
-type Problem<'a, T> = &'a dyn Fn(usize) -> Result<(BlockTridiag<T>, BlockVec<T>)>;
 
 /// Rows `factor`, `solve`, `factor+solve` (and `factor+transfer`) for one configuration.
 pub fn bench<T: Scalar>(

@@ -1,6 +1,7 @@
 //! Presenting a [`Report`]: terminal table, CSV, JSON, SVG plots and the Markdown that
 //! goes into `BENCHMARKS.md`.
 
+use super::peaks::Peaks;
 use super::{Report, Row};
 use crate::error::{Error, Result};
 use plotters::prelude::*;
@@ -65,42 +66,55 @@ pub fn flag_residuals(rows: &mut [Row]) {
     }
 }
 
-/// A plain-text table of the rows.
+/// A plain-text table of the rows: [`table_header`], one [`table_row`] per row, the notes.
 pub fn table(report: &Report) -> String {
-    let mut s = String::new();
-    let p = &report.peaks;
-    let _ = writeln!(
-        s,
-        "device: {} ({} SMs, PTX {}) | copy {:.0} GB/s, write {:.0} GB/s, FP64 gemm {:.1} TFLOP/s, FP32 gemm {:.1} TFLOP/s",
-        p.device, p.multiprocessors, p.ptx_arch, p.copy_gbs, p.write_gbs, p.fp64_tflops, p.fp32_tflops
-    );
-    let _ = writeln!(
-        s,
-        "{:<10} {:<4} {:>5} {:>6} {:>5} {:<15} {:<16} {:>10} {:>10} {:>9} {:>8}  note",
-        "suite", "prec", "S", "N", "n", "method", "phase", "median ms", "min ms", "residual", "floor"
-    );
+    let mut s = table_header(&report.peaks);
     for r in &report.rows {
-        let _ = writeln!(
-            s,
-            "{:<10} {:<4} {:>5} {:>6} {:>5} {:<15} {:<16} {:>10} {:>10} {:>9} {:>8}  {}",
-            r.suite,
-            r.precision,
-            r.batch,
-            r.nblocks,
-            r.block,
-            r.method,
-            r.phase,
-            fmt_ms(r.time.median_ms),
-            fmt_ms(r.time.min_ms),
-            fmt_opt_e(r.residual),
-            fmt_frac(r.fraction_of_floor),
-            r.note
-        );
+        s += &table_row(r);
     }
     for n in &report.notes {
         let _ = writeln!(s, "note: {n}");
     }
     s
+}
+
+/// The device line (measured peaks) and the column titles of [`table`].
+pub fn table_header(p: &Peaks) -> String {
+    let mut s = String::new();
+    if p.multiprocessors == 0 {
+        let _ = writeln!(s, "device: no GPU (CPU methods only)");
+    } else {
+        let _ = writeln!(
+            s,
+            "device: {} ({} SMs, PTX {}) | copy {:.0} GB/s, write {:.0} GB/s, FP64 gemm {:.1} TFLOP/s, FP32 gemm {:.1} TFLOP/s",
+            p.device, p.multiprocessors, p.ptx_arch, p.copy_gbs, p.write_gbs, p.fp64_tflops, p.fp32_tflops
+        );
+    }
+    let _ = writeln!(
+        s,
+        "{:<10} {:<4} {:>5} {:>6} {:>5} {:<15} {:<16} {:>10} {:>10} {:>9} {:>8}  note",
+        "suite", "prec", "S", "N", "n", "method", "phase", "median ms", "min ms", "residual", "floor"
+    );
+    s
+}
+
+/// One line of [`table`].
+pub fn table_row(r: &Row) -> String {
+    format!(
+        "{:<10} {:<4} {:>5} {:>6} {:>5} {:<15} {:<16} {:>10} {:>10} {:>9} {:>8}  {}\n",
+        r.suite,
+        r.precision,
+        r.batch,
+        r.nblocks,
+        r.block,
+        r.method,
+        r.phase,
+        fmt_ms(r.time.median_ms),
+        fmt_ms(r.time.min_ms),
+        fmt_opt_e(r.residual),
+        fmt_frac(r.fraction_of_floor),
+        r.note
+    )
 }
 
 /// Writes `rows.csv`, `report.json`, the plots and `report.md` into `dir`.

@@ -5,7 +5,7 @@
 
 use super::peaks::Peaks;
 use super::timing::{Repeat, time_cpu, time_gpu};
-use super::{Config, Row};
+use super::{Config, Emit, Row};
 use crate::cuda::{Gpu, GpuTridiagInverse};
 use crate::error::Result;
 use crate::scalar::Scalar;
@@ -13,11 +13,11 @@ use crate::tridiag::{Method, Tridiagonal, inverse_error, invert};
 use std::sync::Arc;
 
 /// Rows of every method and size.
-pub fn bench<T: Scalar>(config: &Config, gpu: Option<&Arc<Gpu>>, peaks: &Peaks) -> Result<Vec<Row>> {
+pub fn bench<T: Scalar>(config: &Config, gpu: Option<&Arc<Gpu>>, peaks: &Peaks, emit: Emit<'_>) -> Result<()> {
     let max_pow = if config.quick { 12 } else { 16 };
     let default: Vec<usize> = (10..=max_pow).map(|p| 1usize << p).collect();
-    let mut rows = Vec::new();
     for &n in config.sizes.tridiag.as_deref().unwrap_or(&default) {
+        let mut rows = Vec::new();
         let bytes = n * n * T::BYTES;
         let cfg = (1, 1, n, 0);
         let row = |method: &str| Row::new("tridiag", method, T::PRECISION, cfg, "inverse");
@@ -26,7 +26,7 @@ pub fn bench<T: Scalar>(config: &Config, gpu: Option<&Arc<Gpu>>, peaks: &Peaks) 
         if let Some(g) = gpu {
             let free = g.free_memory()?;
             if GpuTridiagInverse::required_memory::<T>(n, 1) > free * 9 / 10 {
-                rows.push(row("gpu-fused").skipped(format!("n^2 output needs {:.1} GB", bytes as f64 / 1e9)));
+                emit(vec![row("gpu-fused").skipped(format!("n^2 output needs {:.1} GB", bytes as f64 / 1e9))]);
                 continue;
             }
             let mut inv = GpuTridiagInverse::with_gpu(g.clone())?;
@@ -76,6 +76,7 @@ pub fn bench<T: Scalar>(config: &Config, gpu: Option<&Arc<Gpu>>, peaks: &Peaks) 
             }
             rows.push(r);
         }
+        emit(rows);
     }
-    Ok(rows)
+    Ok(())
 }

@@ -386,14 +386,37 @@ fn bench_cmd(args: &BenchArgs) -> Result<()> {
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let mut report = bench::run(&config, |msg, step, total| {
-        bar.set_length(total as u64);
-        bar.set_position(step as u64);
-        bar.set_message(msg.to_string());
+    let started = Instant::now();
+    // Rows are printed as they are measured (a run cut short still shows them); the
+    // residual flags need every method of a configuration, so they follow at the end.
+    let mut report = bench::run(&config, |event| match event {
+        bench::Progress::Device(peaks) => bar.suspend(|| print!("{}", report::table_header(peaks))),
+        bench::Progress::Started { what, step, total } => {
+            bar.set_length(total as u64);
+            bar.set_position(step as u64);
+            bar.set_message(what.to_string());
+            // Without a terminal (a log file) the bar is hidden: say where the run is.
+            if bar.is_hidden() {
+                eprintln!("[{:7.1} s] {step}/{total} {what}", started.elapsed().as_secs_f64());
+            }
+        }
+        bench::Progress::Rows(rows) => {
+            bar.suspend(|| rows.iter().for_each(|r| print!("{}", report::table_row(r))));
+            if let (true, Some(r)) = (bar.is_hidden(), rows.first()) {
+                eprintln!("[{:7.1} s] {} done", started.elapsed().as_secs_f64(), r.method);
+            }
+        }
     })?;
     bar.finish_and_clear();
     report::flag_residuals(&mut report.rows);
-    print!("{}", report::table(&report));
+    let flagged: Vec<_> = report.rows.iter().filter(|r| r.note.contains("FLAGGED")).collect();
+    if !flagged.is_empty() {
+        println!("residuals more than 100x off the best of their configuration:");
+        flagged.iter().for_each(|r| print!("{}", report::table_row(r)));
+    }
+    for n in &report.notes {
+        println!("note: {n}");
+    }
     for f in report::write_all(&report, &args.out_dir)? {
         println!("wrote {f}");
     }

@@ -7,11 +7,12 @@ pub mod cudss;
 #[cfg(feature = "peers")]
 pub mod schur;
 
+#[cfg(feature = "peers")]
+use super::Row;
 use super::peaks::Peaks;
-use super::{Config, Row};
+use super::{Config, Emit, Problem};
 use crate::cuda::Gpu;
 use crate::error::Result;
-use crate::matrix::{BlockTridiag, BlockVec};
 use crate::scalar::Scalar;
 use std::sync::Arc;
 
@@ -232,8 +233,6 @@ macro_rules! vendor_scalar {
 vendor_scalar!(f64, 1, cublasDgemm_v2, cublasDgemmBatched, cublasDtrsmBatched, cusolverDnDpotrfBatched);
 vendor_scalar!(f32, 0, cublasSgemm_v2, cublasSgemmBatched, cublasStrsmBatched, cusolverDnSpotrfBatched);
 
-type Problem<'a, T> = &'a dyn Fn(usize) -> Result<(BlockTridiag<T>, BlockVec<T>)>;
-
 /// The vendor peers available in this process.
 pub struct Peers {
     #[cfg(feature = "peers")]
@@ -288,31 +287,32 @@ impl Peers {
         gpu: &Arc<Gpu>,
         peaks: &Peaks,
         problem: Problem<'_, T>,
-    ) -> Result<Vec<Row>> {
-        #[allow(unused_mut)]
-        let mut rows = Vec::new();
+        emit: Emit<'_>,
+    ) -> Result<()> {
         #[cfg(feature = "peers")]
         {
             if self.blas_ok {
                 for (name, segment) in [("vendor-schur", Some(2usize)), ("vendor-seq", None)] {
                     if config.wants(name) {
-                        match schur::bench::<T>(config, suite, name, segment, cfg, gpu, peaks, problem) {
-                            Ok(r) => rows.extend(r),
-                            Err(e) => rows.push(Row::new(suite, name, T::PRECISION, cfg, "factor").skipped(format!("failed: {e}"))),
-                        }
+                        emit(match schur::bench::<T>(config, suite, name, segment, cfg, gpu, peaks, problem) {
+                            Ok(r) => r,
+                            Err(e) => vec![Row::new(suite, name, T::PRECISION, cfg, "factor").skipped(format!("failed: {e}"))],
+                        });
                     }
                 }
             }
             if config.wants("cudss") {
-                match &self.cudss {
+                emit(match &self.cudss {
                     Some(lib) => match cudss::bench::<T>(lib, config, suite, cfg, gpu, peaks, problem) {
-                        Ok(r) => rows.extend(r),
-                        Err(e) => rows.push(Row::new(suite, "cudss", T::PRECISION, cfg, "factor").skipped(format!("failed: {e}"))),
+                        Ok(r) => r,
+                        Err(e) => vec![Row::new(suite, "cudss", T::PRECISION, cfg, "factor").skipped(format!("failed: {e}"))],
                     },
-                    None => rows.push(Row::new(suite, "cudss", T::PRECISION, cfg, "factor").skipped("libcudss.so.0 not found")),
-                }
+                    None => vec![Row::new(suite, "cudss", T::PRECISION, cfg, "factor").skipped("libcudss.so.0 not found")],
+                });
             }
         }
-        Ok(rows)
+        #[cfg(not(feature = "peers"))]
+        let _ = (config, suite, cfg, gpu, peaks, problem, emit);
+        Ok(())
     }
 }
