@@ -279,6 +279,7 @@ impl Peers {
 
     /// Rows of every available vendor peer for one configuration.
     #[allow(unused_variables)]
+    #[allow(clippy::too_many_arguments)] // the same context as every other method's bench, plus the sink
     pub fn bench<T: VendorScalar>(
         &mut self,
         config: &Config,
