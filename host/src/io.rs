@@ -289,15 +289,13 @@ pub fn read_tridiagonal<T: Scalar>(path: &Path) -> Result<crate::tridiag::Tridia
     };
     let (a, b, c) = (vector("a")?, vector("b")?, vector("c")?);
     let n = *a.shape.last().expect("1 or 2 axes");
-    let lead = |arr: &NdArray| if arr.shape.len() == 2 { arr.shape[0] } else { 1 };
-    let want = |batch: usize| if a.shape.len() == 2 { vec![batch, n.saturating_sub(1)] } else { vec![n.saturating_sub(1)] };
+    // b and c: a's shape with one entry fewer on the last axis.
+    let mut want = a.shape.clone();
+    *want.last_mut().expect("1 or 2 axes") = n.saturating_sub(1);
     for (name, arr) in [("b", &b), ("c", &c)] {
         // n = 1 has empty off-diagonals, which numpy may save with any shape of size 0.
-        if arr.shape != want(lead(&a)) && !(n == 1 && arr.data.is_empty()) {
-            return Err(format_err(
-                path,
-                format!("array {name:?} has shape {:?}; expected {:?} to match \"a\"", arr.shape, want(lead(&a))),
-            ));
+        if arr.shape != want && !(n == 1 && arr.data.is_empty()) {
+            return Err(format_err(path, format!("array {name:?} has shape {:?}; expected {:?} to match \"a\"", arr.shape, want)));
         }
     }
     let values = |arr: NdArray| arr.into_c_order().into_iter().map(cast::<T>).collect();

@@ -325,11 +325,12 @@ pub fn run(config: &Config, progress: impl FnMut(Progress<'_>)) -> Result<Report
     };
     'sweeps: for &precision in &config.precisions {
         for (suite, s, nb, n) in &configs {
-            if out_of_time(&mut notes, &format!("{suite} {precision} S={s} N={nb} n={n}")) {
+            let what = format!("{suite} {precision} S={s} N={nb} n={n}");
+            if out_of_time(&mut notes, &what) {
                 break 'sweeps;
             }
             step += 1;
-            (out.progress)(Progress::Started { what: &format!("{suite} {precision} S={s} N={nb} n={n}"), step, total });
+            (out.progress)(Progress::Started { what: &what, step, total });
             let cfg = (*s, *nb, *n, 1);
             let (g, emit) = (gpu.as_ref().ok(), &mut |r| out.emit(r));
             match precision {
@@ -338,11 +339,12 @@ pub fn run(config: &Config, progress: impl FnMut(Progress<'_>)) -> Result<Report
             }
         }
         if tri {
-            if out_of_time(&mut notes, &format!("tridiag {precision}")) {
+            let what = format!("tridiag {precision}");
+            if out_of_time(&mut notes, &what) {
                 break 'sweeps;
             }
             step += 1;
-            (out.progress)(Progress::Started { what: &format!("tridiag {precision}"), step, total });
+            (out.progress)(Progress::Started { what: &what, step, total });
             let (g, emit) = (gpu.as_ref().ok(), &mut |r| out.emit(r));
             match precision {
                 Precision::F64 => tridiag::bench::<f64>(config, g, &peaks, emit)?,
@@ -377,13 +379,28 @@ fn bench_block_tridiag<T: vendor::VendorScalar>(
         let b = crate::generate::random_rhs::<T>(shape, k, seed + 7919 + i as u64)?;
         Ok((a, b))
     };
+    bench_methods::<T>(config, suite, cfg, gpu, peaks, vendor_state, &problem, emit)
+}
+
+/// Every selected method (ours, the vendor peers, the CPU peers) on one problem.
+#[allow(clippy::too_many_arguments)] // the context every method's bench takes, plus the sink
+fn bench_methods<T: vendor::VendorScalar>(
+    config: &Config,
+    suite: &str,
+    cfg: (usize, usize, usize, usize),
+    gpu: Option<&std::sync::Arc<crate::cuda::Gpu>>,
+    peaks: &peaks::Peaks,
+    vendor_state: &mut vendor::Peers,
+    problem: Problem<'_, T>,
+    emit: Emit<'_>,
+) -> Result<()> {
     if let Some(g) = gpu {
         if config.wants("blocktri-gpu") {
-            emit(ours::bench::<T>(config, suite, cfg, g, peaks, &problem)?);
+            emit(ours::bench::<T>(config, suite, cfg, g, peaks, problem)?);
         }
-        vendor_state.bench::<T>(config, suite, cfg, g, peaks, &problem, emit)?;
+        vendor_state.bench::<T>(config, suite, cfg, g, peaks, problem, emit)?;
     }
-    cpu::bench::<T>(config, suite, cfg, &problem, emit)
+    cpu::bench::<T>(config, suite, cfg, problem, emit)
 }
 
 /// The Kalman-smoothing system (second paper, section 4.3) at sizes the fused kernels
@@ -399,11 +416,5 @@ fn bench_kalman(
     let (a, b, _) = crate::generate::kalman_problem::<f64>(n, m, nb, 11)?;
     let problem = |_: usize| Ok((a.clone(), b.clone()));
     let cfg = (1, nb, n, 1);
-    if let Some(g) = gpu {
-        if config.wants("blocktri-gpu") {
-            emit(ours::bench::<f64>(config, "kalman", cfg, g, peaks, &problem)?);
-        }
-        vendor_state.bench::<f64>(config, "kalman", cfg, g, peaks, &problem, emit)?;
-    }
-    cpu::bench::<f64>(config, "kalman", cfg, &problem, emit)
+    bench_methods::<f64>(config, "kalman", cfg, gpu, peaks, vendor_state, &problem, emit)
 }

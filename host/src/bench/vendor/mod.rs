@@ -292,23 +292,20 @@ impl Peers {
     ) -> Result<()> {
         #[cfg(feature = "peers")]
         {
+            // A peer that fails is one skipped row saying why; the run goes on.
+            let skipped = |name: &str, why: String| vec![Row::new(suite, name, T::PRECISION, cfg, "factor").skipped(why)];
+            let or_failed = |name: &str, r: Result<Vec<Row>>| r.unwrap_or_else(|e| skipped(name, format!("failed: {e}")));
             if self.blas_ok {
                 for (name, segment) in [("vendor-schur", Some(2usize)), ("vendor-seq", None)] {
                     if config.wants(name) {
-                        emit(match schur::bench::<T>(config, suite, name, segment, cfg, gpu, peaks, problem) {
-                            Ok(r) => r,
-                            Err(e) => vec![Row::new(suite, name, T::PRECISION, cfg, "factor").skipped(format!("failed: {e}"))],
-                        });
+                        emit(or_failed(name, schur::bench::<T>(config, suite, name, segment, cfg, gpu, peaks, problem)));
                     }
                 }
             }
             if config.wants("cudss") {
                 emit(match &self.cudss {
-                    Some(lib) => match cudss::bench::<T>(lib, config, suite, cfg, gpu, peaks, problem) {
-                        Ok(r) => r,
-                        Err(e) => vec![Row::new(suite, "cudss", T::PRECISION, cfg, "factor").skipped(format!("failed: {e}"))],
-                    },
-                    None => vec![Row::new(suite, "cudss", T::PRECISION, cfg, "factor").skipped("libcudss.so.0 not found")],
+                    Some(lib) => or_failed("cudss", cudss::bench::<T>(lib, config, suite, cfg, gpu, peaks, problem)),
+                    None => skipped("cudss", "libcudss.so.0 not found".into()),
                 });
             }
         }
