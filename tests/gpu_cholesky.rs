@@ -61,6 +61,85 @@ fn f32_every_block_size_and_length() {
     }
 }
 
+/// Block sizes of the tiled engine (the default above 96) with block counts that fit
+/// the device: `n` in the list up to 2048, `N` in {1, 2, 3, 64, 1000} where the
+/// problem fits in a few GB, `S` in {1, 7}, `k` in {1, 3}.
+fn tiled_grid() -> Vec<(usize, usize, usize, usize)> {
+    let mut cases = Vec::new();
+    for (i, &n) in [33usize, 64, 65, 96, 97, 128, 129, 200, 256, 512, 1024, 2048].iter().enumerate() {
+        for (j, &nb) in [1usize, 2, 3, 64, 1000].iter().enumerate() {
+            let bytes = 8 * n * n * nb;
+            if bytes > 2_200_000_000 || (n > 512 && nb > 64) {
+                continue;
+            }
+            let batch = if (i + j) % 3 == 0 && bytes < 200_000_000 { 7 } else { 1 };
+            cases.push((batch, nb, n, 1 + 2 * ((i + j) % 2)));
+        }
+    }
+    cases
+}
+
+#[test]
+fn tiled_engine_every_block_size_f64() {
+    let Some(g) = gpu() else { return };
+    let seed = fresh_seed();
+    let options = GpuOptions { kernels: KernelFamily::Tiled, ..GpuOptions::default() };
+    let mut solver = GpuCholesky::<f64>::with_gpu(g, options).unwrap();
+    for (i, (s, nb, n, k)) in tiled_grid().into_iter().enumerate() {
+        residual_check(s, nb, n, k, seed + i as u64, 1e-12, &mut solver);
+    }
+}
+
+#[test]
+fn tiled_engine_every_block_size_f32() {
+    let Some(g) = gpu() else { return };
+    let seed = fresh_seed();
+    let options = GpuOptions { kernels: KernelFamily::Tiled, ..GpuOptions::default() };
+    let mut solver = GpuCholesky::<f32>::with_gpu(g, options).unwrap();
+    for (i, (s, nb, n, k)) in tiled_grid().into_iter().enumerate() {
+        // f32 accuracy: the residual of a backward-stable solve grows with n.
+        let tol = if n <= 256 { 1e-5 } else { 1e-4 };
+        residual_check(s, nb, n, k, seed + i as u64, tol, &mut solver);
+    }
+}
+
+#[test]
+fn auto_runs_large_blocks_and_reports_memory_limits() {
+    let Some(g) = gpu() else { return };
+    let seed = fresh_seed();
+    let mut solver = GpuCholesky::<f64>::with_gpu(g.clone(), GpuOptions::default()).unwrap();
+    assert!(solver.max_block_size() >= 4096, "max block size {}", solver.max_block_size());
+    residual_check(1, 3, 300, 2, seed, 1e-12, &mut solver);
+    residual_check(1, 2, 4096, 1, seed + 1, 1e-12, &mut solver);
+    // Beyond device memory (the plan needs 5N - 1 blocks of 134 MB; the host matrix
+    // 2N - 1, zero pages): a clear error before any device allocation.
+    let free = g.free_memory().unwrap();
+    let nb = free / (5 * 4096 * 4096 * 8) + 2;
+    match blocktri::BlockTridiag::<f64>::zeros(nb, 4096).map(|a| solver.factor(&a)) {
+        Ok(Err(Error::OutOfMemory { needed, free })) => assert!(needed > free),
+        Ok(other) => panic!("expected OutOfMemory, got {other:?}"),
+        Err(e) => eprintln!("host could not allocate the {nb}-block test matrix ({e}); device check not exercised"),
+    }
+}
+
+#[test]
+fn tiled_failures_name_the_system_and_block() {
+    let Some(g) = gpu() else { return };
+    let options = GpuOptions { kernels: KernelFamily::Tiled, ..GpuOptions::default() };
+    let mut solver = GpuCholesky::<f64>::with_gpu(g, options).unwrap();
+    let (mut a, _) = problem::<f64>(3, 9, 130, 1, 11);
+    a.set_diag(2, 5, 100, 100, -1e6);
+    match solver.factor(&a) {
+        Err(Error::NotPositiveDefinite { system: 2, block: 5, level: 1 }) => {}
+        other => panic!("expected NotPositiveDefinite at system 2 block 5, got {other:?}"),
+    }
+    // The same solver factors the next valid matrix.
+    let (a, b) = problem::<f64>(3, 9, 130, 1, 12);
+    solver.factor(&a).unwrap();
+    let x = solver.solve(&b).unwrap();
+    assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12);
+}
+
 #[test]
 fn batches_of_7_and_256_systems() {
     let Some(g) = gpu() else { return };

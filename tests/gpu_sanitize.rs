@@ -65,6 +65,17 @@ fn sanitize_cholesky_large() {
 }
 
 #[test]
+fn sanitize_cholesky_tiled() {
+    let Some(g) = gpu() else { return };
+    // Small: one partial tile, a batch, the fused range forced onto the tiled engine.
+    family_case::<f64>(&g, KernelFamily::Tiled, (2, 9, 33, 3), 1e-12);
+    family_case::<f32>(&g, KernelFamily::Tiled, (2, 9, 33, 3), 1e-4);
+    // Large: three tiles with a partial one, more right-hand sides than one solve pass.
+    solve_case::<f64>(&g, 1, 6, 150, 10, 1e-12);
+    solve_case::<f32>(&g, 1, 6, 150, 2, 1e-4);
+}
+
+#[test]
 fn sanitize_tridiag() {
     let Some(g) = gpu() else { return };
     let mut inv = GpuTridiagInverse::with_gpu(g).unwrap();

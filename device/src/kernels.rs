@@ -54,6 +54,24 @@ pub mod names {
     pub const SOLVE_FORWARD: &str = "solve_forward";
     /// [`crate::level::solve_backward_level`].
     pub const SOLVE_BACKWARD: &str = "solve_backward";
+    /// [`crate::tiled::factor::prep`].
+    pub const TILED_PREP: &str = "tiled_prep";
+    /// [`crate::tiled::factor::potrf`].
+    pub const TILED_POTRF: &str = "tiled_potrf";
+    /// [`crate::tiled::factor::trsm`].
+    pub const TILED_TRSM: &str = "tiled_trsm";
+    /// [`crate::tiled::factor::update`].
+    pub const TILED_UPDATE: &str = "tiled_update";
+    /// [`crate::tiled::factor::neighbours`].
+    pub const TILED_NEIGHBOURS: &str = "tiled_neighbours";
+    /// [`crate::tiled::solve::forward_diag`].
+    pub const TILED_FORWARD_DIAG: &str = "tiled_forward_diag";
+    /// [`crate::tiled::solve::forward_couple`].
+    pub const TILED_FORWARD_COUPLE: &str = "tiled_forward_couple";
+    /// [`crate::tiled::solve::backward_couple`].
+    pub const TILED_BACKWARD_COUPLE: &str = "tiled_backward_couple";
+    /// [`crate::tiled::solve::backward_diag`].
+    pub const TILED_BACKWARD_DIAG: &str = "tiled_backward_diag";
     /// [`crate::batched::potrf_batched`].
     pub const POTRF_BATCHED: &str = "potrf_batched";
     /// [`crate::tridiag::fused::leaves`].
@@ -77,6 +95,7 @@ mod entry {
         FactorArgs, SolveArgs, factor_level, factor_panel, factor_prep, factor_rows, solve_backward_level, solve_backward_panel,
         solve_backward_rows, solve_forward_level, solve_forward_panel, solve_forward_rows,
     };
+    use crate::tiled::{TiledArgs, factor as tf, solve as ts};
     use crate::tridiag::{TridiagArgs, fused, stagewise};
 
     macro_rules! kernel {
@@ -175,6 +194,15 @@ mod entry {
     kernel!(factor_level_f64, factor_level_f32, factor_level, FactorArgs);
     kernel!(solve_forward_f64, solve_forward_f32, solve_forward_level, SolveArgs);
     kernel!(solve_backward_f64, solve_backward_f32, solve_backward_level, SolveArgs);
+    kernel!(tiled_prep_f64, tiled_prep_f32, tf::prep, TiledArgs);
+    kernel!(tiled_potrf_f64, tiled_potrf_f32, tf::potrf, TiledArgs);
+    kernel!(tiled_trsm_f64, tiled_trsm_f32, tf::trsm, TiledArgs);
+    kernel!(tiled_update_f64, tiled_update_f32, tf::update, TiledArgs);
+    kernel!(tiled_neighbours_f64, tiled_neighbours_f32, tf::neighbours, TiledArgs);
+    kernel!(tiled_forward_diag_f64, tiled_forward_diag_f32, ts::forward_diag, TiledArgs);
+    kernel!(tiled_forward_couple_f64, tiled_forward_couple_f32, ts::forward_couple, TiledArgs);
+    kernel!(tiled_backward_couple_f64, tiled_backward_couple_f32, ts::backward_couple, TiledArgs);
+    kernel!(tiled_backward_diag_f64, tiled_backward_diag_f32, ts::backward_diag, TiledArgs);
     kernel!(potrf_batched_f64, potrf_batched_f32, potrf_batched, PotrfBatchedArgs);
     kernel!(tri_fused_leaves_f64, tri_fused_leaves_f32, fused::leaves, TridiagArgs);
     kernel!(tri_fused_merge_f64, tri_fused_merge_f32, fused::merge, TridiagArgs);

@@ -4,6 +4,7 @@
 //!   generic over the [`team::Team`] executing them (a CUDA block or one CPU thread);
 //! - [`level`]: the fused nested-dissection factor and solve kernels (one launch per level);
 //! - [`tridiag`]: the Sherman–Morrison tridiagonal inverse (stagewise and fused);
+//! - [`tiled`]: the tiled engine for large blocks (any `n`; FP64 tensor-core products);
 //! - [`batched`]: batched Cholesky of independent tiles;
 //! - [`layout`]: the nested-dissection numbering shared with the host plan;
 //! - [`kernels`]: the exported entry points (`extern "ptx-kernel"`, nvptx64 only).
@@ -25,6 +26,7 @@ pub mod layout;
 pub mod level;
 pub mod team;
 pub mod tile;
+pub mod tiled;
 pub mod tridiag;
 
 pub use blocktri_prims::Real;

@@ -175,7 +175,7 @@ struct BenchArgs {
     /// Start no new configuration after this many minutes (the report says what was left out).
     #[arg(long)]
     max_minutes: Option<f64>,
-    /// Level-kernel family of blocktri-gpu (auto, generic, rows, panel).
+    /// Level-kernel family of blocktri-gpu (auto, generic, rows, panel, tiled).
     #[arg(long, default_value = "auto")]
     kernels: String,
     /// Systems per batch S, comma-separated: replaces the horizon and batch sweeps' lists.
@@ -207,7 +207,8 @@ fn parse_family(s: &str) -> Result<blocktri::cuda::KernelFamily> {
         "generic" => Ok(KernelFamily::Generic),
         "rows" => Ok(KernelFamily::Rows),
         "panel" => Ok(KernelFamily::Panel),
-        other => Err(Error::Shape(format!("unknown kernel family {other:?} (auto, generic, rows, panel)"))),
+        "tiled" => Ok(KernelFamily::Tiled),
+        other => Err(Error::Shape(format!("unknown kernel family {other:?} (auto, generic, rows, panel, tiled)"))),
     }
 }
 

@@ -39,6 +39,8 @@ unsafe impl<T: Copy> KernelParam for blocktri_device::level::SolveArgs<T> {}
 // SAFETY: as above.
 unsafe impl<T: Copy> KernelParam for blocktri_device::tridiag::TridiagArgs<T> {}
 // SAFETY: as above.
+unsafe impl<T: Copy> KernelParam for blocktri_device::tiled::TiledArgs<T> {}
+// SAFETY: as above.
 unsafe impl<T: Copy> KernelParam for blocktri_device::batched::PotrfBatchedArgs<T> {}
 
 /// A device address of a `T` array: passes as a `*const T` / `*mut T` kernel parameter.

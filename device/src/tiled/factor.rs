@@ -1,0 +1,371 @@
+//! Factor kernels of the tiled engine (see [`super`] for the launch sequence).
+//!
+//! Grids: [`potrf`] one block per node (`x` = `systems * nodes of the level`, block
+//! `s * nodes + t` is node `t` of system `s`); the product kernels `x` = that times the
+//! node's tiles (pairs), tiles fastest ([`TiledArgs::node_and_tile`]). [`prep`]: `x` = block, `y` = column tile. Blocks whose tile
+//! does not exist for their node (no left neighbour, say) return at once; blocks of a
+//! system that already recorded a failure return after one barrier.
+
+use super::product::{ACC, PRODUCT_SHARED_ELEMS, Panel, TileScalar, product_nt};
+use super::{TILE, TiledArgs, lower_pair, tiles};
+use crate::layout::{fill_slot, level_of};
+use crate::level::{InfoCode, info_key};
+use crate::team::{Block, Team};
+use crate::tile::{NO_FAILURE, potrf_panel, trsm};
+use blocktri_prims::{Real, atomic, block_idx_x, block_idx_y, shared, thread_idx_x};
+
+/// `(e % d, e / d)` in 32-bit arithmetic (a 64-bit division costs several times more).
+#[inline(always)]
+fn rem_div(e: usize, d: usize) -> (usize, usize) {
+    let (e, d) = (e as u32, d as u32);
+    ((e % d) as usize, (e / d) as usize)
+}
+
+/// Threads of [`prep`] and [`potrf`].
+pub const WIDE_THREADS: u32 = 256;
+
+/// Bytes in front of every tiled kernel's shared data (the block-uniform failure flag).
+const FLAG_BYTES: usize = 16;
+
+/// Shared memory of [`prep`]: a `64 x 65` transposition tile.
+pub const fn prep_shared_bytes(elem_bytes: usize) -> usize {
+    FLAG_BYTES + TILE * (TILE + 1) * elem_bytes
+}
+
+/// Shared memory of [`potrf`]: the diagonal tile, its inverse, `2 x 64` pivots, a status word.
+pub const fn potrf_shared_bytes(elem_bytes: usize) -> usize {
+    FLAG_BYTES + (2 * TILE * TILE + 2 * TILE) * elem_bytes + 16
+}
+
+/// Shared memory of [`trsm`], [`update`] and [`neighbours`].
+pub const fn product_kernel_shared_bytes(elem_bytes: usize) -> usize {
+    FLAG_BYTES + PRODUCT_SHARED_ELEMS * elem_bytes
+}
+
+/// The flag word and the element area behind it.
+#[inline(always)]
+fn shared_areas<T>() -> (*mut u32, *mut T) {
+    let base = shared::dynamic_shared::<u8>();
+    // SAFETY: every tiled kernel is launched with at least FLAG_BYTES of shared memory.
+    (base as *mut u32, unsafe { base.add(FLAG_BYTES) } as *mut T)
+}
+
+/// Prepares a factorization: block `b` of system `s` (grid `x` = `systems * nblocks`),
+/// column tile `y` (grid `y` = `tiles(n)`):
+/// - `diag[b]` = the lower triangle of the input block, zero above (the updates and the
+///   factor only ever touch the lower triangle);
+/// - for a level-0 node `b`: `left[b] = A[b-1, b] = sub[b-1]^T` (through a shared-memory
+///   transposition) and `right[b] = sub[b]`;
+/// - checks: every value finite, the input diagonal block symmetric within `sym_tol`;
+///   a failure is recorded as `info_key(level of b, code, b)`.
+///
+/// # Safety
+/// [`WIDE_THREADS`] threads, [`prep_shared_bytes`] of shared memory; arrays as in
+/// [`TiledArgs`]; `info` reset to [`crate::level::INFO_OK`] before the launch.
+pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
+    let a = *args;
+    let (n, ld, nb) = (a.n(), a.ld(), a.nblocks as usize);
+    let bx = block_idx_x() as usize;
+    let (s, b) = (bx / nb, bx % nb);
+    let c0 = block_idx_y() as usize * TILE;
+    let w = TILE.min(n - c0);
+    let (tid, threads) = (thread_idx_x() as usize, WIDE_THREADS as usize);
+    let (_, tile) = shared_areas::<T>();
+    let blk = ld * n;
+    let mut bad = u32::MAX;
+    // SAFETY (all pointer arithmetic): blocks of system `s` inside the arrays, entries
+    // (r, c) with r < n, c < n at leading dimension ld.
+    let din = unsafe { a.diag_in.add((s * nb + b) * blk) };
+    let d = unsafe { a.block(a.diag, s, b) };
+    let mut e = tid;
+    while e < n * w {
+        let (r, c) = rem_div(e, n);
+        let c = c0 + c;
+        let v = unsafe { *din.add(c * ld + r) };
+        unsafe { *d.add(c * ld + r) = if r >= c { v } else { T::ZERO } };
+        if !v.is_finite() {
+            bad = bad.min(InfoCode::NonFinite as u32);
+        } else if r > c {
+            let (mirror, drr, dcc) = unsafe { (*din.add(r * ld + c), *din.add(r * ld + r), *din.add(c * ld + c)) };
+            let diff = v - mirror;
+            let symmetric = diff * diff <= a.sym_tol * a.sym_tol * (drr * dcc).abs(); // false for NaN
+            if !symmetric {
+                bad = bad.min(InfoCode::NotSymmetric as u32);
+            }
+        }
+        e += threads;
+    }
+    let info = unsafe { a.info.add(s) };
+    if bad != u32::MAX {
+        let code = InfoCode::from_u32(bad).unwrap_or(InfoCode::NonFinite);
+        unsafe { atomic::atomic_min_u64(info, info_key(level_of(b as u32 + 1), code, b as u32)) };
+    }
+    // Level-0 nodes are the even 0-based blocks; every sub-diagonal block belongs to one.
+    if b % 2 != 0 {
+        return;
+    }
+    let sub = |j: usize| unsafe { a.sub.add((s * (nb - 1) + j) * blk) };
+    let mut finite = true;
+    if b + 1 < nb {
+        let (src, dst) = (sub(b), unsafe { a.block(a.right, s, b) });
+        let mut e = tid;
+        while e < n * w {
+            let (r, c) = rem_div(e, n);
+            let at = (c0 + c) * ld + r;
+            let v = unsafe { *src.add(at) };
+            finite &= v.is_finite();
+            unsafe { *dst.add(at) = v };
+            e += threads;
+        }
+    }
+    if b >= 1 {
+        // left[b](r, c) = sub[b-1](c, r) for the columns c of this tile: read rows c of
+        // sub (coalesced along c), write columns c of left (coalesced along r).
+        let (src, dst) = (sub(b - 1), unsafe { a.block(a.left, s, b) });
+        for r0 in (0..n).step_by(TILE) {
+            let h = TILE.min(n - r0);
+            let mut e = tid;
+            while e < w * h {
+                let (cl, rl) = rem_div(e, w);
+                let v = unsafe { *src.add((r0 + rl) * ld + c0 + cl) };
+                finite &= v.is_finite();
+                unsafe { *tile.add(cl * (TILE + 1) + rl) = v };
+                e += threads;
+            }
+            blocktri_prims::sync_threads();
+            let mut e = tid;
+            while e < w * h {
+                let (rl, cl) = rem_div(e, h);
+                unsafe { *dst.add((c0 + cl) * ld + r0 + rl) = *tile.add(cl * (TILE + 1) + rl) };
+                e += threads;
+            }
+            blocktri_prims::sync_threads();
+        }
+    }
+    if !finite {
+        unsafe { atomic::atomic_min_u64(info, info_key(0, InfoCode::NonFinite, b as u32)) };
+    }
+}
+
+/// Step `k` of every node's panel factorization, part 1: factors the diagonal tile
+/// `D[k, k] = L_kk L_kk^T` in shared memory (failure: `info_key(level, NotPositiveDefinite,
+/// b)`), stores `L_kk` (zero above the diagonal) and its inverse `dinv[b][k]` (zero
+/// outside the tile's `w x w`). Grid `x` = `systems * nodes`.
+///
+/// # Safety
+/// [`WIDE_THREADS`] threads, [`potrf_shared_bytes`]; the trailing updates of step `k - 1`
+/// have completed (stream order).
+pub unsafe fn potrf<T: Real>(args: &TiledArgs<T>) {
+    let a = *args;
+    let nd = a.node();
+    let (flag, sh) = shared_areas::<T>();
+    if unsafe { a.failed(nd.s, flag) } {
+        return;
+    }
+    let team = Block;
+    let (n, ld) = (a.n(), a.ld());
+    let r0 = a.step as usize * TILE;
+    let w = TILE.min(n - r0);
+    // SAFETY (all): shared areas as sized by potrf_shared_bytes; the tile is inside block b.
+    let (lt, wt) = (sh, unsafe { sh.add(TILE * TILE) });
+    let scratch = unsafe { sh.add(2 * TILE * TILE) };
+    let status = unsafe { scratch.add(2 * TILE) } as *mut u32;
+    let d = unsafe { a.block(a.diag, nd.s, nd.b).add(r0 * ld + r0) };
+    crate::tile::for_each_rc(team, w, w, |r, c| unsafe { *lt.add(c * TILE + r) = *d.add(c * ld + r) });
+    crate::tile::for_each_rc(team, TILE, TILE, |r, c| unsafe { *wt.add(c * TILE + r) = if r == c && r < w { T::ONE } else { T::ZERO } });
+    team.sync();
+    let failed = unsafe { potrf_panel(team, lt, TILE, w, w, scratch, status) };
+    if failed != NO_FAILURE {
+        if team.rank() == 0 {
+            let key = info_key(a.level, InfoCode::NotPositiveDefinite, nd.b as u32);
+            unsafe { atomic::atomic_min_u64(a.info.add(nd.s), key) };
+        }
+        return;
+    }
+    // W = L^-1: solve L W = I (scratch[0..w] holds 1 / L_jj).
+    unsafe { trsm::trsm_lower(team, lt, TILE, w, wt, TILE, w, scratch) };
+    let inv = unsafe { a.dinv_tile(nd.s, nd.b, a.step as usize) };
+    crate::tile::for_each_rc(team, w, w, |r, c| unsafe { *d.add(c * ld + r) = if r >= c { *lt.add(c * TILE + r) } else { T::ZERO } });
+    crate::tile::for_each_index(team, TILE * TILE, |e| unsafe { *inv.add(e) = *wt.add(e) });
+}
+
+/// The panel's three row bands: 0 = `D_i` (block `diag[b]`), 1 = the left coupling,
+/// 2 = the right coupling; `None` when the node has no such neighbour.
+#[inline(always)]
+unsafe fn band<T: Real>(a: &TiledArgs<T>, s: usize, b: usize, which: usize, present: bool) -> Option<*mut T> {
+    if !present {
+        return None;
+    }
+    let base = match which {
+        0 => a.diag,
+        1 => a.left,
+        _ => a.right,
+    };
+    // SAFETY: block b of system s (caller's contract).
+    Some(unsafe { a.block(base, s, b) })
+}
+
+/// Rows of row tile `t` of an `n`-row band.
+#[inline(always)]
+fn tile_rows(n: usize, t: usize) -> usize {
+    TILE.min(n - t * TILE)
+}
+
+/// Row panel of tile row `t`, starting at column `c0`, of the column-major block `blk`.
+#[inline(always)]
+unsafe fn panel<T>(blk: *mut T, ld: usize, n: usize, t: usize, c0: usize) -> Panel<T> {
+    // SAFETY: inside the block (t < tiles(n), c0 < n).
+    Panel { ptr: unsafe { blk.add(c0 * ld + t * TILE) } as *const T, ld, rows: tile_rows(n, t) }
+}
+
+/// Hands each accumulator of this thread with its `(row, col)` inside the tile.
+#[inline(always)]
+fn for_each_acc<T: TileScalar>(acc: &[T; ACC], mut f: impl FnMut(usize, usize, T)) {
+    let tid = thread_idx_x() as usize;
+    for e in 0..ACC {
+        let (r, c) = T::acc_coord(tid, e);
+        f(r, c, acc[e]);
+    }
+}
+
+/// Step `k`, part 2: the rows of the panel below the diagonal tile, `X = P[rows, k] L_kk^-T`
+/// as a product with `dinv[b][k]`, in place. Tiles per node (grid `x` = `systems * nodes * that`, tiles fastest):
+/// `(tiles - k - 1) + 2 tiles`: the
+/// `D_i` row tiles below `k`, then every tile of the left and of the right coupling.
+///
+/// # Safety
+/// [`super::PRODUCT_THREADS`] threads, [`product_kernel_shared_bytes`]; [`potrf`] of the
+/// same step has completed.
+pub unsafe fn trsm<T: TileScalar>(args: &TiledArgs<T>) {
+    let a = *args;
+    let (n, ld, k) = (a.n(), a.ld(), a.step as usize);
+    let nt = tiles(n);
+    let below = nt - k - 1;
+    let (nd, y) = a.node_and_tile(below + 2 * nt);
+    let (which, t) = if y < below { (0, k + 1 + y) } else { (1 + (y - below) / nt, (y - below) % nt) };
+    let present = match which {
+        0 => true,
+        1 => nd.left.is_some(),
+        _ => nd.right.is_some(),
+    };
+    let Some(blk) = (unsafe { band(&a, nd.s, nd.b, which, present) }) else { return };
+    let (flag, sh) = shared_areas::<T>();
+    if unsafe { a.failed(nd.s, flag) } {
+        return;
+    }
+    let c0 = k * TILE;
+    let w = TILE.min(n - c0);
+    let p = unsafe { panel(blk, ld, n, t, c0) };
+    let inv = Panel { ptr: unsafe { a.dinv_tile(nd.s, nd.b, k) } as *const T, ld: TILE, rows: w };
+    // SAFETY: product_nt reads the whole panel before returning; each block owns its tile.
+    let acc = unsafe { product_nt(p, inv, w, sh) };
+    let dst = p.ptr as *mut T;
+    for_each_acc(&acc, |r, c, v| {
+        if r < p.rows && c < w {
+            unsafe { *dst.add(c * ld + r) = v };
+        }
+    });
+}
+
+/// Step `k`, part 3: the trailing update `P[I, J] -= P[I, k] P[J, k]^T` for the column
+/// tiles `J > k` and every row tile `I` of the panel (in `D_i`, only `I >= J`, and only
+/// the lower triangle of a diagonal tile). Tiles per node `T (T + 1) / 2 + 2 tiles T` with
+/// `T = tiles - k - 1`.
+///
+/// # Safety
+/// As [`trsm`], after it.
+pub unsafe fn update<T: TileScalar>(args: &TiledArgs<T>) {
+    let a = *args;
+    let (n, ld, k) = (a.n(), a.ld(), a.step as usize);
+    let nt = tiles(n);
+    let trailing = nt - k - 1;
+    let pairs = trailing * (trailing + 1) / 2;
+    let (nd, y) = a.node_and_tile(pairs + 2 * nt * trailing);
+    let (which, it, jt) = if y < pairs {
+        let (i, j) = lower_pair(y);
+        (0, k + 1 + i, k + 1 + j)
+    } else {
+        let e = y - pairs;
+        let rem = e % (nt * trailing);
+        (1 + e / (nt * trailing), rem / trailing, k + 1 + rem % trailing)
+    };
+    let present = match which {
+        0 => true,
+        1 => nd.left.is_some(),
+        _ => nd.right.is_some(),
+    };
+    let Some(blk) = (unsafe { band(&a, nd.s, nd.b, which, present) }) else { return };
+    let (flag, sh) = shared_areas::<T>();
+    if unsafe { a.failed(nd.s, flag) } {
+        return;
+    }
+    let c0 = k * TILE;
+    let w = TILE.min(n - c0);
+    let d = unsafe { a.block(a.diag, nd.s, nd.b) };
+    let (pa, pb) = unsafe { (panel(blk, ld, n, it, c0), panel(d, ld, n, jt, c0)) };
+    let acc = unsafe { product_nt(pa, pb, w, sh) };
+    let diagonal = which == 0 && it == jt;
+    // SAFETY: (it, jt) tile of the band, rows/cols clipped to n.
+    let dst = unsafe { blk.add(jt * TILE * ld + it * TILE) };
+    for_each_acc(&acc, |r, c, v| {
+        if r < pa.rows && c < pb.rows && (!diagonal || r >= c) {
+            unsafe { *dst.add(c * ld + r) -= v };
+        }
+    });
+}
+
+/// After a level's panels are factored: `side` 0 subtracts `L_li L_li^T` from `D_l`
+/// (lower tile pairs, `tiles (tiles + 1) / 2` per node); `side` 1 subtracts
+/// `L_ri L_ri^T` from `D_r` and writes the fill of the next level (that plus
+/// `tiles^2`): `left[r] = -L_li L_ri^T` (`A[l, r]`, panel orientation) when `r` is on the
+/// next level, else `right[l] = -L_ri L_li^T`. Within one launch every target block has
+/// one writer.
+///
+/// # Safety
+/// As [`trsm`], after the level's last [`update`].
+pub unsafe fn neighbours<T: TileScalar>(args: &TiledArgs<T>) {
+    let a = *args;
+    let (n, ld) = (a.n(), a.ld());
+    let nt = tiles(n);
+    let pairs = nt * (nt + 1) / 2;
+    let (nd, y) = a.node_and_tile(if a.side == 0 { pairs } else { pairs + nt * nt });
+    let (s, b) = (nd.s, nd.b);
+    // (source A, source B, target, row tile, col tile, subtract into the lower triangle?)
+    let job = unsafe {
+        if a.side == 0 || y < pairs {
+            let (src, target) = if a.side == 0 { (a.left, nd.left) } else { (a.right, nd.right) };
+            target.map(|t| {
+                let (i, j) = lower_pair(y);
+                (a.block(src, s, b), a.block(src, s, b), a.block(a.diag, s, t), i, j, true)
+            })
+        } else {
+            match (nd.l1, nd.r1) {
+                (Some(l1), Some(r1)) => {
+                    let e = y - pairs;
+                    let (owner, is_left) = fill_slot(l1, r1, a.level);
+                    let (lb, rb) = (a.block(a.left, s, b), a.block(a.right, s, b));
+                    let (pa, pb, dst) = if is_left { (lb, rb, a.left) } else { (rb, lb, a.right) };
+                    Some((pa, pb, a.block(dst, s, (owner - 1) as usize), e / nt, e % nt, false))
+                }
+                _ => None,
+            }
+        }
+    };
+    let Some((src_a, src_b, target, it, jt, subtract)) = job else { return };
+    let (flag, sh) = shared_areas::<T>();
+    if unsafe { a.failed(s, flag) } {
+        return;
+    }
+    let (pa, pb) = unsafe { (panel(src_a, ld, n, it, 0), panel(src_b, ld, n, jt, 0)) };
+    let acc = unsafe { product_nt(pa, pb, n, sh) };
+    let diagonal = subtract && it == jt;
+    let dst = unsafe { target.add(jt * TILE * ld + it * TILE) };
+    for_each_acc(&acc, |r, c, v| {
+        if r < pa.rows && c < pb.rows && (!diagonal || r >= c) {
+            unsafe {
+                let p = dst.add(c * ld + r);
+                *p = if subtract { *p - v } else { -v };
+            }
+        }
+    });
+}

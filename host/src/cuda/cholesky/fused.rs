@@ -1,0 +1,299 @@
+//! The fused engine: one launch per level and sweep, one thread block per node holding
+//! the node's blocks in shared memory (`blocktri_device::level`). Three families:
+//! register-resident rows, shared-memory panels, generic.
+
+use super::schedule::{Args, Step};
+use super::{Buffers, GpuOptions, KernelFamily, SolveTarget};
+use crate::cuda::context::Gpu;
+use crate::cuda::launch::{Kernel, LaunchConfig};
+use crate::error::{Error, Result};
+use crate::scalar::Scalar;
+use blocktri_device::kernels::{kernel_name, names};
+use blocktri_device::layout::{levels, nodes_in_level};
+use blocktri_device::level::{
+    FactorArgs, PANEL_SIZES, ROW_THREADS, SolveArgs, factor_panel_shared_bytes, factor_rows_shared_bytes, factor_shared_bytes, panel_size,
+    panel_threads, row_size, solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes,
+};
+
+/// The fused kernels a plan runs, with their padded block size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Variant {
+    Generic,
+    Rows(usize),
+    Panel(usize),
+}
+
+impl Variant {
+    /// The fused variant `family` picks for block size `n` in precision `T`; `None` when
+    /// `family` is [`KernelFamily::Tiled`] or `Auto` prefers the tiled engine.
+    pub(super) fn choose<T: Scalar>(family: KernelFamily, n: usize) -> Result<Option<Self>> {
+        let unsupported = |what: &str, max: usize| Error::Unsupported(format!("the {what} kernels support n <= {max}, got n = {n}"));
+        Ok(match family {
+            KernelFamily::Generic => Some(Variant::Generic),
+            KernelFamily::Rows => Some(Variant::Rows(row_size(n).ok_or_else(|| unsupported("register-resident", 32))?)),
+            KernelFamily::Panel => Some(Variant::Panel(panel_size(n).ok_or_else(|| unsupported("panel", 96))?)),
+            KernelFamily::Tiled => None,
+            KernelFamily::Auto => {
+                let rows_limit = if T::BYTES == 4 { 32 } else { 16 };
+                match (row_size(n), panel_size(n)) {
+                    (Some(np), _) if n <= rows_limit => Some(Variant::Rows(np)),
+                    (_, Some(np)) => Some(Variant::Panel(np)),
+                    _ => None,
+                }
+            }
+        })
+    }
+
+    /// Interlaced right-hand sides in the factor kernels (the panel kernels factor only).
+    pub(super) fn interlaces(self) -> bool {
+        !matches!(self, Variant::Panel(_))
+    }
+
+    /// Shared memory of the factor kernel with `nrhs` interlaced right-hand-side columns.
+    pub(super) fn factor_smem(self, n: usize, nrhs: usize, elem: usize) -> u32 {
+        (match self {
+            Variant::Rows(np) => factor_rows_shared_bytes(np, nrhs, elem),
+            Variant::Panel(np) => factor_panel_shared_bytes(np, elem),
+            Variant::Generic => factor_shared_bytes(n, nrhs, elem),
+        }) as u32
+    }
+
+    /// Shared memory the variant needs at least (factor without right-hand sides, solve
+    /// one column per pass).
+    fn min_smem(self, n: usize, elem: usize) -> usize {
+        match self {
+            Variant::Rows(np) => factor_rows_shared_bytes(np, 0, elem).max(solve_rows_shared_bytes(np, elem)),
+            Variant::Panel(np) => factor_panel_shared_bytes(np, elem).max(solve_panel_shared_bytes(np, elem)),
+            Variant::Generic => factor_shared_bytes(n, 0, elem).max(solve_shared_bytes(n, 1, elem)),
+        }
+    }
+}
+
+/// Threads per factor block of the generic kernels: enough for the `3n x n` panel
+/// updates to keep every warp busy.
+fn default_factor_threads(n: usize) -> u32 {
+    match n {
+        0..=8 => 64,
+        9..=16 => 128,
+        17..=32 => 256,
+        _ => 512,
+    }
+}
+
+fn generic_solve_threads(n: usize) -> u32 {
+    if n <= 16 {
+        64
+    } else if n <= 32 {
+        128
+    } else {
+        256
+    }
+}
+
+/// Largest block size the generic kernels support with `smem` bytes of shared memory per
+/// block (factor without interlaced right-hand sides, solve one column per pass).
+pub(super) fn max_generic_block(smem: u32, elem_bytes: usize) -> usize {
+    let fits = |n| Variant::Generic.min_smem(n, elem_bytes) <= smem as usize;
+    (1..=512).take_while(|&n| fits(n)).last().unwrap_or(0)
+}
+
+/// The largest number of right-hand-side columns per pass, at most `wanted`, for which the
+/// generic solve kernels of block size `n` fit in `smem` bytes (at least 1).
+pub(super) fn fitting_chunk(n: usize, wanted: usize, elem_bytes: usize, smem: u32) -> usize {
+    (1..=wanted.max(1)).rev().find(|&c| solve_shared_bytes(n, c, elem_bytes) <= smem as usize).unwrap_or(1)
+}
+
+/// Largest block size some fused family supports with `smem` bytes of shared memory per
+/// block.
+pub(crate) fn max_fused_block(smem: u32, elem_bytes: usize) -> usize {
+    let panel = PANEL_SIZES.iter().copied().filter(|&np| Variant::Panel(np).min_smem(np, elem_bytes) <= smem as usize).max().unwrap_or(0);
+    max_generic_block(smem, elem_bytes).max(panel)
+}
+
+/// The fused engine of one plan.
+#[derive(Debug)]
+pub(super) struct Fused {
+    pub(super) variant: Variant,
+    prep: Kernel,
+    factor: Kernel,
+    forward: Kernel,
+    backward: Kernel,
+    factor_threads: u32,
+    max_shared: u32,
+    rhs_chunk: u32,
+}
+
+impl Fused {
+    /// Loads the kernels of `variant` for block size `n`, or explains why they do not fit.
+    pub(super) fn new<T: Scalar>(gpu: &Gpu, options: &GpuOptions, variant: Variant, n: usize) -> Result<Self> {
+        let smem = gpu.info().max_shared_per_block;
+        let needed = variant.min_smem(n, T::BYTES);
+        if needed > smem as usize {
+            return Err(Error::Unsupported(format!(
+                "block size n = {n} with the {variant:?} kernels needs {needed} bytes of shared memory per block, this device has {smem}; the tiled kernels (the default above n = 96) have no such limit",
+            )));
+        }
+        let k = |name: &str| gpu.kernel(kernel_name::<T>(name).as_str());
+        let (factor, forward, backward) = match variant {
+            Variant::Rows(np) => (
+                k(&format!("{}{np}", names::FACTOR_ROWS))?,
+                k(&format!("{}{np}", names::SOLVE_FORWARD_ROWS))?,
+                k(&format!("{}{np}", names::SOLVE_BACKWARD_ROWS))?,
+            ),
+            Variant::Panel(np) => (
+                k(&format!("{}{np}", names::FACTOR_PANEL))?,
+                k(&format!("{}{np}", names::SOLVE_FORWARD_PANEL))?,
+                k(&format!("{}{np}", names::SOLVE_BACKWARD_PANEL))?,
+            ),
+            Variant::Generic => (k(names::FACTOR_LEVEL)?, k(names::SOLVE_FORWARD)?, k(names::SOLVE_BACKWARD)?),
+        };
+        let hw_threads = factor.max_threads_per_block()?;
+        let factor_threads = match variant {
+            Variant::Rows(_) => ROW_THREADS,
+            Variant::Panel(np) => panel_threads(np),
+            Variant::Generic => options.factor_threads.unwrap_or_else(|| default_factor_threads(n)).min(hw_threads / 32 * 32).max(32),
+        };
+        Ok(Fused {
+            variant,
+            prep: k(names::FACTOR_PREP)?,
+            factor,
+            forward,
+            backward,
+            factor_threads,
+            max_shared: smem,
+            rhs_chunk: options.rhs_chunk,
+        })
+    }
+
+    /// Right-hand-side columns per pass of the generic solve kernels.
+    fn chunk(&self, n: usize, k: usize, elem: usize) -> usize {
+        let wanted = (k as u32).min(self.rhs_chunk.max(1)).max(1) as usize;
+        fitting_chunk(n, wanted, elem, self.max_shared)
+    }
+
+    /// Whether the factor kernels can also do the forward substitution of `nrhs` columns.
+    pub(super) fn interlaces(&self, n: usize, nrhs: usize, elem: usize) -> bool {
+        self.variant.interlaces() && self.variant.factor_smem(n, nrhs, elem) <= self.max_shared
+    }
+
+    fn factor_args<T: Scalar>(&self, b: &Buffers<T>, level: u32, rhs: Option<&SolveTarget<T>>) -> FactorArgs<T> {
+        FactorArgs {
+            diag_in: b.diag_in.ptr().as_ptr(),
+            diag: b.diag.ptr().as_mut_ptr(),
+            left: b.left.ptr().as_mut_ptr(),
+            right: b.right.ptr().as_mut_ptr(),
+            sub: b.sub_in.ptr().as_ptr(),
+            info: b.info.ptr().as_mut_ptr(),
+            rhs: rhs.map_or(std::ptr::null_mut(), |r| r.rhs),
+            sym_tol: T::symmetry_tolerance(),
+            ld: b.ld as u32,
+            n: b.shape.block as u32,
+            nblocks: b.shape.nblocks as u32,
+            systems: b.shape.batch as u32,
+            level,
+            nrhs: rhs.map_or(0, |r| r.k as u32),
+        }
+    }
+
+    /// The factorization: reset the status words, zero the update accumulators, one
+    /// launch per level; with `rhs`, the factor kernels also do the forward substitution.
+    pub(super) fn factor_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, rhs: Option<&SolveTarget<T>>) -> Vec<Step<'k, T>> {
+        let shape = b.shape;
+        let (nb, s) = (shape.nblocks as u32, shape.batch as u32);
+        let nrhs = rhs.map_or(0, |r| r.k);
+        let smem = self.variant.factor_smem(shape.block, nrhs, T::BYTES);
+        let mut steps = vec![Step::Launch {
+            kernel: &self.prep,
+            level: 0,
+            cfg: LaunchConfig::linear((s * (nb / 2)).max(1), 128, 0),
+            args: Args::Factor(self.factor_args(b, 0, rhs)),
+        }];
+        for m in 0..levels(nb) {
+            let grid = s * nodes_in_level(nb, m);
+            steps.push(Step::Launch {
+                kernel: &self.factor,
+                level: m,
+                cfg: LaunchConfig::linear(grid, self.factor_threads, smem),
+                args: Args::Factor(self.factor_args(b, m, rhs)),
+            });
+        }
+        steps
+    }
+
+    /// The solve of `target`'s right-hand sides; `forward` false skips the forward sweep
+    /// (done by an interlaced factorization).
+    pub(super) fn solve_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>, forward: bool) -> Vec<Step<'k, T>> {
+        let shape = b.shape;
+        let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
+        let chunk = self.chunk(n, target.k, T::BYTES);
+        let args = |level| SolveArgs {
+            diag: b.diag.ptr().as_ptr(),
+            left: b.left.ptr().as_ptr(),
+            right: b.right.ptr().as_ptr(),
+            rhs: target.rhs,
+            info: target.info,
+            ld: b.ld as u32,
+            n: n as u32,
+            nblocks: nb,
+            level,
+            nrhs: target.k as u32,
+            chunk: chunk as u32,
+        };
+        let cfg = |m| {
+            let grid = s * nodes_in_level(nb, m);
+            match self.variant {
+                Variant::Rows(np) => LaunchConfig::linear(grid, ROW_THREADS, solve_rows_shared_bytes(np, T::BYTES) as u32),
+                Variant::Panel(np) => LaunchConfig::linear(grid, panel_threads(np), solve_panel_shared_bytes(np, T::BYTES) as u32),
+                Variant::Generic => LaunchConfig::linear(grid, generic_solve_threads(n), solve_shared_bytes(n, chunk, T::BYTES) as u32),
+            }
+        };
+        let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
+        let top = levels(nb);
+        if forward {
+            steps.extend((0..top).map(|m| Step::Launch { kernel: &self.forward, level: m, cfg: cfg(m), args: Args::Solve(args(m)) }));
+        }
+        steps.extend((0..top).rev().map(|m| Step::Launch { kernel: &self.backward, level: m, cfg: cfg(m), args: Args::Solve(args(m)) }));
+        steps
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hopper's opt-in shared memory per block.
+    const HOPPER_SMEM: u32 = 232_448;
+
+    #[test]
+    fn auto_picks_rows_then_panels_then_the_tiled_engine() {
+        let auto = |n| Variant::choose::<f64>(KernelFamily::Auto, n).unwrap();
+        assert_eq!(auto(1), Some(Variant::Rows(4)));
+        assert_eq!(auto(16), Some(Variant::Rows(16)));
+        assert_eq!(auto(17), Some(Variant::Panel(32)));
+        assert_eq!(auto(96), Some(Variant::Panel(96)));
+        assert_eq!(auto(97), None);
+        assert_eq!(auto(2048), None);
+        assert_eq!(Variant::choose::<f32>(KernelFamily::Auto, 32).unwrap(), Some(Variant::Rows(32)));
+        assert_eq!(Variant::choose::<f64>(KernelFamily::Tiled, 8).unwrap(), None);
+        assert_eq!(Variant::choose::<f64>(KernelFamily::Generic, 200).unwrap(), Some(Variant::Generic));
+        assert!(matches!(Variant::choose::<f64>(KernelFamily::Rows, 33), Err(Error::Unsupported(_))));
+        assert!(matches!(Variant::choose::<f64>(KernelFamily::Panel, 97), Err(Error::Unsupported(_))));
+        assert!(!Variant::Panel(64).interlaces() && Variant::Rows(8).interlaces() && Variant::Generic.interlaces());
+    }
+
+    #[test]
+    fn the_largest_block_counts_every_kernel_that_must_fit() {
+        // The generic solve holds three n x n tiles and a chunk of right-hand-side columns:
+        // at n = 96 in f64 one column fits, sixteen do not (the chunk shrinks to fit).
+        let generic = max_generic_block(HOPPER_SMEM, 8);
+        assert!((96..128).contains(&generic));
+        assert!(Variant::Generic.min_smem(generic + 1, 8) > HOPPER_SMEM as usize);
+        let chunk = fitting_chunk(96, 16, 8, HOPPER_SMEM);
+        assert!(chunk < 16 && solve_shared_bytes(96, chunk, 8) <= HOPPER_SMEM as usize);
+        assert!(solve_shared_bytes(96, chunk + 1, 8) > HOPPER_SMEM as usize);
+        assert_eq!(fitting_chunk(8, 16, 8, HOPPER_SMEM), 16);
+        assert_eq!(max_fused_block(HOPPER_SMEM, 8), generic);
+        assert!(max_fused_block(HOPPER_SMEM, 4) > 96);
+        assert_eq!(max_fused_block(0, 8), 0);
+    }
+}

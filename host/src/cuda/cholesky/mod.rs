@@ -1,0 +1,592 @@
+//! [`GpuCholesky`]: the nested-dissection block Cholesky on the GPU.
+//!
+//! The executor is split by job:
+//! - this file: the facade, the plan's device buffers (shared by every engine), uploads
+//!   and downloads, graph capture and replay, status checks, multi-stream solves;
+//! - [`schedule`]: a factorization or solve as a list of launch steps;
+//! - [`fused`]: the fused engine (one launch per level, a node per thread block; rows,
+//!   panel and generic families, `n <= 96` by default);
+//! - [`tiled`]: the tiled engine (a node's tiles over many thread blocks, products on
+//!   FP64 tensor cores; any `n`, the default above 96).
+//!
+//! Per shape the solver owns a plan: device buffers for the input blocks, the factor
+//! (`L_ii`, `L_li`, `L_ri` per node, leading dimension padded to 64 bytes; the tiled
+//! engine adds the inverted diagonal tiles), the right-hand sides and the per-system
+//! status words, plus CUDA graphs of the launch sequences. A factorization is one H2D
+//! copy and one graph launch; `refactor` with new values and repeated `solve` calls reuse
+//! everything.
+
+mod fused;
+mod schedule;
+mod tiled;
+
+use super::context::Gpu;
+use super::graph::Graph;
+use super::memory::{DeviceBuffer, Loc, copy_2d};
+use crate::error::{Error, Result, shape_err};
+use crate::matrix::{BlockTridiag, BlockVec, Shape};
+use crate::scalar::Scalar;
+use crate::solver::Factorization;
+use blocktri_device::layout::round_up;
+use blocktri_device::level::{InfoCode, decode_info};
+use cudarc::driver::CudaStream;
+use fused::{Fused, Variant};
+use schedule::{Step, enqueue_all};
+use std::sync::Arc;
+use tiled::Tiled;
+
+pub(crate) use fused::max_fused_block;
+
+/// Tuning and behaviour of [`GpuCholesky`].
+///
+/// ```
+/// use blocktri::cuda::{GpuOptions, KernelFamily};
+/// let options = GpuOptions { kernels: KernelFamily::Tiled, ..GpuOptions::default() };
+/// assert!(options.graphs);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuOptions {
+    /// Capture the launch sequences into CUDA graphs and replay them (default: true).
+    pub graphs: bool,
+    /// Threads per block of the generic factor kernels (default: chosen from `n`).
+    pub factor_threads: Option<u32>,
+    /// Right-hand-side columns processed per pass of a generic solve kernel (default 32).
+    pub rhs_chunk: u32,
+    /// Which kernel family runs (default: chosen from `n` and the precision).
+    pub kernels: KernelFamily,
+}
+
+impl Default for GpuOptions {
+    fn default() -> Self {
+        GpuOptions { graphs: true, factor_threads: None, rhs_chunk: 32, kernels: KernelFamily::Auto }
+    }
+}
+
+/// The level-kernel family.
+///
+/// ```
+/// use blocktri::cuda::KernelFamily;
+/// assert_eq!(KernelFamily::default(), KernelFamily::Auto);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KernelFamily {
+    /// The family measured fastest for the block size (see `docs/perf-notes.md`):
+    /// register-resident rows up to `n = 16` (`n = 32` in `f32`), shared-memory panels up
+    /// to `n = 96`, the tiled engine above.
+    #[default]
+    Auto,
+    /// Always the generic fused shared-memory kernels (any `n` that fits in shared memory).
+    Generic,
+    /// The register-resident kernels (`blocktri_device::level::rows`; an error for `n > 32`).
+    Rows,
+    /// The shared-memory panel kernels (`blocktri_device::level::panel`; an error for `n > 96`).
+    Panel,
+    /// The tiled engine (`blocktri_device::tiled`): `64 x 64` tiles over many thread blocks
+    /// per node, FP64 tensor-core products; any `n`.
+    Tiled,
+}
+
+/// One launch of [`GpuCholesky::profile`]: `(kernel, level, grid, threads, shared bytes,
+/// registers, microseconds)`.
+pub type LaunchTiming = (String, u32, u32, u32, u32, i32, f64);
+
+/// Where a solve reads its right-hand sides and writes its solution and status words.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SolveTarget<T> {
+    rhs: *mut T,
+    info: *mut u64,
+    k: usize,
+}
+
+/// The device buffers of a plan, shared by every engine.
+pub(super) struct Buffers<T> {
+    shape: Shape,
+    ld: usize,
+    diag_in: DeviceBuffer<T>,
+    sub_in: DeviceBuffer<T>,
+    diag: DeviceBuffer<T>,
+    left: DeviceBuffer<T>,
+    right: DeviceBuffer<T>,
+    /// Inverted diagonal tiles of `L_ii` (tiled engine only).
+    dinv: Option<DeviceBuffer<T>>,
+    info: DeviceBuffer<u64>,
+    solve_info: DeviceBuffer<u64>,
+}
+
+/// The engine a plan runs.
+enum Engine {
+    Fused(Box<Fused>),
+    Tiled(Box<Tiled>),
+}
+
+impl Engine {
+    /// Whether the factorization can also do the forward substitution of `nrhs` columns.
+    fn interlaces<T: Scalar>(&self, n: usize, nrhs: usize) -> bool {
+        match self {
+            Engine::Fused(f) => f.interlaces(n, nrhs, T::BYTES),
+            Engine::Tiled(_) => false,
+        }
+    }
+
+    /// The factorization's steps; with `rhs` (only where [`Self::interlaces`]) also the
+    /// forward substitution.
+    fn factor_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, rhs: Option<&SolveTarget<T>>) -> Vec<Step<'k, T>> {
+        match self {
+            Engine::Fused(f) => f.factor_steps(b, rhs),
+            Engine::Tiled(t) => t.factor_steps(b),
+        }
+    }
+
+    /// The solve's steps; `forward` false when an interlaced factorization did that sweep.
+    fn solve_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>, forward: bool) -> Vec<Step<'k, T>> {
+        match self {
+            Engine::Fused(f) => f.solve_steps(b, target, forward),
+            Engine::Tiled(t) => t.solve_steps(b, target),
+        }
+    }
+}
+
+struct Plan<T> {
+    bufs: Buffers<T>,
+    engine: Engine,
+    rhs: Option<DeviceBuffer<T>>,
+    rhs_cols: usize,
+    factor_graph: Option<Graph>,
+    solve_graph: Option<(usize, Graph)>,
+    factor_solve_graph: Option<(usize, Graph)>,
+}
+
+impl<T: Scalar> Plan<T> {
+    fn target(&self) -> Result<SolveTarget<T>> {
+        let rhs = self.rhs.as_ref().ok_or_else(|| Error::Shape("no right-hand sides uploaded".into()))?;
+        Ok(SolveTarget { rhs: rhs.ptr().as_mut_ptr(), info: self.bufs.solve_info.ptr().as_mut_ptr(), k: self.rhs_cols })
+    }
+}
+
+/// Nested-dissection block Cholesky on the GPU (kernels written in Rust): fused level
+/// kernels for small blocks, the tiled tensor-core engine for large ones.
+///
+/// ```no_run
+/// use blocktri::{cuda::GpuCholesky, generate, Factorization};
+/// let a = generate::random_spd::<f64>(1, 4096, 16, 1).unwrap();
+/// let b = generate::random_rhs(a.shape(), 1, 2).unwrap();
+/// let mut gpu = GpuCholesky::new().unwrap();
+/// gpu.factor(&a).unwrap();
+/// let x = gpu.solve(&b).unwrap();
+/// gpu.refactor(&a).unwrap(); // same shape, new values: one copy and one graph launch
+/// ```
+pub struct GpuCholesky<T: Scalar> {
+    gpu: Arc<Gpu>,
+    stream: Arc<CudaStream>,
+    options: GpuOptions,
+    plan: Option<Plan<T>>,
+    factored: bool,
+}
+
+impl<T: Scalar> std::fmt::Debug for GpuCholesky<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuCholesky")
+            .field("device", &self.gpu.info().name)
+            .field("shape", &self.plan.as_ref().map(|p| p.bufs.shape))
+            .field("factored", &self.factored)
+            .finish()
+    }
+}
+
+/// Device bytes of a plan: input blocks (`2N - 1`), the factor (`3N`), the inverted
+/// diagonal tiles when `tiled`, `nrhs` right-hand-side columns, status words.
+fn plan_bytes<T: Scalar>(shape: Shape, nrhs: usize, tiled: bool) -> usize {
+    let ld = GpuCholesky::<T>::padded_ld(shape.block);
+    let blk = ld * shape.block * T::BYTES;
+    let blocks = shape.batch * (5 * shape.nblocks - 1);
+    let dinv = if tiled { tiled::dinv_len(shape.batch, shape.nblocks, shape.block) * T::BYTES } else { 0 };
+    blocks * blk + dinv + shape.batch * shape.dim() * nrhs * T::BYTES + 16 * shape.batch
+}
+
+impl<T: Scalar> GpuCholesky<T> {
+    /// A solver on the shared device ([`Gpu::shared`]) with a stream of its own.
+    pub fn new() -> Result<Self> {
+        Self::with_gpu(Gpu::shared()?, GpuOptions::default())
+    }
+
+    /// A solver on `gpu` with `options` and a stream of its own (so that several solvers
+    /// run concurrently).
+    pub fn with_gpu(gpu: Arc<Gpu>, options: GpuOptions) -> Result<Self> {
+        let stream = gpu.new_stream()?;
+        Ok(GpuCholesky { gpu, stream, options, plan: None, factored: false })
+    }
+
+    /// The device.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    /// The stream the solver's work runs on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Largest block size `n` this device supports for `T` (the tiled engine's launch
+    /// limits; device memory usually binds first, see [`Self::required_memory`]).
+    pub fn max_block_size(&self) -> usize {
+        let smem = self.gpu.info().max_shared_per_block;
+        max_fused_block(smem, T::BYTES).max(tiled::max_tiled_block(smem, T::BYTES))
+    }
+
+    /// Device bytes a plan for `shape` needs with the default kernels (with `nrhs`
+    /// right-hand-side columns).
+    pub fn required_memory(shape: Shape, nrhs: usize) -> usize {
+        let tiled = matches!(Variant::choose::<T>(KernelFamily::Auto, shape.block), Ok(None));
+        plan_bytes::<T>(shape, nrhs, tiled)
+    }
+
+    /// Leading dimension of the device blocks: `n` rounded up to 64 bytes.
+    pub fn padded_ld(n: usize) -> usize {
+        round_up(n as u32, (64 / T::BYTES) as u32) as usize
+    }
+
+    fn ensure_plan(&mut self, shape: Shape) -> Result<()> {
+        if self.plan.as_ref().is_some_and(|p| p.bufs.shape == shape) {
+            return Ok(());
+        }
+        self.plan = None;
+        self.factored = false;
+        if shape.batch * shape.nblocks > u32::MAX as usize / 2 {
+            shape_err!("{shape}: too many blocks for one launch grid");
+        }
+        let engine = match Variant::choose::<T>(self.options.kernels, shape.block)? {
+            Some(variant) => Engine::Fused(Box::new(Fused::new::<T>(&self.gpu, &self.options, variant, shape.block)?)),
+            None => Engine::Tiled(Box::new(Tiled::new::<T>(&self.gpu, shape.block)?)),
+        };
+        let tiled = matches!(engine, Engine::Tiled(_));
+        let nt = blocktri_device::tiled::tiles(shape.block);
+        if tiled && shape.batch * shape.nblocks.div_ceil(2) * (nt * (nt + 1) / 2 + nt * nt) > i32::MAX as usize {
+            shape_err!("{shape}: too many tiles for one launch grid of the tiled kernels");
+        }
+        self.gpu.check_memory(plan_bytes::<T>(shape, 1, tiled))?;
+        let ld = Self::padded_ld(shape.block);
+        let blk = ld * shape.block;
+        let (s, nb) = (shape.batch, shape.nblocks);
+        let st = &self.stream;
+        let bufs = Buffers {
+            shape,
+            ld,
+            diag_in: DeviceBuffer::poisoned(st, s * nb * blk)?,
+            sub_in: DeviceBuffer::poisoned(st, (s * (nb - 1) * blk).max(1))?,
+            diag: DeviceBuffer::poisoned(st, s * nb * blk)?,
+            left: DeviceBuffer::poisoned(st, s * nb * blk)?,
+            right: DeviceBuffer::poisoned(st, s * nb * blk)?,
+            dinv: if tiled { Some(DeviceBuffer::poisoned(st, tiled::dinv_len(s, nb, shape.block))?) } else { None },
+            info: DeviceBuffer::poisoned(st, s)?,
+            solve_info: DeviceBuffer::poisoned(st, s)?,
+        };
+        self.plan = Some(Plan { bufs, engine, rhs: None, rhs_cols: 0, factor_graph: None, solve_graph: None, factor_solve_graph: None });
+        Ok(())
+    }
+
+    fn ensure_rhs(&mut self, k: usize) -> Result<()> {
+        let plan = self.plan.as_mut().ok_or(Error::NotFactored)?;
+        if plan.rhs_cols == k {
+            return Ok(());
+        }
+        let len = plan.bufs.shape.batch * plan.bufs.shape.dim() * k;
+        if plan.rhs.as_ref().is_none_or(|r| r.len() < len) {
+            self.gpu.check_memory(len * T::BYTES)?;
+            plan.rhs = Some(DeviceBuffer::poisoned(&self.stream, len)?);
+        }
+        plan.rhs_cols = k;
+        plan.solve_graph = None;
+        plan.factor_solve_graph = None;
+        Ok(())
+    }
+
+    /// Copies the matrices to the device plan (creating it if the shape is new), without
+    /// factoring. With [`Self::factor_uploaded`] this separates the transfer from the
+    /// factorization (the benchmark times them apart).
+    pub fn upload(&mut self, a: &BlockTridiag<T>) -> Result<()> {
+        let shape = a.shape();
+        self.ensure_plan(shape)?;
+        self.factored = false;
+        let plan = self.plan.as_ref().expect("plan exists");
+        let n = shape.block;
+        // SAFETY: destinations are plan buffers sized for `shape` at pitch `ld`.
+        unsafe {
+            copy_2d(
+                &self.stream,
+                Loc::Host(a.diag()),
+                a.ld(),
+                Loc::Device(plan.bufs.diag_in.ptr().addr()),
+                plan.bufs.ld,
+                n,
+                shape.batch * shape.nblocks * n,
+            )?;
+            copy_2d(
+                &self.stream,
+                Loc::Host(a.sub()),
+                a.ld(),
+                Loc::Device(plan.bufs.sub_in.ptr().addr()),
+                plan.bufs.ld,
+                n,
+                shape.batch * (shape.nblocks - 1) * n,
+            )?;
+        }
+        // The copies read pageable host memory; finishing them here keeps `a` free to change.
+        self.stream.synchronize()?;
+        Ok(())
+    }
+
+    /// Copies right-hand sides to the device (`b.ncols()` columns).
+    pub fn upload_rhs(&mut self, b: &BlockVec<T>) -> Result<()> {
+        let shape = self.plan.as_ref().ok_or(Error::NotFactored)?.bufs.shape;
+        if b.shape() != shape {
+            shape_err!("right-hand side shape {} does not match the factorization {shape}", b.shape());
+        }
+        self.ensure_rhs(b.ncols())?;
+        let plan = self.plan.as_mut().expect("plan exists");
+        plan.rhs.as_mut().expect("rhs buffer").copy_from_host(b.as_slice())?;
+        self.stream.synchronize()?;
+        Ok(())
+    }
+
+    /// Copies the device right-hand-side buffer (the solution after a solve) into `x`.
+    pub fn download_rhs(&self, x: &mut BlockVec<T>) -> Result<()> {
+        let plan = self.plan.as_ref().ok_or(Error::NotFactored)?;
+        let rhs = plan.rhs.as_ref().ok_or(Error::NotFactored)?;
+        rhs.copy_to_host(x.as_mut_slice())
+    }
+
+    /// Captures `steps` into a graph (their shared-memory limits raised first: setting a
+    /// function attribute is not a stream operation).
+    fn capture(&self, steps: &[Step<'_, T>]) -> Result<Graph> {
+        for step in steps {
+            step.reserve_shared()?;
+        }
+        // SAFETY: the steps were built from this solver's live plan buffers.
+        Graph::capture(&self.stream, || unsafe { enqueue_all(steps, &self.stream) })
+    }
+
+    /// Runs `steps` directly (graphs off) or through the graph in `slot`, capturing it
+    /// first when the slot is empty.
+    fn run(&self, steps: Vec<Step<'_, T>>, slot: &mut Option<Graph>) -> Result<()> {
+        if !self.options.graphs {
+            // SAFETY: as in `capture`.
+            return unsafe { enqueue_all(&steps, &self.stream) };
+        }
+        if slot.is_none() {
+            *slot = Some(self.capture(&steps)?);
+        }
+        slot.as_ref().expect("graph").launch()
+    }
+
+    /// Enqueues the factorization of the uploaded matrices (graph replay when enabled)
+    /// without waiting or checking: for timing with events. Check with [`Self::check_factor`].
+    pub fn launch_factor(&mut self) -> Result<()> {
+        let mut plan = self.plan.take().ok_or(Error::NotFactored)?;
+        let mut graph = plan.factor_graph.take();
+        let result = self.run(plan.engine.factor_steps(&plan.bufs, None), &mut graph);
+        plan.factor_graph = graph;
+        self.plan = Some(plan);
+        result
+    }
+
+    /// Runs `steps_of(plan)` through the graph kept for `k` right-hand-side columns in
+    /// `slot` (re-captured when `k` changed).
+    fn run_keyed(
+        &mut self,
+        slot: fn(&mut Plan<T>) -> &mut Option<(usize, Graph)>,
+        steps_of: impl for<'p> Fn(&'p Plan<T>, &SolveTarget<T>) -> Vec<Step<'p, T>>,
+    ) -> Result<()> {
+        let mut plan = self.plan.take().ok_or(Error::NotFactored)?;
+        let result = (|| {
+            let target = plan.target()?;
+            let k = plan.rhs_cols;
+            let mut graph = slot(&mut plan).take().filter(|(gk, _)| *gk == k).map(|(_, g)| g);
+            let ran = self.run(steps_of(&plan, &target), &mut graph);
+            *slot(&mut plan) = graph.map(|g| (k, g));
+            ran
+        })();
+        self.plan = Some(plan);
+        result
+    }
+
+    /// Enqueues a solve of the uploaded right-hand sides with the current factor (graph
+    /// replay when enabled), without waiting. Check with [`Self::check_solve`].
+    pub fn launch_solve(&mut self) -> Result<()> {
+        self.run_keyed(|p| &mut p.solve_graph, |plan, target| plan.engine.solve_steps(&plan.bufs, target, true))
+    }
+
+    /// Enqueues the factorization of the uploaded matrices and the solve of the uploaded
+    /// right-hand sides; the fused engine interlaces the forward substitution with the
+    /// factorization where its shared memory allows.
+    pub fn launch_factor_solve(&mut self) -> Result<()> {
+        self.run_keyed(
+            |p| &mut p.factor_solve_graph,
+            |plan, target| {
+                let interlaced = plan.engine.interlaces::<T>(plan.bufs.shape.block, target.k);
+                let mut steps = plan.engine.factor_steps(&plan.bufs, interlaced.then_some(target));
+                steps.extend(plan.engine.solve_steps(&plan.bufs, target, !interlaced));
+                steps
+            },
+        )
+    }
+
+    /// Runs the factorization and a solve of the uploaded data kernel by kernel with an
+    /// event pair around each launch, and returns `(kernel, level, grid, threads,
+    /// shared bytes, registers, microseconds)` per launch: where the time goes.
+    pub fn profile(&mut self) -> Result<Vec<LaunchTiming>> {
+        let plan = self.plan.as_ref().ok_or(Error::NotFactored)?;
+        let target = plan.target().map_err(|_| Error::Shape("upload right-hand sides before profiling".into()))?;
+        let mut steps = plan.engine.factor_steps(&plan.bufs, None);
+        steps.extend(plan.engine.solve_steps(&plan.bufs, &target, true));
+        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let mut out = Vec::new();
+        for step in &steps {
+            step.reserve_shared()?;
+            let t0 = self.stream.record_event(flags)?;
+            // SAFETY: built from this solver's live plan buffers.
+            unsafe { step.enqueue(&self.stream)? };
+            let t1 = self.stream.record_event(flags)?;
+            t1.synchronize()?;
+            if let Step::Launch { kernel, level, cfg, .. } = step {
+                let micros = 1e3 * t0.elapsed_ms(&t1)? as f64;
+                out.push((
+                    kernel.name().to_string(),
+                    *level,
+                    cfg.grid.0 * cfg.grid.1,
+                    cfg.block.0,
+                    cfg.shared_bytes,
+                    kernel.registers()?,
+                    micros,
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Waits for the stream and turns the factor status words into a result.
+    pub fn check_factor(&mut self) -> Result<()> {
+        let plan = self.plan.as_ref().ok_or(Error::NotFactored)?;
+        let mut info = vec![0u64; plan.bufs.shape.batch];
+        plan.bufs.info.copy_to_host(&mut info)?;
+        let tol = crate::scalar::wide(T::symmetry_tolerance());
+        for (system, &key) in info.iter().enumerate() {
+            let Some((level, code, block)) = decode_info(key) else { continue };
+            self.factored = false;
+            let (block, level) = (block as usize, level as usize);
+            return Err(match InfoCode::from_u32(code) {
+                Some(InfoCode::NonFinite) => {
+                    Error::NonFinite { what: "a diagonal block or its adjacent sub-diagonal blocks", system, block }
+                }
+                Some(InfoCode::NotSymmetric) => Error::NotSymmetric { system, block, row: 0, col: 0, tol },
+                Some(InfoCode::NonFiniteSolution) => Error::NonFiniteSolution { system, block },
+                _ => Error::NotPositiveDefinite { system, block, level },
+            });
+        }
+        self.factored = true;
+        Ok(())
+    }
+
+    /// Waits for the stream and reports a non-finite solution, if any.
+    pub fn check_solve(&self) -> Result<()> {
+        let plan = self.plan.as_ref().ok_or(Error::NotFactored)?;
+        let mut info = vec![0u64; plan.bufs.shape.batch];
+        plan.bufs.solve_info.copy_to_host(&mut info)?;
+        for (system, &key) in info.iter().enumerate() {
+            if let Some((_, _, block)) = decode_info(key) {
+                return Err(Error::NonFiniteSolution { system, block: block as usize });
+            }
+        }
+        Ok(())
+    }
+
+    /// Factors the uploaded matrices and checks the result.
+    pub fn factor_uploaded(&mut self) -> Result<()> {
+        self.launch_factor()?;
+        self.check_factor()
+    }
+
+    /// Solves for several right-hand-side sets at once, each on a stream of its own: the
+    /// streams wait for an event recorded after the factorization, then run concurrently
+    /// on the shared factor with their own buffers. The sets may have different numbers of
+    /// columns.
+    pub fn solve_many(&mut self, sets: &[BlockVec<T>]) -> Result<Vec<BlockVec<T>>> {
+        if !self.factored {
+            return Err(Error::NotFactored);
+        }
+        let plan = self.plan.as_ref().ok_or(Error::NotFactored)?;
+        let shape = plan.bufs.shape;
+        for b in sets {
+            if b.shape() != shape {
+                shape_err!("right-hand side shape {} does not match the factorization {shape}", b.shape());
+            }
+            b.validate()?;
+        }
+        let ready = self.stream.record_event(None)?;
+        let mut jobs = Vec::with_capacity(sets.len());
+        for b in sets {
+            let stream = self.gpu.new_stream()?;
+            stream.wait(&ready)?;
+            let rhs = DeviceBuffer::from_host(&stream, b.as_slice())?;
+            let solve_info = DeviceBuffer::<u64>::poisoned(&stream, shape.batch)?;
+            let target = SolveTarget { rhs: rhs.ptr().as_mut_ptr(), info: solve_info.ptr().as_mut_ptr(), k: b.ncols() };
+            let steps = plan.engine.solve_steps(&plan.bufs, &target, true);
+            // SAFETY: the factor buffers of the live plan and this job's own buffers, kept
+            // alive in `jobs` until the results are copied back.
+            unsafe { enqueue_all(&steps, &stream)? };
+            jobs.push((rhs, solve_info, b));
+        }
+        let mut outs = Vec::with_capacity(sets.len());
+        for (rhs, solve_info, b) in jobs {
+            let mut x = b.clone();
+            rhs.copy_to_host(x.as_mut_slice())?;
+            let mut info = vec![0u64; shape.batch];
+            solve_info.copy_to_host(&mut info)?;
+            if let Some((system, (_, _, block))) = info.iter().enumerate().find_map(|(s, k)| decode_info(*k).map(|d| (s, d))) {
+                return Err(Error::NonFiniteSolution { system, block: block as usize });
+            }
+            outs.push(x);
+        }
+        Ok(outs)
+    }
+}
+
+impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
+    fn factor(&mut self, a: &BlockTridiag<T>) -> Result<()> {
+        self.upload(a)?;
+        self.factor_uploaded()
+    }
+
+    fn solve_in_place(&mut self, b: &mut BlockVec<T>) -> Result<()> {
+        if !self.factored {
+            return Err(Error::NotFactored);
+        }
+        b.validate()?;
+        self.upload_rhs(b)?;
+        self.launch_solve()?;
+        self.download_rhs(b)?;
+        self.check_solve()
+    }
+
+    fn factor_solve(&mut self, a: &BlockTridiag<T>, b: &BlockVec<T>) -> Result<BlockVec<T>> {
+        if a.shape() != b.shape() {
+            shape_err!("right-hand side shape {} does not match the matrix {}", b.shape(), a.shape());
+        }
+        b.validate()?;
+        self.upload(a)?;
+        self.upload_rhs(b)?;
+        self.launch_factor_solve()?;
+        self.check_factor()?;
+        let mut x = b.clone();
+        self.download_rhs(&mut x)?;
+        self.check_solve()?;
+        Ok(x)
+    }
+
+    fn shape(&self) -> Option<Shape> {
+        self.plan.as_ref().filter(|_| self.factored).map(|p| p.bufs.shape)
+    }
+
+    fn name(&self) -> &'static str {
+        "gpu"
+    }
+}

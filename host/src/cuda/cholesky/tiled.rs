@@ -1,0 +1,184 @@
+//! The tiled engine (`blocktri_device::tiled`): every level split into `64 x 64` tile
+//! operations over many thread blocks per node, products on FP64 tensor cores. No block
+//! size limit but device memory; the default above `n = 96`.
+//!
+//! Launches of a factorization: reset the status words, `prep`; per level and per column
+//! tile `k` of the panel: `potrf`, `trsm`, `update` (not after the last tile); then the
+//! two neighbour launches (not on the top level, whose node has no neighbours). Solve:
+//! per level upward `forward_diag` + two `forward_couple`; downward `backward_couple` +
+//! `backward_diag`.
+
+use super::schedule::{Args, Step};
+use super::{Buffers, SolveTarget};
+use crate::cuda::context::Gpu;
+use crate::cuda::launch::{Kernel, LaunchConfig};
+use crate::error::{Error, Result};
+use crate::scalar::Scalar;
+use blocktri_device::kernels::{kernel_name, names};
+use blocktri_device::layout::{levels, nodes_in_level};
+use blocktri_device::tiled::factor::{WIDE_THREADS, potrf_shared_bytes, prep_shared_bytes, product_kernel_shared_bytes};
+use blocktri_device::tiled::solve::{MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, diag_solve_shared_bytes};
+use blocktri_device::tiled::{PRODUCT_THREADS, TiledArgs, dinv_elems, tiles};
+
+/// Largest grid `y` of a launch (the tile pairs of one node).
+const MAX_GRID_Y: usize = 65_535;
+
+/// Largest block size the tiled engine launches (grid and shared-memory limits; device
+/// memory usually binds first).
+pub(super) fn max_tiled_block(smem: u32, elem_bytes: usize) -> usize {
+    let fits = |n: usize| {
+        let nt = tiles(n);
+        nt * (nt + 1) / 2 + nt * nt <= MAX_GRID_Y && diag_solve_shared_bytes(n, 1, elem_bytes) <= smem as usize
+    };
+    let mut n = 64;
+    while fits(2 * n) {
+        n *= 2;
+    }
+    while fits(n + 64) {
+        n += 64;
+    }
+    n
+}
+
+/// Device elements of the inverted diagonal tiles of a shape (`dinv`).
+pub(super) fn dinv_len(batch: usize, nblocks: usize, n: usize) -> usize {
+    batch * nblocks * dinv_elems(n)
+}
+
+/// The tiled engine of one plan.
+#[derive(Debug)]
+pub(super) struct Tiled {
+    prep: Kernel,
+    potrf: Kernel,
+    trsm: Kernel,
+    update: Kernel,
+    neighbours: Kernel,
+    forward_diag: Kernel,
+    forward_couple: Kernel,
+    backward_couple: Kernel,
+    backward_diag: Kernel,
+    max_shared: u32,
+}
+
+impl Tiled {
+    /// Loads the tiled kernels for `T`; an error when `n` exceeds what they launch.
+    pub(super) fn new<T: Scalar>(gpu: &Gpu, n: usize) -> Result<Self> {
+        let smem = gpu.info().max_shared_per_block;
+        let max = max_tiled_block(smem, T::BYTES);
+        if n > max || (potrf_shared_bytes(T::BYTES) as u32) > smem {
+            return Err(Error::Unsupported(format!(
+                "the tiled kernels support n <= {max} for {} on this device, got n = {n}",
+                T::PRECISION
+            )));
+        }
+        let k = |name: &str| gpu.kernel(kernel_name::<T>(name).as_str());
+        Ok(Tiled {
+            prep: k(names::TILED_PREP)?,
+            potrf: k(names::TILED_POTRF)?,
+            trsm: k(names::TILED_TRSM)?,
+            update: k(names::TILED_UPDATE)?,
+            neighbours: k(names::TILED_NEIGHBOURS)?,
+            forward_diag: k(names::TILED_FORWARD_DIAG)?,
+            forward_couple: k(names::TILED_FORWARD_COUPLE)?,
+            backward_couple: k(names::TILED_BACKWARD_COUPLE)?,
+            backward_diag: k(names::TILED_BACKWARD_DIAG)?,
+            max_shared: smem,
+        })
+    }
+
+    /// Right-hand-side columns per pass: at most `k`, [`MAX_CHUNK`] and what fits.
+    fn chunk(&self, n: usize, k: usize, elem: usize) -> usize {
+        (1..=k.clamp(1, MAX_CHUNK)).rev().find(|&c| diag_solve_shared_bytes(n, c, elem) <= self.max_shared as usize).unwrap_or(1)
+    }
+
+    fn args<T: Scalar>(b: &Buffers<T>, level: u32, step: u32, side: u32, target: Option<(&SolveTarget<T>, usize)>) -> TiledArgs<T> {
+        TiledArgs {
+            diag_in: b.diag_in.ptr().as_ptr(),
+            sub: b.sub_in.ptr().as_ptr(),
+            diag: b.diag.ptr().as_mut_ptr(),
+            left: b.left.ptr().as_mut_ptr(),
+            right: b.right.ptr().as_mut_ptr(),
+            dinv: b.dinv.as_ref().map_or(std::ptr::null_mut(), |d| d.ptr().as_mut_ptr()),
+            info: target.map_or(b.info.ptr().as_mut_ptr(), |(t, _)| t.info),
+            rhs: target.map_or(std::ptr::null_mut(), |(t, _)| t.rhs),
+            sym_tol: T::symmetry_tolerance(),
+            ld: b.ld as u32,
+            n: b.shape.block as u32,
+            nblocks: b.shape.nblocks as u32,
+            systems: b.shape.batch as u32,
+            level,
+            step,
+            side,
+            nrhs: target.map_or(0, |(t, _)| t.k as u32),
+            chunk: target.map_or(0, |(_, c)| c as u32),
+        }
+    }
+
+    pub(super) fn factor_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>) -> Vec<Step<'k, T>> {
+        let shape = b.shape;
+        let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
+        let nt = tiles(n);
+        let product_smem = product_kernel_shared_bytes(T::BYTES) as u32;
+        let launch = |kernel, level, grid: (u32, u32), threads, smem, step, side| Step::Launch {
+            kernel,
+            level,
+            cfg: LaunchConfig { grid: (grid.0, grid.1, 1), block: (threads, 1, 1), shared_bytes: smem },
+            args: Args::Tiled(Self::args(b, level, step, side, None)),
+        };
+        let mut steps = vec![
+            Step::ResetStatus { addr: b.info.ptr().addr(), systems: shape.batch },
+            launch(&self.prep, 0, (s * nb, nt as u32), WIDE_THREADS, prep_shared_bytes(T::BYTES) as u32, 0, 0),
+        ];
+        let top = levels(nb);
+        for m in 0..top {
+            let nodes = s * nodes_in_level(nb, m);
+            for k in 0..nt {
+                let trailing = nt - k - 1;
+                let step = k as u32;
+                steps.push(launch(&self.potrf, m, (nodes, 1), WIDE_THREADS, potrf_shared_bytes(T::BYTES) as u32, step, 0));
+                steps.push(launch(&self.trsm, m, (nodes * (trailing + 2 * nt) as u32, 1), PRODUCT_THREADS, product_smem, step, 0));
+                if trailing > 0 {
+                    let per_node = trailing * (trailing + 1) / 2 + 2 * nt * trailing;
+                    steps.push(launch(&self.update, m, (nodes * per_node as u32, 1), PRODUCT_THREADS, product_smem, step, 0));
+                }
+            }
+            if m + 1 < top {
+                let pairs = nt * (nt + 1) / 2;
+                steps.push(launch(&self.neighbours, m, (nodes * pairs as u32, 1), PRODUCT_THREADS, product_smem, 0, 0));
+                steps.push(launch(&self.neighbours, m, (nodes * (pairs + nt * nt) as u32, 1), PRODUCT_THREADS, product_smem, 0, 1));
+            }
+        }
+        steps
+    }
+
+    pub(super) fn solve_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>) -> Vec<Step<'k, T>> {
+        let shape = b.shape;
+        let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
+        let nt = tiles(n) as u32;
+        let chunk = self.chunk(n, target.k, T::BYTES);
+        let diag_smem = diag_solve_shared_bytes(n, chunk, T::BYTES) as u32;
+        // `per_node` blocks per node, tiles fastest.
+        let launch = |kernel, level, per_node: u32, smem, side| Step::Launch {
+            kernel,
+            level,
+            cfg: LaunchConfig { grid: (s * nodes_in_level(nb, level) * per_node, 1, 1), block: (SOLVE_THREADS, 1, 1), shared_bytes: smem },
+            args: Args::Tiled(Self::args(b, level, 0, side, Some((target, chunk)))),
+        };
+        let top = levels(nb);
+        let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
+        for m in 0..top {
+            steps.push(launch(&self.forward_diag, m, 1, diag_smem, 0));
+            if m + 1 < top {
+                steps.push(launch(&self.forward_couple, m, nt, couple_shared_bytes(T::BYTES) as u32, 0));
+                steps.push(launch(&self.forward_couple, m, nt, couple_shared_bytes(T::BYTES) as u32, 1));
+            }
+        }
+        for m in (0..top).rev() {
+            if m + 1 < top {
+                steps.push(launch(&self.backward_couple, m, nt, 0, 0));
+            }
+            steps.push(launch(&self.backward_diag, m, 1, diag_smem, 0));
+        }
+        steps
+    }
+}

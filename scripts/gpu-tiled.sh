@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The tiled engine on the GPU machine, in one call:
+#   bash scripts/gpu-tiled.sh [tests] [sanitize] [bench] [families]
+# tests: every GPU test executable; sanitize: compute-sanitizer memcheck/racecheck/synccheck
+# on the tiled sanitizer cases; bench: the FP64 sweep (N n = 262144, n = 32..2048) with the
+# GPU peers in the same run (PREC=f64,f32 for both); families: fused vs tiled at n <= 128.
+set -u
+source "$(dirname "$0")/gpu-env.sh"
+steps=${*:-tests sanitize bench}
+b=.gpu/bin/blocktri
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/device.txt"
+for step in $steps; do
+  case $step in
+    tests)
+      $b info 2>&1 | tee "$OUT/tests.log"
+      timeout ${TT:-300} bash .gpu/run-tests.sh 2>&1 | tee -a "$OUT/tests.log" | grep -E "^==|test result|FAILED|panicked|gpu machine" ;;
+    sanitize)
+      san=$(ls .gpu/tests/gpu_sanitize-* | head -1)
+      for tool in memcheck racecheck synccheck; do
+        echo "== $tool"; timeout ${TS:-90} compute-sanitizer --tool $tool --error-exitcode 9 $san --test-threads=1 tiled 2>&1 | tail -3 | tee -a "$OUT/sanitizer.log"
+      done ;;
+    bench)
+      timeout ${T:-540} $b bench --full --suites fp64-sweep --block-sizes ${SIZES:-32,64,128,256,512,1024,2048} --precision ${PREC:-f64} \
+        --methods ${METHODS:-blocktri-gpu,vendor-schur,vendor-seq,cudss} --runs ${RUNS:-5} --out-dir "$OUT/bench-sweep" > "$OUT/bench-sweep.log" 2>&1
+      cat "$OUT/bench-sweep/report.md" 2>/dev/null | head -60 ;;
+    families)
+      for fam in auto tiled; do
+        timeout 200 $b bench --suites horizon,fp64-sweep --block-sizes 32,64,96,128 --nblocks 512,4096 --methods blocktri-gpu --kernels $fam \
+          --precision ${PREC:-f64} --out-dir "$OUT/fam-$fam" > /dev/null 2>&1
+        grep -E "factor" "$OUT/fam-$fam/rows.csv" | cut -d, -f1-12 | head -30
+      done ;;
+  esac
+done
+for d in "$OUT"/bench-*/ "$OUT"/fam-*/; do [ -d "$d" ] && tar czf "${d%/}.tgz" -C "$d" . && rm -rf "$d"; done
+ls -la "$OUT"

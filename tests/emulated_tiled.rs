@@ -1,0 +1,206 @@
+//! The tiled engine's kernels run in the CPU block emulator with the executor's launch
+//! sequence (`host/src/cuda/cholesky/tiled.rs`): factor and solve against the dense
+//! reference in f64 (FP64 `mma.sync` emulated lane by lane) and f32; failures name the
+//! system and block. Output buffers start poisoned (NaN).
+
+mod common;
+
+use blocktri::{BlockTridiag, BlockVec, Scalar};
+use blocktri_device::layout::{levels, nodes_in_level};
+use blocktri_device::level::{INFO_OK, InfoCode, decode_info};
+use blocktri_device::tiled::factor::{
+    WIDE_THREADS, neighbours, potrf, potrf_shared_bytes, prep, prep_shared_bytes, product_kernel_shared_bytes, trsm, update,
+};
+use blocktri_device::tiled::solve::{
+    MAX_CHUNK, SOLVE_THREADS, backward_couple, backward_diag, couple_shared_bytes, diag_solve_shared_bytes, forward_couple, forward_diag,
+};
+use blocktri_device::tiled::{PRODUCT_THREADS, TileScalar, TiledArgs, dinv_elems, tiles};
+use blocktri_prims::emu;
+use common::{dense_solution, error_vs_reference, fresh_seed, problem};
+
+struct Device<T> {
+    ld: usize,
+    diag_in: Vec<T>,
+    sub_in: Vec<T>,
+    diag: Vec<T>,
+    left: Vec<T>,
+    right: Vec<T>,
+    dinv: Vec<T>,
+    info: Vec<u64>,
+    solve_info: Vec<u64>,
+    rhs: Vec<T>,
+}
+
+fn upload<T: Scalar>(a: &BlockTridiag<T>, b: &BlockVec<T>) -> Device<T> {
+    let ld = a.shape().block.div_ceil(8) * 8;
+    let a = a.repad(ld).unwrap();
+    let shape = a.shape();
+    let len = shape.batch * shape.nblocks * ld * shape.block;
+    Device {
+        ld,
+        diag_in: a.diag().to_vec(),
+        sub_in: a.sub().to_vec(),
+        diag: vec![T::NAN; len],
+        left: vec![T::NAN; len],
+        right: vec![T::NAN; len],
+        dinv: vec![T::NAN; shape.batch * shape.nblocks * dinv_elems(shape.block)],
+        info: vec![INFO_OK; shape.batch],
+        solve_info: vec![INFO_OK; shape.batch],
+        rhs: b.as_slice().to_vec(),
+    }
+}
+
+fn args<T: Scalar>(
+    d: &mut Device<T>,
+    a: &BlockTridiag<T>,
+    level: u32,
+    step: u32,
+    side: u32,
+    solve: Option<(usize, usize)>,
+) -> TiledArgs<T> {
+    let shape = a.shape();
+    TiledArgs {
+        diag_in: d.diag_in.as_ptr(),
+        sub: d.sub_in.as_ptr(),
+        diag: d.diag.as_mut_ptr(),
+        left: d.left.as_mut_ptr(),
+        right: d.right.as_mut_ptr(),
+        dinv: d.dinv.as_mut_ptr(),
+        info: if solve.is_some() { d.solve_info.as_mut_ptr() } else { d.info.as_mut_ptr() },
+        rhs: d.rhs.as_mut_ptr(),
+        sym_tol: T::symmetry_tolerance(),
+        ld: d.ld as u32,
+        n: shape.block as u32,
+        nblocks: shape.nblocks as u32,
+        systems: shape.batch as u32,
+        level,
+        step,
+        side,
+        nrhs: solve.map_or(0, |(k, _)| k as u32),
+        chunk: solve.map_or(0, |(_, c)| c as u32),
+    }
+}
+
+/// The factor launches of `Tiled::factor_steps`, in order.
+fn run_factor<T: Scalar + TileScalar>(d: &mut Device<T>, a: &BlockTridiag<T>) {
+    let shape = a.shape();
+    let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
+    let nt = tiles(n);
+    let e = T::BYTES;
+    let pa = args(d, a, 0, 0, 0, None);
+    // SAFETY (all launches): argument pointers cover the emulated device arrays; grids,
+    // threads and shared memory as the kernels' contracts state.
+    unsafe { emu::launch_unchecked((s * nb, nt as u32), WIDE_THREADS, prep_shared_bytes(e), || prep(&pa)) };
+    let top = levels(nb);
+    for m in 0..top {
+        let nodes = s * nodes_in_level(nb, m);
+        for k in 0..nt {
+            let trailing = nt - k - 1;
+            let x = args(d, a, m, k as u32, 0, None);
+            unsafe {
+                emu::launch_unchecked(nodes, WIDE_THREADS, potrf_shared_bytes(e), || potrf(&x));
+                emu::launch_unchecked(nodes * (trailing + 2 * nt) as u32, PRODUCT_THREADS, product_kernel_shared_bytes(e), || trsm(&x));
+                if trailing > 0 {
+                    let y = trailing * (trailing + 1) / 2 + 2 * nt * trailing;
+                    emu::launch_unchecked(nodes * y as u32, PRODUCT_THREADS, product_kernel_shared_bytes(e), || update(&x));
+                }
+            }
+        }
+        if m + 1 < top {
+            let pairs = nt * (nt + 1) / 2;
+            for (side, y) in [(0u32, pairs), (1, pairs + nt * nt)] {
+                let x = args(d, a, m, 0, side, None);
+                unsafe { emu::launch_unchecked(nodes * y as u32, PRODUCT_THREADS, product_kernel_shared_bytes(e), || neighbours(&x)) };
+            }
+        }
+    }
+}
+
+/// The solve launches of `Tiled::solve_steps`, `chunk` columns per pass.
+fn run_solve<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk: usize) {
+    let shape = a.shape();
+    let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
+    let nt = tiles(n) as u32;
+    let e = T::BYTES;
+    let top = levels(nb);
+    let diag_smem = diag_solve_shared_bytes(n, chunk, e);
+    for m in 0..top {
+        let nodes = s * nodes_in_level(nb, m);
+        let x = args(d, a, m, 0, 0, Some((k, chunk)));
+        unsafe { emu::launch_unchecked(nodes, SOLVE_THREADS, diag_smem, || forward_diag(&x)) };
+        if m + 1 < top {
+            for side in 0..2 {
+                let x = args(d, a, m, 0, side, Some((k, chunk)));
+                unsafe { emu::launch_unchecked(nodes * nt, SOLVE_THREADS, couple_shared_bytes(e), || forward_couple(&x)) };
+            }
+        }
+    }
+    for m in (0..top).rev() {
+        let nodes = s * nodes_in_level(nb, m);
+        let x = args(d, a, m, 0, 0, Some((k, chunk)));
+        unsafe {
+            if m + 1 < top {
+                emu::launch_unchecked(nodes * nt, SOLVE_THREADS, 0, || backward_couple(&x));
+            }
+            emu::launch_unchecked(nodes, SOLVE_THREADS, diag_smem, || backward_diag(&x));
+        }
+    }
+}
+
+fn check<T: Scalar + TileScalar>(cases: &[(usize, usize, usize, usize)], tol: f64) {
+    let seed = fresh_seed();
+    for (i, &(s, nb, n, k)) in cases.iter().enumerate() {
+        let (a, b) = problem::<T>(s, nb, n, k, seed + i as u64);
+        let mut d = upload(&a, &b);
+        run_factor(&mut d, &a);
+        assert!(d.info.iter().all(|&x| x == INFO_OK), "{} S={s} N={nb} n={n}: info {:?}", T::PRECISION, d.info);
+        run_solve(&mut d, &a, k, k.min(MAX_CHUNK));
+        assert!(d.solve_info.iter().all(|&x| x == INFO_OK));
+        let x = BlockVec::from_vec(a.shape(), k, d.rhs.clone()).unwrap();
+        let err = error_vs_reference(&x, &dense_solution(&a, &b));
+        assert!(err < tol, "{} S={s} N={nb} n={n} k={k}: {err:e} (seed {seed})", T::PRECISION);
+    }
+}
+
+/// `(S, N, n, k)`: one, two and three tiles (with partial last tiles), single blocks,
+/// batches, more columns than one solve pass takes.
+const CASES: &[(usize, usize, usize, usize)] =
+    &[(1, 1, 1, 1), (1, 3, 5, 2), (2, 3, 33, 3), (1, 2, 64, 1), (1, 4, 65, 9), (1, 2, 130, 2), (2, 1, 97, 1)];
+
+#[test]
+fn emulated_tiled_f64_matches_the_dense_reference() {
+    check::<f64>(CASES, 1e-11);
+}
+
+#[test]
+fn emulated_tiled_f32_matches_the_dense_reference() {
+    check::<f32>(&CASES[..6], 1e-4);
+}
+
+#[test]
+fn emulated_tiled_failures_name_the_system_and_block() {
+    // System 1 of 2 gets an indefinite diagonal block 5 (level 1), in its second tile.
+    let (mut a, b) = problem::<f64>(2, 7, 66, 1, 7);
+    a.set_diag(1, 5, 65, 65, -1e4);
+    let mut d = upload(&a, &b);
+    run_factor(&mut d, &a);
+    assert_eq!(d.info[0], INFO_OK);
+    assert_eq!(decode_info(d.info[1]).unwrap(), (1, InfoCode::NotPositiveDefinite as u32, 5));
+
+    // A NaN in sub-diagonal block 2 of system 0 (right coupling of level-0 node 2), and
+    // one in sub-diagonal block 3 (left coupling of level-0 node 4): the first reported.
+    let (mut a, b) = problem::<f64>(2, 6, 3, 1, 8);
+    a.sub_block_mut(0, 2)[1] = f64::NAN;
+    a.sub_block_mut(0, 3)[2] = f64::INFINITY;
+    let mut d = upload(&a, &b);
+    run_factor(&mut d, &a);
+    assert_eq!(decode_info(d.info[0]).unwrap(), (0, InfoCode::NonFinite as u32, 2));
+    assert_eq!(d.info[1], INFO_OK);
+
+    // An asymmetric diagonal block 3 (level 2).
+    let (mut a, b) = problem::<f64>(1, 7, 3, 1, 9);
+    a.diag_block_mut(0, 3)[1] += 0.5; // entry (1, 0) only
+    let mut d = upload(&a, &b);
+    run_factor(&mut d, &a);
+    assert_eq!(decode_info(d.info[0]).unwrap(), (2, InfoCode::NotSymmetric as u32, 3));
+}
