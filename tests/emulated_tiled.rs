@@ -95,15 +95,13 @@ fn run_factor<T: Scalar + TileScalar>(d: &mut Device<T>, a: &BlockTridiag<T>) {
     for m in 0..top {
         let nodes = s * nodes_in_level(nb, m);
         for k in 0..nt {
-            let trailing = nt - k - 1;
             let x = args(d, a, m, k as u32, 0, None);
             unsafe {
-                emu::launch_unchecked(nodes, WIDE_THREADS, potrf_shared_bytes(e), || potrf(&x));
-                emu::launch_unchecked(nodes * (trailing + 2 * nt) as u32, PRODUCT_THREADS, product_kernel_shared_bytes(e), || trsm(&x));
-                if trailing > 0 {
-                    let y = trailing * (trailing + 1) / 2 + 2 * nt * trailing;
-                    emu::launch_unchecked(nodes * y as u32, PRODUCT_THREADS, product_kernel_shared_bytes(e), || update(&x));
+                if k > 0 {
+                    emu::launch_unchecked(nodes * (3 * nt - k) as u32, PRODUCT_THREADS, product_kernel_shared_bytes(e), || update(&x));
                 }
+                emu::launch_unchecked(nodes, WIDE_THREADS, potrf_shared_bytes(e), || potrf(&x));
+                emu::launch_unchecked(nodes * (nt - k - 1 + 2 * nt) as u32, PRODUCT_THREADS, product_kernel_shared_bytes(e), || trsm(&x));
             }
         }
         if m + 1 < top {

@@ -27,9 +27,9 @@ pub const WIDE_THREADS: u32 = 256;
 /// Bytes in front of every tiled kernel's shared data (the block-uniform failure flag).
 const FLAG_BYTES: usize = 16;
 
-/// Shared memory of [`prep`]: a `64 x 65` transposition tile.
+/// Shared memory of [`prep`]: a `64 x 65` transposition tile and two diagonal stretches.
 pub const fn prep_shared_bytes(elem_bytes: usize) -> usize {
-    FLAG_BYTES + TILE * (TILE + 1) * elem_bytes
+    FLAG_BYTES + (TILE * (TILE + 1) + 2 * TILE) * elem_bytes
 }
 
 /// Shared memory of [`potrf`]: the diagonal tile, its inverse, `2 x 64` pivots, a status word.
@@ -74,26 +74,47 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
     let blk = ld * n;
     let mut bad = u32::MAX;
     // SAFETY (all pointer arithmetic): blocks of system `s` inside the arrays, entries
-    // (r, c) with r < n, c < n at leading dimension ld.
+    // (r, c) with r < n, c < n at leading dimension ld; shared areas as sized.
     let din = unsafe { a.diag_in.add((s * nb + b) * blk) };
     let d = unsafe { a.block(a.diag, s, b) };
-    let mut e = tid;
-    while e < n * w {
-        let (r, c) = rem_div(e, n);
-        let c = c0 + c;
-        let v = unsafe { *din.add(c * ld + r) };
-        unsafe { *d.add(c * ld + r) = if r >= c { v } else { T::ZERO } };
-        if !v.is_finite() {
-            bad = bad.min(InfoCode::NonFinite as u32);
-        } else if r > c {
-            let (mirror, drr, dcc) = unsafe { (*din.add(r * ld + c), *din.add(r * ld + r), *din.add(c * ld + c)) };
-            let diff = v - mirror;
-            let symmetric = diff * diff <= a.sym_tol * a.sym_tol * (drr * dcc).abs(); // false for NaN
-            if !symmetric {
-                bad = bad.min(InfoCode::NotSymmetric as u32);
-            }
+    // Per row tile: the mirror tile D[c0.., r0..] transposed into shared memory (read
+    // along its columns, coalesced) and the two diagonal stretches, so that the symmetry
+    // check reads nothing strided from global memory.
+    let (mirror, dr, dc) = unsafe { (tile, tile.add(TILE * (TILE + 1)), tile.add(TILE * (TILE + 1) + TILE)) };
+    for r0 in (0..n).step_by(TILE) {
+        let h = TILE.min(n - r0);
+        let mut e = tid;
+        while e < w * h {
+            let (cl, rl) = rem_div(e, w);
+            unsafe { *mirror.add(cl * (TILE + 1) + rl) = *din.add((r0 + rl) * ld + c0 + cl) };
+            e += threads;
         }
-        e += threads;
+        if tid < h {
+            unsafe { *dr.add(tid) = *din.add((r0 + tid) * ld + r0 + tid) };
+        }
+        if tid < w {
+            unsafe { *dc.add(tid) = *din.add((c0 + tid) * ld + c0 + tid) };
+        }
+        blocktri_prims::sync_threads();
+        let mut e = tid;
+        while e < w * h {
+            let (rl, cl) = rem_div(e, h);
+            let (r, c) = (r0 + rl, c0 + cl);
+            let v = unsafe { *din.add(c * ld + r) };
+            unsafe { *d.add(c * ld + r) = if r >= c { v } else { T::ZERO } };
+            if !v.is_finite() {
+                bad = bad.min(InfoCode::NonFinite as u32);
+            } else if r > c {
+                let (m, drr, dcc) = unsafe { (*mirror.add(cl * (TILE + 1) + rl), *dr.add(rl), *dc.add(cl)) };
+                let diff = v - m;
+                let symmetric = diff * diff <= a.sym_tol * a.sym_tol * (drr * dcc).abs(); // false for NaN
+                if !symmetric {
+                    bad = bad.min(InfoCode::NotSymmetric as u32);
+                }
+            }
+            e += threads;
+        }
+        blocktri_prims::sync_threads();
     }
     let info = unsafe { a.info.add(s) };
     if bad != u32::MAX {
@@ -147,14 +168,18 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
     }
 }
 
-/// Step `k` of every node's panel factorization, part 1: factors the diagonal tile
+/// Step `k` of every node's panel factorization, part 2: factors the diagonal tile
 /// `D[k, k] = L_kk L_kk^T` in shared memory (failure: `info_key(level, NotPositiveDefinite,
 /// b)`), stores `L_kk` (zero above the diagonal) and its inverse `dinv[b][k]` (zero
 /// outside the tile's `w x w`). Grid `x` = `systems * nodes`.
 ///
+/// About 200 µs per launch on the H100 (a chain of ~130 barrier steps; ~54k instructions
+/// per warp). A leaner two-warp, row-per-thread version was measured 1.3x slower
+/// (`docs/perf-notes.md`, entry 5).
+///
 /// # Safety
-/// [`WIDE_THREADS`] threads, [`potrf_shared_bytes`]; the trailing updates of step `k - 1`
-/// have completed (stream order).
+/// [`WIDE_THREADS`] threads, [`potrf_shared_bytes`]; [`update`] of step `k` (for
+/// `k >= 1`) has completed (stream order).
 pub unsafe fn potrf<T: Real>(args: &TiledArgs<T>) {
     let a = *args;
     let nd = a.node();
@@ -205,6 +230,26 @@ unsafe fn band<T: Real>(a: &TiledArgs<T>, s: usize, b: usize, which: usize, pres
     Some(unsafe { a.block(base, s, b) })
 }
 
+/// The panel row tile of this product block (grid `x` = `systems * nodes * (own + 2
+/// tiles)`, tiles fastest): `own` row tiles of `D_i` from row tile `first`, then every row
+/// tile of the left and of the right coupling. Returns `(node, band, row tile, band
+/// block)`, `None` when the node has no such coupling.
+///
+/// # Safety
+/// `a` satisfies the kernels' contract.
+#[inline(always)]
+unsafe fn panel_tile<T: Real>(a: &TiledArgs<T>, first: usize, own: usize) -> Option<(super::Node, usize, usize, *mut T)> {
+    let nt = tiles(a.n());
+    let (nd, y) = a.node_and_tile(own + 2 * nt);
+    let (which, t) = if y < own { (0, first + y) } else { (1 + (y - own) / nt, (y - own) % nt) };
+    let present = match which {
+        0 => true,
+        1 => nd.left.is_some(),
+        _ => nd.right.is_some(),
+    };
+    unsafe { band(a, nd.s, nd.b, which, present) }.map(|blk| (nd, which, t, blk))
+}
+
 /// Rows of row tile `t` of an `n`-row band.
 #[inline(always)]
 fn tile_rows(n: usize, t: usize) -> usize {
@@ -228,7 +273,7 @@ fn for_each_acc<T: TileScalar>(acc: &[T; ACC], mut f: impl FnMut(usize, usize, T
     }
 }
 
-/// Step `k`, part 2: the rows of the panel below the diagonal tile, `X = P[rows, k] L_kk^-T`
+/// Step `k`, part 3: the rows of the panel below the diagonal tile, `X = P[rows, k] L_kk^-T`
 /// as a product with `dinv[b][k]`, in place. Tiles per node (grid `x` = `systems * nodes * that`, tiles fastest):
 /// `(tiles - k - 1) + 2 tiles`: the
 /// `D_i` row tiles below `k`, then every tile of the left and of the right coupling.
@@ -239,16 +284,7 @@ fn for_each_acc<T: TileScalar>(acc: &[T; ACC], mut f: impl FnMut(usize, usize, T
 pub unsafe fn trsm<T: TileScalar>(args: &TiledArgs<T>) {
     let a = *args;
     let (n, ld, k) = (a.n(), a.ld(), a.step as usize);
-    let nt = tiles(n);
-    let below = nt - k - 1;
-    let (nd, y) = a.node_and_tile(below + 2 * nt);
-    let (which, t) = if y < below { (0, k + 1 + y) } else { (1 + (y - below) / nt, (y - below) % nt) };
-    let present = match which {
-        0 => true,
-        1 => nd.left.is_some(),
-        _ => nd.right.is_some(),
-    };
-    let Some(blk) = (unsafe { band(&a, nd.s, nd.b, which, present) }) else { return };
+    let Some((nd, _, t, blk)) = (unsafe { panel_tile(&a, k + 1, tiles(n) - k - 1) }) else { return };
     let (flag, sh) = shared_areas::<T>();
     if unsafe { a.failed(nd.s, flag) } {
         return;
@@ -267,46 +303,32 @@ pub unsafe fn trsm<T: TileScalar>(args: &TiledArgs<T>) {
     });
 }
 
-/// Step `k`, part 3: the trailing update `P[I, J] -= P[I, k] P[J, k]^T` for the column
-/// tiles `J > k` and every row tile `I` of the panel (in `D_i`, only `I >= J`, and only
-/// the lower triangle of a diagonal tile). Tiles per node `T (T + 1) / 2 + 2 tiles T` with
-/// `T = tiles - k - 1`.
+/// Step `k`, part 1 (left-looking, `k >= 1`): column tile `k` of the panel gets the
+/// products of the finished columns, `P[I, k] -= P[I, 0..k] P[k, 0..k]^T` (`K = 64 k`,
+/// accumulated in registers and written once), for the `D_i` row tiles `I >= k` (only
+/// the lower triangle of the diagonal tile) and every row tile of the couplings. Tiles
+/// per node: `(tiles - k) + 2 tiles`.
+///
+/// Right-looking (every step rewriting the whole trailing panel with `K = 64`) ran at
+/// about 10 TFLOP/s on the H100 against 25-27 for these long-`K` products
+/// (`docs/perf-notes.md`, entry 5).
 ///
 /// # Safety
-/// As [`trsm`], after it.
+/// As [`trsm`]; the steps before `k` have completed.
 pub unsafe fn update<T: TileScalar>(args: &TiledArgs<T>) {
     let a = *args;
     let (n, ld, k) = (a.n(), a.ld(), a.step as usize);
-    let nt = tiles(n);
-    let trailing = nt - k - 1;
-    let pairs = trailing * (trailing + 1) / 2;
-    let (nd, y) = a.node_and_tile(pairs + 2 * nt * trailing);
-    let (which, it, jt) = if y < pairs {
-        let (i, j) = lower_pair(y);
-        (0, k + 1 + i, k + 1 + j)
-    } else {
-        let e = y - pairs;
-        let rem = e % (nt * trailing);
-        (1 + e / (nt * trailing), rem / trailing, k + 1 + rem % trailing)
-    };
-    let present = match which {
-        0 => true,
-        1 => nd.left.is_some(),
-        _ => nd.right.is_some(),
-    };
-    let Some(blk) = (unsafe { band(&a, nd.s, nd.b, which, present) }) else { return };
+    let Some((nd, which, it, blk)) = (unsafe { panel_tile(&a, k, tiles(n) - k) }) else { return };
     let (flag, sh) = shared_areas::<T>();
     if unsafe { a.failed(nd.s, flag) } {
         return;
     }
-    let c0 = k * TILE;
-    let w = TILE.min(n - c0);
     let d = unsafe { a.block(a.diag, nd.s, nd.b) };
-    let (pa, pb) = unsafe { (panel(blk, ld, n, it, c0), panel(d, ld, n, jt, c0)) };
-    let acc = unsafe { product_nt(pa, pb, w, sh) };
-    let diagonal = which == 0 && it == jt;
-    // SAFETY: (it, jt) tile of the band, rows/cols clipped to n.
-    let dst = unsafe { blk.add(jt * TILE * ld + it * TILE) };
+    let (pa, pb) = unsafe { (panel(blk, ld, n, it, 0), panel(d, ld, n, k, 0)) };
+    let acc = unsafe { product_nt(pa, pb, k * TILE, sh) };
+    let diagonal = which == 0 && it == k;
+    // SAFETY: tile (it, k) of the band, rows/cols clipped to n.
+    let dst = unsafe { blk.add(k * TILE * ld + it * TILE) };
     for_each_acc(&acc, |r, c, v| {
         if r < pa.rows && c < pb.rows && (!diagonal || r >= c) {
             unsafe { *dst.add(c * ld + r) -= v };
@@ -322,7 +344,7 @@ pub unsafe fn update<T: TileScalar>(args: &TiledArgs<T>) {
 /// one writer.
 ///
 /// # Safety
-/// As [`trsm`], after the level's last [`update`].
+/// As [`trsm`], after the level's last [`trsm`].
 pub unsafe fn neighbours<T: TileScalar>(args: &TiledArgs<T>) {
     let a = *args;
     let (n, ld) = (a.n(), a.ld());

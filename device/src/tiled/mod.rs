@@ -7,10 +7,10 @@
 //!
 //! 1. [`factor::prep`] (once per factorization): the working diagonal blocks (lower
 //!    triangle of the input, upper zero), level 0's couplings in panel form, input checks;
-//! 2. per column tile `k` of the node's panel `P = [D_i; A[l,i]; A[r,i]]` (right-looking
-//!    blocked Cholesky): [`factor::potrf`] (diagonal tile and its inverse),
-//!    [`factor::trsm`] (the rows below, as a product with the inverse),
-//!    [`factor::update`] (the trailing tiles);
+//! 2. per column tile `k` of the node's panel `P = [D_i; A[l,i]; A[r,i]]` (left-looking
+//!    blocked Cholesky): [`factor::update`] (column `k` minus the products of the finished
+//!    columns, from `k = 1`), [`factor::potrf`] (diagonal tile and its inverse),
+//!    [`factor::trsm`] (the rows below, as a product with the inverse);
 //! 3. [`factor::neighbours`] twice (`side` 0, then 1): `D_l -= L_li L_li^T`, then
 //!    `D_r -= L_ri L_ri^T` and the fill for the next level. Each neighbour block has
 //!    exactly one writer per launch: no atomics, and the results are bitwise

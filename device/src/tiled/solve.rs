@@ -60,6 +60,42 @@ fn warp_total<T: Real>(v: T) -> T {
     v
 }
 
+/// One lane's share of a warp's dot products along a column of `L`: adds
+/// `lcol[p] * x[p + c ldx]` for `p = from, from + 32, .. < n` to `acc[c]`, `c < kc`
+/// (`from` = the first row plus the lane: the warp reads the column coalesced).
+///
+/// # Safety
+/// `lcol` holds `n` values, `x` `kc` columns of `n` at `ldx`.
+#[inline(always)]
+unsafe fn column_dot<T: Real>(lcol: *const T, x: *const T, ldx: usize, from: usize, n: usize, kc: usize, acc: &mut [T; MAX_CHUNK]) {
+    let mut p = from;
+    while p < n {
+        let lv = unsafe { *lcol.add(p) };
+        for c in 0..MAX_CHUNK {
+            if c < kc {
+                acc[c] = lv.mul_add(unsafe { *x.add(c * ldx + p) }, acc[c]);
+            }
+        }
+        p += 32;
+    }
+}
+
+/// Sums each `acc[c]` over the warp and lets lane 0 subtract it from `dst[c ldd]`.
+///
+/// # Safety
+/// `dst` holds `kc` values at stride `ldd`; every lane of the warp calls it.
+#[inline(always)]
+unsafe fn subtract_warp_totals<T: Real>(acc: &[T; MAX_CHUNK], kc: usize, dst: *mut T, ldd: usize) {
+    for c in 0..MAX_CHUNK {
+        if c < kc {
+            let total = warp_total(acc[c]);
+            if thread_idx_x() % 32 == 0 {
+                unsafe { *dst.add(c * ldd) -= total };
+            }
+        }
+    }
+}
+
 /// Shared areas of the diagonal kernels: `z` (`n x chunk`), the inverse tile, a temporary.
 #[inline(always)]
 unsafe fn diag_areas<T: Real>(n: usize, chunk: usize) -> (*mut T, *mut T, *mut T) {
@@ -254,25 +290,9 @@ pub unsafe fn backward_couple<T: Real>(args: &TiledArgs<T>) {
                 let Some(j) = nbr else { continue };
                 // Column r0 + r of L_{j,i}, against x_j.
                 let (lcol, x) = unsafe { (a.block(base, nd.s, nd.b).add((r0 + r) * ld) as *const T, bsys.add(c0 * ldb + j * n)) };
-                let mut p = lane;
-                while p < n {
-                    let lv = unsafe { *lcol.add(p) };
-                    for c in 0..MAX_CHUNK {
-                        if c < kc {
-                            acc[c] = lv.mul_add(unsafe { *x.add(c * ldb + p) }, acc[c]);
-                        }
-                    }
-                    p += 32;
-                }
+                unsafe { column_dot(lcol, x, ldb, lane, n, kc, &mut acc) };
             }
-            for c in 0..MAX_CHUNK {
-                if c < kc {
-                    let total = warp_total(acc[c]);
-                    if lane == 0 {
-                        unsafe { *bsys.add((c0 + c) * ldb + nd.b * n + r0 + r) -= total };
-                    }
-                }
-            }
+            unsafe { subtract_warp_totals(&acc, kc, bsys.add(c0 * ldb + nd.b * n + r0 + r), ldb) };
             r += WARPS;
         }
         c0 += kc;
@@ -306,26 +326,9 @@ pub unsafe fn backward_diag<T: Real>(args: &TiledArgs<T>) {
             let w = TILE.min(n - r0);
             let mut r = warp;
             while r < w {
-                let lcol = unsafe { l.add((r0 + r) * ld) };
                 let mut acc = [T::ZERO; MAX_CHUNK];
-                let mut p = r0 + w + lane;
-                while p < n {
-                    let lv = unsafe { *lcol.add(p) };
-                    for c in 0..MAX_CHUNK {
-                        if c < kc {
-                            acc[c] = lv.mul_add(unsafe { *z.add(c * n + p) }, acc[c]);
-                        }
-                    }
-                    p += 32;
-                }
-                for c in 0..MAX_CHUNK {
-                    if c < kc {
-                        let total = warp_total(acc[c]);
-                        if lane == 0 {
-                            unsafe { *z.add(c * n + r0 + r) -= total };
-                        }
-                    }
-                }
+                unsafe { column_dot(l.add((r0 + r) * ld), z, n, r0 + w + lane, n, kc, &mut acc) };
+                unsafe { subtract_warp_totals(&acc, kc, z.add(r0 + r), n) };
                 r += WARPS;
             }
             unsafe { load_inverse(a.dinv_tile(nd.s, nd.b, t), ws, w) };

@@ -3,7 +3,7 @@
 //! size limit but device memory; the default above `n = 96`.
 //!
 //! Launches of a factorization: reset the status words, `prep`; per level and per column
-//! tile `k` of the panel: `potrf`, `trsm`, `update` (not after the last tile); then the
+//! tile `k` of the panel: `update` (from `k = 1`), `potrf`, `trsm`; then the
 //! two neighbour launches (not on the top level, whose node has no neighbours). Solve:
 //! per level upward `forward_diag` + two `forward_couple`; downward `backward_couple` +
 //! `backward_diag`.
@@ -133,14 +133,12 @@ impl Tiled {
         for m in 0..top {
             let nodes = s * nodes_in_level(nb, m);
             for k in 0..nt {
-                let trailing = nt - k - 1;
                 let step = k as u32;
-                steps.push(launch(&self.potrf, m, (nodes, 1), WIDE_THREADS, potrf_shared_bytes(T::BYTES) as u32, step, 0));
-                steps.push(launch(&self.trsm, m, (nodes * (trailing + 2 * nt) as u32, 1), PRODUCT_THREADS, product_smem, step, 0));
-                if trailing > 0 {
-                    let per_node = trailing * (trailing + 1) / 2 + 2 * nt * trailing;
-                    steps.push(launch(&self.update, m, (nodes * per_node as u32, 1), PRODUCT_THREADS, product_smem, step, 0));
+                if k > 0 {
+                    steps.push(launch(&self.update, m, (nodes * (3 * nt - k) as u32, 1), PRODUCT_THREADS, product_smem, step, 0));
                 }
+                steps.push(launch(&self.potrf, m, (nodes, 1), WIDE_THREADS, potrf_shared_bytes(T::BYTES) as u32, step, 0));
+                steps.push(launch(&self.trsm, m, (nodes * (nt - k - 1 + 2 * nt) as u32, 1), PRODUCT_THREADS, product_smem, step, 0));
             }
             if m + 1 < top {
                 let pairs = nt * (nt + 1) / 2;
