@@ -7,19 +7,12 @@
 //! system that already recorded a failure return after one barrier.
 
 use super::product::{ACC, PRODUCT_SHARED_ELEMS, Panel, TileScalar, product_nt};
-use super::{TILE, TiledArgs, lower_pair, tiles};
+use super::{TILE, TiledArgs, lower_pair, rem_div, tiles};
 use crate::layout::{fill_slot, level_of};
 use crate::level::{InfoCode, info_key};
 use crate::team::{Block, Team};
 use crate::tile::{NO_FAILURE, potrf_panel, trsm};
 use blocktri_prims::{Real, atomic, block_idx_x, block_idx_y, shared, thread_idx_x};
-
-/// `(e % d, e / d)` in 32-bit arithmetic (a 64-bit division costs several times more).
-#[inline(always)]
-fn rem_div(e: usize, d: usize) -> (usize, usize) {
-    let (e, d) = (e as u32, d as u32);
-    ((e % d) as usize, (e / d) as usize)
-}
 
 /// Threads of [`prep`] and [`potrf`].
 pub const WIDE_THREADS: u32 = 256;

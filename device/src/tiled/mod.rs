@@ -182,6 +182,14 @@ impl<T: Real> TiledArgs<T> {
     }
 }
 
+/// `(e % d, e / d)` in 32-bit arithmetic (a 64-bit division costs several times more in a
+/// per-element loop).
+#[inline(always)]
+pub(crate) fn rem_div(e: usize, d: usize) -> (usize, usize) {
+    let (e, d) = (e as u32, d as u32);
+    ((e % d) as usize, (e / d) as usize)
+}
+
 /// `(i, j)` with `j <= i` of the `e`-th pair of the lower triangle of a `t x t` tile grid,
 /// row by row: `e = i (i + 1) / 2 + j`.
 #[inline(always)]

@@ -9,16 +9,10 @@
 //! touched once per solve); the diagonal kernels keep the node's right-hand sides in
 //! shared memory.
 
+use super::rem_div;
 use super::{TILE, TiledArgs, tiles};
 use crate::level::{InfoCode, info_key};
 use blocktri_prims::{Real, atomic, shared, sync_threads, thread_idx_x};
-
-/// `(e % d, e / d)` in 32-bit arithmetic.
-#[inline(always)]
-fn rem_div(e: usize, d: usize) -> (usize, usize) {
-    let (e, d) = (e as u32, d as u32);
-    ((e % d) as usize, (e / d) as usize)
-}
 
 /// Right-hand-side columns per pass, at most.
 pub const MAX_CHUNK: usize = 8;
@@ -96,6 +90,43 @@ unsafe fn subtract_warp_totals<T: Real>(acc: &[T; MAX_CHUNK], kc: usize, dst: *m
     }
 }
 
+/// `zt = W zt` (or `W^T zt` when `transposed`) for the `w x kc` tile `zt` (leading
+/// dimension `ldz`) with the lower-triangular inverse `W` in `ws` (leading dimension
+/// [`LDW`]), through `tmp`. Returns whether every value this thread wrote is finite.
+/// Ends with a barrier.
+///
+/// # Safety
+/// Shared areas as sized by [`diag_solve_shared_bytes`]; every thread calls it.
+#[inline(always)]
+unsafe fn apply_inverse<T: Real>(ws: *const T, zt: *mut T, ldz: usize, tmp: *mut T, w: usize, kc: usize, transposed: bool) -> bool {
+    let tid = thread_idx_x() as usize;
+    let mut e = tid;
+    while e < w * kc {
+        let (r, c) = rem_div(e, w);
+        let mut acc = T::ZERO;
+        // W[r][p] for p <= r, or W^T[r][p] = W[p][r] for p >= r.
+        let (from, to) = if transposed { (r, w) } else { (0, r + 1) };
+        for p in from..to {
+            let wv = unsafe { if transposed { *ws.add(r * LDW + p) } else { *ws.add(p * LDW + r) } };
+            acc = wv.mul_add(unsafe { *zt.add(c * ldz + p) }, acc);
+        }
+        unsafe { *tmp.add(c * TILE + r) = acc };
+        e += THREADS;
+    }
+    sync_threads();
+    let mut finite = true;
+    let mut e = tid;
+    while e < w * kc {
+        let (r, c) = rem_div(e, w);
+        let v = unsafe { *tmp.add(c * TILE + r) };
+        finite &= v.is_finite();
+        unsafe { *zt.add(c * ldz + r) = v };
+        e += THREADS;
+    }
+    sync_threads();
+    finite
+}
+
 /// Shared areas of the diagonal kernels: `z` (`n x chunk`), the inverse tile, a temporary.
 #[inline(always)]
 unsafe fn diag_areas<T: Real>(n: usize, chunk: usize) -> (*mut T, *mut T, *mut T) {
@@ -163,24 +194,7 @@ pub unsafe fn forward_diag<T: Real>(args: &TiledArgs<T>) {
             let r0 = t * TILE;
             let w = TILE.min(n - r0);
             unsafe { load_inverse(a.dinv_tile(nd.s, nd.b, t), ws, w) };
-            let mut e = tid;
-            while e < w * kc {
-                let (r, c) = rem_div(e, w);
-                let mut acc = T::ZERO;
-                for p in 0..=r {
-                    acc = unsafe { (*ws.add(p * LDW + r)).mul_add(*z.add(c * n + r0 + p), acc) };
-                }
-                unsafe { *tmp.add(c * TILE + r) = acc };
-                e += THREADS;
-            }
-            sync_threads();
-            let mut e = tid;
-            while e < w * kc {
-                let (r, c) = rem_div(e, w);
-                unsafe { *z.add(c * n + r0 + r) = *tmp.add(c * TILE + r) };
-                e += THREADS;
-            }
-            sync_threads();
+            unsafe { apply_inverse(ws, z.add(r0), n, tmp, w, kc, false) };
             // Rows below: z[r] -= L[r, tile t] y_t (reads coalesced along r).
             let mut r = r0 + w + tid;
             while r < n {
@@ -332,26 +346,7 @@ pub unsafe fn backward_diag<T: Real>(args: &TiledArgs<T>) {
                 r += WARPS;
             }
             unsafe { load_inverse(a.dinv_tile(nd.s, nd.b, t), ws, w) };
-            let mut e = tid;
-            while e < w * kc {
-                let (r, c) = rem_div(e, w);
-                let mut acc = T::ZERO;
-                for p in r..w {
-                    acc = unsafe { (*ws.add(r * LDW + p)).mul_add(*z.add(c * n + r0 + p), acc) };
-                }
-                unsafe { *tmp.add(c * TILE + r) = acc };
-                e += THREADS;
-            }
-            sync_threads();
-            let mut e = tid;
-            while e < w * kc {
-                let (r, c) = rem_div(e, w);
-                let v = unsafe { *tmp.add(c * TILE + r) };
-                finite &= v.is_finite();
-                unsafe { *z.add(c * n + r0 + r) = v };
-                e += THREADS;
-            }
-            sync_threads();
+            finite &= unsafe { apply_inverse(ws, z.add(r0), n, tmp, w, kc, true) };
         }
         unsafe { move_rhs(bi, ldb, z, n, kc, false) };
         c0 += kc;
