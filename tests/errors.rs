@@ -174,7 +174,8 @@ fn gpu_only_errors_or_no_gpu() {
     }
     // More than the device holds: n^2 outputs of a tridiagonal inverse.
     let big = Tridiagonal::<f64>::random_dominant(1 << 21, 1, true, 1).unwrap();
-    assert!(matches!(GpuTridiagInverse::new().unwrap().invert(&big, false, true), Err(Error::OutOfMemory { .. })));
+    assert!(matches!(GpuTridiagInverse::new().unwrap().prepare(&big, true), Err(Error::OutOfMemory { .. })));
+    assert!(matches!(GpuTridiagInverse::new().unwrap().invert(&big, true, true), Err(Error::OutOfMemory { .. })));
     // PTX the driver refuses, and a kernel name the module does not have.
     let r = Module::from_ptx(gpu.context(), ".version 8.0\n.target sm_80\nnot ptx", "sm_80");
     assert!(matches!(r, Err(Error::Cuda(_))), "{r:?}");

@@ -74,6 +74,13 @@ fn errors_are_reported() {
 
 /// Runs the GPU kernels in the emulator, the way `GpuTridiagInverse::launch` does.
 fn emulated(t: &Tridiagonal<f64>, stagewise_method: bool) -> (Inverse<f64>, Vec<u32>) {
+    emulated_panels(t, stagewise_method, t.n())
+}
+
+/// [`emulated`], with the fused method's assembly in column panels of `panel` columns
+/// (a multiple of the tile), each written to a panel buffer and copied into place the
+/// way the streamed host path does.
+fn emulated_panels(t: &Tridiagonal<f64>, stagewise_method: bool, panel: usize) -> (Inverse<f64>, Vec<u32>) {
     let (n, batch) = (t.n(), t.batch_size());
     let top = top_height(n as u32);
     let w = vec![f64::NAN; batch * n * n];
@@ -92,6 +99,8 @@ fn emulated(t: &Tridiagonal<f64>, stagewise_method: bool) -> (Inverse<f64>, Vec<
         batch: batch as u32,
         height: h,
         top,
+        col0: 0,
+        cols: n as u32,
     };
     let grid = |threads: u64| ((threads.div_ceil(64)).max(1) as u32, batch as u32);
     // SAFETY (all launches): buffers sized as the kernels require.
@@ -113,10 +122,17 @@ fn emulated(t: &Tridiagonal<f64>, stagewise_method: bool) -> (Inverse<f64>, Vec<
                 emu::launch_unchecked(grid(n as u64), 64, 0, || fused::merge(&a));
             }
             let tiles = (n as u32).div_ceil(ASSEMBLE_TILE);
-            let a = args(top);
-            emu::launch_unchecked((tiles * tiles, batch as u32), ASSEMBLE_THREADS, assemble_shared_bytes(top as usize, 8), || {
-                fused::assemble(&a)
-            });
+            for c0 in (0..n).step_by(panel) {
+                let cols = panel.min(n - c0);
+                let mut out = vec![f64::NAN; batch * n * cols];
+                let a = TridiagArgs { w: out.as_mut_ptr(), col0: c0 as u32, cols: cols as u32, ..args(top) };
+                let grid = (tiles * (cols as u32).div_ceil(ASSEMBLE_TILE), batch as u32);
+                emu::launch_unchecked(grid, ASSEMBLE_THREADS, assemble_shared_bytes(top as usize, 8), || fused::assemble(&a));
+                let w = w.as_ptr() as *mut f64;
+                for k in 0..batch {
+                    std::ptr::copy_nonoverlapping(out.as_ptr().add(k * n * cols), w.add(k * n * n + c0 * n), n * cols);
+                }
+            }
         }
     }
     (Inverse::from_vec(n, w).unwrap(), status)
@@ -132,6 +148,20 @@ fn gpu_kernels_in_the_emulator() {
             assert!(status.iter().all(|&s| s == u32::MAX));
             let err = inverse_error(&t, &x);
             assert!(err < 1e-13, "stagewise={stage} n={n}: {err:e} (seed {seed})");
+        }
+    }
+}
+
+#[test]
+fn assembly_in_column_panels_matches_the_whole() {
+    let seed = fresh_seed();
+    for &(n, batch) in &[(130usize, 2usize), (200, 1), (64, 3)] {
+        let t = Tridiagonal::<f64>::random_dominant(n, batch, false, seed + n as u64).unwrap();
+        let (whole, _) = emulated(&t, false);
+        for panel in [64, 128] {
+            let (parts, status) = emulated_panels(&t, false, panel);
+            assert!(status.iter().all(|&s| s == u32::MAX));
+            assert!(whole.as_slice() == parts.as_slice(), "n={n} batch={batch} panel={panel} (seed {seed})");
         }
     }
 }
@@ -167,5 +197,5 @@ fn gpu_inverse_matches_for_every_size() {
     assert!(matches!(inv.invert(&t, false, true), Err(Error::NotDiagonallyDominant { row: 1, .. })));
     // Far more than the device memory: a clear error.
     let huge = Tridiagonal::<f64>::random_dominant(1 << 19, 1, true, 1).unwrap();
-    assert!(matches!(inv.invert(&huge, false, true), Err(Error::OutOfMemory { .. })));
+    assert!(matches!(inv.prepare(&huge, true), Err(Error::OutOfMemory { .. })));
 }

@@ -33,6 +33,7 @@ pub trait Scalar:
     + faer::traits::RealField
     + cudarc::driver::DeviceRepr
     + cudarc::driver::ValidAsZeroBits
+    + crate::cuda::Plain
     + npyz::Deserialize
     + npyz::AutoSerialize
     + std::fmt::Display

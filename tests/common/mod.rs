@@ -57,3 +57,8 @@ pub fn fresh_seed() -> u64 {
     let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1);
     t ^ (std::process::id() as u64).rotate_left(32)
 }
+
+/// The shared GPU, or `None` after printing why the calling test skips.
+pub fn gpu() -> Option<std::sync::Arc<blocktri::cuda::Gpu>> {
+    blocktri::cuda::Gpu::shared().map_err(|e| eprintln!("skipping: {e}")).ok()
+}

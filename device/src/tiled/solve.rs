@@ -83,7 +83,7 @@ unsafe fn subtract_warp_totals<T: Real>(acc: &[T; MAX_CHUNK], kc: usize, dst: *m
     for c in 0..MAX_CHUNK {
         if c < kc {
             let total = warp_total(acc[c]);
-            if thread_idx_x() % 32 == 0 {
+            if thread_idx_x().is_multiple_of(32) {
                 unsafe { *dst.add(c * ldd) -= total };
             }
         }

@@ -149,8 +149,12 @@ pub const fn assemble_shared_bytes(top: usize, elem_bytes: usize) -> usize {
 /// `U` and `V` of the tile are staged in shared memory; a warp writes 32 consecutive rows
 /// of one column.
 ///
+/// Only the column panel `[col0, col0 + cols)` is written, to `w` laid out as the
+/// panel alone (`n x cols` per matrix): the host streams a large inverse to its memory
+/// panel by panel.
+///
 /// # Safety
-/// Grid `x` = tiles per side squared (tile row fastest), `y` the batch;
+/// Grid `x` = row tiles times the panel's column tiles (tile row fastest), `y` the batch;
 /// [`ASSEMBLE_THREADS`] threads; [`assemble_shared_bytes`]; all heights merged.
 pub unsafe fn assemble<T: Real>(args: &TridiagArgs<T>) {
     let a = *args;
@@ -158,7 +162,8 @@ pub unsafe fn assemble<T: Real>(args: &TridiagArgs<T>) {
     let (n, top, k) = (a.n, a.top, block_idx_y() as usize);
     let tiles = n.div_ceil(ASSEMBLE_TILE);
     let (ti, tj) = (block_idx_x() % tiles, block_idx_x() / tiles);
-    let (i0, j0) = (ti * ASSEMBLE_TILE, tj * ASSEMBLE_TILE);
+    let (i0, j0) = (ti * ASSEMBLE_TILE, a.col0 + tj * ASSEMBLE_TILE);
+    let col_end = n.min(a.col0 + a.cols);
     let w = work_of(&a, k);
     let tile = ASSEMBLE_TILE as usize;
     let smem = shared::dynamic_shared::<T>();
@@ -178,7 +183,7 @@ pub unsafe fn assemble<T: Real>(args: &TridiagArgs<T>) {
     });
     team.sync();
     let nn = n as usize;
-    let out = unsafe { a.w.add(k * nn * nn) };
+    let out = unsafe { a.w.add(k * nn * a.cols as usize) };
     let r = team.rank() % tile;
     let i = i0 + r as u32;
     if i >= n {
@@ -187,7 +192,7 @@ pub unsafe fn assemble<T: Real>(args: &TridiagArgs<T>) {
     let mut c = team.rank() / tile;
     while c < tile {
         let j = j0 + c as u32;
-        if j >= n {
+        if j >= col_end {
             break;
         }
         let h0 = if i == j { 0 } else { 32 - (i ^ j).leading_zeros() };
@@ -203,7 +208,7 @@ pub unsafe fn assemble<T: Real>(args: &TridiagArgs<T>) {
             acc = unsafe { (-*su.add(idx + r)).mul_add(*sv.add(idx + c), acc) };
             h += 1;
         }
-        unsafe { *out.add(j as usize * nn + i as usize) = acc };
+        unsafe { *out.add((j - a.col0) as usize * nn + i as usize) = acc };
         c += ASSEMBLE_THREADS as usize / tile;
     }
 }

@@ -58,6 +58,12 @@ pub struct TridiagArgs<T> {
     pub height: u32,
     /// Top height `H` (`2^H >= n`).
     pub top: u32,
+    /// First output column of an assembly panel (a multiple of
+    /// [`fused::ASSEMBLE_TILE`]; 0 for the whole inverse).
+    pub col0: u32,
+    /// Columns of the panel (`n` for the whole inverse). Panel `k` of the batch is stored
+    /// at `w[k n cols..]`, column-major with leading dimension `n`.
+    pub cols: u32,
 }
 
 /// Status value for a zero pivot at row `row`: `2 * row` for a singular 2x2 leaf block

@@ -26,6 +26,18 @@ pub struct Peaks {
     pub fp32_tflops: f64,
     /// PTX architecture loaded.
     pub ptx_arch: String,
+    /// Host-to-device copy from page-locked memory, GB/s.
+    pub h2d_gbs: f64,
+    /// Device-to-host copy into page-locked memory, GB/s.
+    pub d2h_gbs: f64,
+}
+
+impl Peaks {
+    /// Milliseconds to move `bytes_in` to the device and `bytes_out` back at the measured
+    /// pinned bandwidths (`None` when they were not measured).
+    pub fn transfer_floor_ms(&self, bytes_in: f64, bytes_out: f64) -> Option<f64> {
+        (self.h2d_gbs > 0.0 && self.d2h_gbs > 0.0).then(|| (bytes_in / self.h2d_gbs + bytes_out / self.d2h_gbs) / 1e6)
+    }
 }
 
 /// Measures the peaks on `gpu`; notes what could not be measured.
@@ -46,7 +58,16 @@ pub fn measure(gpu: &Arc<Gpu>, notes: &mut Vec<String>) -> Result<Peaks> {
     // SAFETY: as above.
     let write =
         time_gpu(rep, st, |_| Ok(()), |_| Ok(unsafe { result::memset_d8_async(b.ptr().addr(), 0x3f, bytes, stream.cu_stream()) }?))?;
-    drop((a, b));
+    // The link, page-locked host memory both ways (256 MiB).
+    let link_bytes = 256usize << 20;
+    let mut host = crate::cuda::PinnedBuffer::<u8>::zeroed(gpu, link_bytes)?;
+    // SAFETY: `a` holds at least link_bytes; `host` is page-locked and outlives the timed
+    // copies (time_gpu synchronizes).
+    let h2d = time_gpu(rep, st, |_| Ok(()), |_| Ok(unsafe { result::memcpy_htod_async(a.ptr().addr(), &host[..], stream.cu_stream()) }?))?;
+    // SAFETY: as above.
+    let d2h =
+        time_gpu(rep, st, |_| Ok(()), |_| Ok(unsafe { result::memcpy_dtoh_async(&mut host[..], a.ptr().addr(), stream.cu_stream()) }?))?;
+    drop((a, b, host));
     let info = gpu.info();
     #[cfg_attr(not(feature = "peers"), allow(unused_mut))] // the gemm rates need cuBLAS
     let mut peaks = Peaks {
@@ -57,6 +78,8 @@ pub fn measure(gpu: &Arc<Gpu>, notes: &mut Vec<String>) -> Result<Peaks> {
         fp64_tflops: 0.0,
         fp32_tflops: 0.0,
         ptx_arch: info.ptx_arch.clone(),
+        h2d_gbs: link_bytes as f64 / (h2d.median_ms * 1e-3) / 1e9,
+        d2h_gbs: link_bytes as f64 / (d2h.median_ms * 1e-3) / 1e9,
     };
     #[cfg(feature = "peers")]
     {

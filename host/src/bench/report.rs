@@ -86,8 +86,8 @@ pub fn table_header(p: &Peaks) -> String {
     } else {
         let _ = writeln!(
             s,
-            "device: {} ({} SMs, PTX {}) | copy {:.0} GB/s, write {:.0} GB/s, FP64 gemm {:.1} TFLOP/s, FP32 gemm {:.1} TFLOP/s",
-            p.device, p.multiprocessors, p.ptx_arch, p.copy_gbs, p.write_gbs, p.fp64_tflops, p.fp32_tflops
+            "device: {} ({} SMs, PTX {}) | copy {:.0} GB/s, write {:.0} GB/s, FP64 gemm {:.1} TFLOP/s, FP32 gemm {:.1} TFLOP/s, pinned H2D {:.1} GB/s, D2H {:.1} GB/s",
+            p.device, p.multiprocessors, p.ptx_arch, p.copy_gbs, p.write_gbs, p.fp64_tflops, p.fp32_tflops, p.h2d_gbs, p.d2h_gbs
         );
     }
     let _ = writeln!(

@@ -52,6 +52,9 @@ pub fn bench<T: Scalar>(config: &Config, gpu: Option<&Arc<Gpu>>, peaks: &Peaks, 
                 }
                 rows.push(r);
             }
+            if config.wants("gpu-fused") && n <= 1 << 15 {
+                rows.extend(host_rows(config, g, &mut inv, &t, peaks)?);
+            }
         }
         for (name, method) in [("cpu-sequential", Method::Sequential), ("cpu-threaded", Method::Threaded)] {
             if !config.wants(name) {
@@ -79,4 +82,44 @@ pub fn bench<T: Scalar>(config: &Config, gpu: Option<&Arc<Gpu>>, peaks: &Peaks, 
         emit(rows);
     }
     Ok(())
+}
+
+/// The fused inverse from host memory to host memory, wall clock: into a page-locked
+/// buffer allocated once (`invert_into`), and into a fresh `Vec` (`invert`), against the
+/// time the `n^2` output needs on the link at the measured pinned bandwidth.
+fn host_rows<T: Scalar>(
+    config: &Config,
+    gpu: &Arc<Gpu>,
+    inv: &mut GpuTridiagInverse,
+    t: &Tridiagonal<T>,
+    peaks: &Peaks,
+) -> Result<Vec<Row>> {
+    let n = t.n();
+    let bytes = (n * n * T::BYTES) as f64;
+    let rep = if n >= 1 << 14 { Repeat { warmup: 1, runs: 5, budget_ms: 0.0 } } else { config.repeat };
+    let mut out = crate::cuda::PinnedBuffer::<T>::zeroed(gpu, n * n)?;
+    let pinned = time_cpu(rep, |_| inv.invert_into(t, true, &mut out))?;
+    let mut last = None;
+    let fresh = time_cpu(rep, |_| {
+        last = Some(inv.invert(t, false, true)?);
+        Ok(())
+    })?;
+    let mut rows = Vec::new();
+    for (name, stats, note) in [
+        ("gpu-fused-pinned", pinned, "into a page-locked buffer (invert_into), host to host, wall clock"),
+        ("gpu-fused-vec", fresh, "into a new Vec (invert), host to host, wall clock"),
+    ] {
+        let mut r = Row::new("tridiag", name, T::PRECISION, (1, 1, n, 0), "invert+transfer");
+        r.time = stats;
+        r.bytes = bytes;
+        r.floor_ms = peaks.transfer_floor_ms(0.0, bytes);
+        r.fraction_of_floor = r.floor_ms.map(|f| f / stats.median_ms);
+        r.note = note.into();
+        if n <= 1 << 12 {
+            let x = if name == "gpu-fused-vec" { last.take().expect("ran") } else { crate::tridiag::Inverse::from_vec(n, out.to_vec())? };
+            r.residual = Some(inverse_error(t, &x));
+        }
+        rows.push(r);
+    }
+    Ok(rows)
 }

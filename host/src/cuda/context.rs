@@ -3,6 +3,7 @@
 use super::launch::{Kernel, Module};
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaContext, CudaStream, sys};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// What the device is.
@@ -43,6 +44,25 @@ pub struct Gpu {
     stream: Arc<CudaStream>,
     module: Module,
     info: GpuInfo,
+    /// Cap on the free memory the size checks see (`usize::MAX`: none).
+    memory_limit: AtomicUsize,
+}
+
+/// Environment variable capping the device memory the solvers plan with (bytes, or with a
+/// `K`, `M` or `G` suffix): forces the chunked paths on small problems (tests), or leaves
+/// room for other users of the GPU.
+pub const MEMORY_LIMIT_ENV: &str = "BLOCKTRI_DEVICE_MEMORY_LIMIT";
+
+/// Parses `123`, `64K`, `512M`, `2G` (powers of 1024).
+fn parse_bytes(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last()? {
+        'k' | 'K' => (&s[..s.len() - 1], 1usize << 10),
+        'm' | 'M' => (&s[..s.len() - 1], 1 << 20),
+        'g' | 'G' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.trim().parse::<usize>().ok()?.checked_mul(mult)
 }
 
 impl Gpu {
@@ -78,7 +98,11 @@ impl Gpu {
             l2_bytes: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
             ptx_arch: module.arch().to_string(),
         };
-        Ok(Arc::new(Gpu { ctx, stream, module, info }))
+        let limit = match std::env::var(MEMORY_LIMIT_ENV) {
+            Ok(v) => parse_bytes(&v).ok_or_else(|| Error::Shape(format!("{MEMORY_LIMIT_ENV}={v:?} is not a byte count (e.g. 512M)")))?,
+            Err(_) => usize::MAX,
+        };
+        Ok(Arc::new(Gpu { ctx, stream, module, info, memory_limit: AtomicUsize::new(limit) }))
     }
 
     /// Opens device 0.
@@ -124,9 +148,23 @@ impl Gpu {
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
         self.module.kernel(name)
     }
-    /// Free device memory in bytes.
+    /// Free device memory in bytes (at most the limit, see [`Self::set_memory_limit`]).
     pub fn free_memory(&self) -> Result<usize> {
-        Ok(self.ctx.mem_get_info()?.0)
+        Ok(self.ctx.mem_get_info()?.0.min(self.memory_limit.load(Ordering::Relaxed)))
+    }
+
+    /// Caps the free memory the size checks see (`None`: the device's own). Batches
+    /// larger than the cap then run in chunks; a single system that does not fit gets
+    /// [`Error::OutOfMemory`]. Also set by the environment variable
+    /// `BLOCKTRI_DEVICE_MEMORY_LIMIT` when the device is opened.
+    ///
+    /// ```no_run
+    /// let gpu = blocktri::cuda::Gpu::new().unwrap();
+    /// gpu.set_memory_limit(Some(256 << 20)); // plan as if 256 MiB were free
+    /// assert!(gpu.free_memory().unwrap() <= 256 << 20);
+    /// ```
+    pub fn set_memory_limit(&self, bytes: Option<usize>) {
+        self.memory_limit.store(bytes.unwrap_or(usize::MAX), Ordering::Relaxed);
     }
     /// Fails with [`Error::OutOfMemory`] unless `bytes` (plus a 5% margin) are free.
     pub fn check_memory(&self, bytes: usize) -> Result<()> {
@@ -135,5 +173,18 @@ impl Gpu {
             return Err(Error::OutOfMemory { needed: bytes, free });
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn byte_counts_parse_with_suffixes() {
+        assert_eq!(super::parse_bytes("123"), Some(123));
+        assert_eq!(super::parse_bytes(" 64K"), Some(64 << 10));
+        assert_eq!(super::parse_bytes("512m"), Some(512 << 20));
+        assert_eq!(super::parse_bytes("2G"), Some(2 << 30));
+        assert_eq!(super::parse_bytes("lots"), None);
+        assert_eq!(super::parse_bytes(""), None);
     }
 }

@@ -12,11 +12,14 @@ mod context;
 mod graph;
 mod launch;
 mod memory;
+mod transfer;
 mod tridiag;
 
 pub use cholesky::{GpuCholesky, GpuOptions, KernelFamily, LaunchTiming};
+pub use context::MEMORY_LIMIT_ENV;
 pub use context::{Gpu, GpuInfo};
 pub use graph::Graph;
 pub use launch::{DevicePtr, Kernel, KernelParam, KernelParams, LaunchConfig, Module};
 pub use memory::DeviceBuffer;
+pub use transfer::{PinnedBuffer, Plain, is_page_locked, measure_transfers};
 pub use tridiag::{GpuTridiagInverse, TridiagJob};

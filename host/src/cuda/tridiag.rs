@@ -3,13 +3,14 @@
 use super::context::Gpu;
 use super::launch::{Kernel, LaunchConfig};
 use super::memory::DeviceBuffer;
+use super::transfer::{PinnedBuffer, copy_2d_dtoh, is_page_locked_range, output_vec, parallel_copy_to_raw};
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use crate::tridiag::{Inverse, Tridiagonal};
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::tridiag::fused::{ASSEMBLE_THREADS, ASSEMBLE_TILE, assemble_shared_bytes, work_len};
 use blocktri_device::tridiag::{TridiagArgs, top_height};
-use cudarc::driver::{CudaStream, result};
+use cudarc::driver::{CudaEvent, CudaStream, result};
 use std::sync::Arc;
 
 /// Inverts batches of tridiagonal matrices on the GPU.
@@ -25,7 +26,16 @@ use std::sync::Arc;
 pub struct GpuTridiagInverse {
     gpu: Arc<Gpu>,
     stream: Arc<CudaStream>,
+    /// Second stream: copies of output panels to the host overlap the next assembly.
+    copy_stream: Option<Arc<CudaStream>>,
+    /// Two page-locked host panels for outputs that go to pageable memory, kept between
+    /// calls (pinning is slow).
+    host_panels: Vec<PinnedBuffer<u8>>,
 }
+
+/// Target size of one output panel streamed to the host: large enough that the per-copy
+/// overhead is small, small enough that the unoverlapped first and last panels are short.
+const PANEL_BYTES: usize = 32 << 20;
 
 /// Device buffers of one inversion: inputs, output, work, status words.
 pub struct TridiagJob<T> {
@@ -49,7 +59,7 @@ impl GpuTridiagInverse {
     /// On `gpu`.
     pub fn with_gpu(gpu: Arc<Gpu>) -> Result<Self> {
         let stream = gpu.new_stream()?;
-        Ok(GpuTridiagInverse { gpu, stream })
+        Ok(GpuTridiagInverse { gpu, stream, copy_stream: None, host_panels: Vec::new() })
     }
 
     /// The stream its work runs on.
@@ -65,6 +75,12 @@ impl GpuTridiagInverse {
     /// Validates `t`, allocates the device buffers (output poisoned with NaN) and copies
     /// the diagonals. Fails with [`Error::OutOfMemory`] when the `n^2` outputs do not fit.
     pub fn prepare<T: Scalar>(&mut self, t: &Tridiagonal<T>, check_dominance: bool) -> Result<TridiagJob<T>> {
+        self.prepare_parts(t, check_dominance, true)
+    }
+
+    /// [`Self::prepare`], with the `n^2` device output only when `full_output` (the
+    /// streamed inversion writes panels instead).
+    fn prepare_parts<T: Scalar>(&mut self, t: &Tridiagonal<T>, check_dominance: bool, full_output: bool) -> Result<TridiagJob<T>> {
         t.validate(check_dominance)?;
         let (n, batch) = (t.n(), t.batch_size());
         if batch > 65535 {
@@ -73,7 +89,8 @@ impl GpuTridiagInverse {
         if n > (1 << 30) {
             return Err(Error::Shape(format!("n = {n} is too large")));
         }
-        self.gpu.check_memory(Self::required_memory::<T>(n, batch))?;
+        let output = if full_output { batch * n * n } else { 0 };
+        self.gpu.check_memory(Self::required_memory::<T>(n, batch) - (batch * n * n - output) * T::BYTES)?;
         let k = |name| self.gpu.kernel(kernel_name::<T>(name).as_str());
         let st = &self.stream;
         let top = top_height(n as u32) as usize;
@@ -83,7 +100,7 @@ impl GpuTridiagInverse {
             a: DeviceBuffer::from_host(st, t.a())?,
             b: DeviceBuffer::from_host(st, t.b())?,
             c: DeviceBuffer::from_host(st, t.c())?,
-            w: DeviceBuffer::poisoned(st, batch * n * n)?,
+            w: DeviceBuffer::poisoned(st, output)?,
             work: DeviceBuffer::poisoned(st, batch * work_len(n, top).max(2 * n))?,
             status: DeviceBuffer::poisoned(st, batch)?,
             kernels: [
@@ -113,6 +130,8 @@ impl GpuTridiagInverse {
             batch,
             height,
             top,
+            col0: 0,
+            cols: n,
         };
         let grid = |threads: u64, block: u32| ((threads.div_ceil(block as u64)).max(1) as u32, batch, 1);
         let cfg = |threads: u64| LaunchConfig { grid: grid(threads, 256), block: (256, 1, 1), shared_bytes: 0 };
@@ -133,13 +152,36 @@ impl GpuTridiagInverse {
                 for h in 2..=top {
                     f_merge.launch(&self.stream, cfg(n as u64), (args(h),))?;
                 }
-                let tiles = n.div_ceil(ASSEMBLE_TILE);
-                let smem = assemble_shared_bytes(top as usize, T::BYTES) as u32;
-                let cfg = LaunchConfig { grid: (tiles * tiles, batch, 1), block: (ASSEMBLE_THREADS, 1, 1), shared_bytes: smem };
-                f_assemble.launch(&self.stream, cfg, (args(top),))?;
+                if job.w.len() >= job.batch * job.n * job.n {
+                    Self::launch_assembly(&self.stream, job, f_assemble, args(top), job.w.ptr().addr(), 0, n)?;
+                }
             }
         }
         Ok(())
+    }
+
+    /// Enqueues the fused method's assembly of the column panel `[col0, col0 + cols)` of
+    /// every inverse into `out` (`n x cols` per matrix).
+    ///
+    /// # Safety
+    /// `out` must hold `batch n cols` elements; the recursion of `job` is enqueued before
+    /// on `stream`; `col0` is a multiple of `ASSEMBLE_TILE`.
+    unsafe fn launch_assembly<T: Scalar>(
+        stream: &CudaStream,
+        job: &TridiagJob<T>,
+        kernel: &Kernel,
+        args: TridiagArgs<T>,
+        out: u64,
+        col0: u32,
+        cols: u32,
+    ) -> Result<()> {
+        let (n, batch) = (job.n as u32, job.batch as u32);
+        let args = TridiagArgs { w: out as *mut T, col0, cols, ..args };
+        let (row_tiles, col_tiles) = (n.div_ceil(ASSEMBLE_TILE), cols.div_ceil(ASSEMBLE_TILE));
+        let smem = assemble_shared_bytes(args.top as usize, T::BYTES) as u32;
+        let cfg = LaunchConfig { grid: (row_tiles * col_tiles, batch, 1), block: (ASSEMBLE_THREADS, 1, 1), shared_bytes: smem };
+        // SAFETY: forwarded contract; the grid covers the panel's tiles.
+        unsafe { kernel.launch(stream, cfg, (args,)) }
     }
 
     /// Waits and turns the status words into a result.
@@ -161,13 +203,188 @@ impl GpuTridiagInverse {
         Inverse::from_vec(job.n, job.w.to_vec()?)
     }
 
-    /// Validates, inverts and copies back every matrix of `t`.
+    /// Validates, inverts and copies back every matrix of `t`. The fused method streams
+    /// the output to host memory in column panels while later panels are computed (see
+    /// [`Self::invert_into`]); the stagewise one builds the whole output on the device.
     pub fn invert<T: Scalar>(&mut self, t: &Tridiagonal<T>, stagewise: bool, check_dominance: bool) -> Result<Inverse<T>> {
-        let job = self.prepare(t, check_dominance)?;
-        self.launch(&job, stagewise)?;
-        self.check(&job)?;
-        self.download(&job)
+        if stagewise {
+            let job = self.prepare(t, check_dominance)?;
+            self.launch(&job, stagewise)?;
+            self.check(&job)?;
+            return self.download(&job);
+        }
+        let len = t.batch_size().checked_mul(t.n() * t.n()).ok_or(Error::HostOutOfMemory { needed: usize::MAX })?;
+        let mut out = output_vec::<T>(len)?;
+        // SAFETY: `out` has capacity for `len` values; on success every one was written.
+        unsafe {
+            self.stream_into(t, check_dominance, out.as_mut_ptr())?;
+            out.set_len(len);
+        }
+        Inverse::from_vec(t.n(), out)
     }
+
+    /// Inverts every matrix of `t` (fused method) into `out` (`batch n^2` values,
+    /// column-major, one matrix after another), streaming: the device computes column
+    /// panels of about 32 MB into two buffers while the copy engine moves the previous
+    /// panel to the host, so the device needs only the panels, not the `n^2` output. When
+    /// `out` is page-locked ([`PinnedBuffer`], or registered by the caller) the panels go
+    /// straight into it at the link's full speed; otherwise they pass through two pinned
+    /// panels and several CPU threads. Nothing is written to `out` when the inputs fail a
+    /// check or a pivot is singular.
+    ///
+    /// ```no_run
+    /// use blocktri::cuda::{GpuTridiagInverse, PinnedBuffer};
+    /// use blocktri::tridiag::Tridiagonal;
+    /// let t = Tridiagonal::<f64>::random_dominant(16384, 1, false, 1).unwrap();
+    /// let mut gpu = GpuTridiagInverse::new().unwrap();
+    /// let gpu_device = blocktri::cuda::Gpu::shared().unwrap();
+    /// let mut out = PinnedBuffer::<f64>::zeroed(&gpu_device, 16384 * 16384).unwrap();
+    /// gpu.invert_into(&t, true, &mut out).unwrap();
+    /// ```
+    pub fn invert_into<T: Scalar>(&mut self, t: &Tridiagonal<T>, check_dominance: bool, out: &mut [T]) -> Result<()> {
+        let need = t.batch_size() * t.n() * t.n();
+        if out.len() != need {
+            return Err(Error::Shape(format!(
+                "{} inverses of size {} need {need} output values, got {}",
+                t.batch_size(),
+                t.n(),
+                out.len()
+            )));
+        }
+        // SAFETY: `out` holds exactly the output.
+        unsafe { self.stream_into(t, check_dominance, out.as_mut_ptr()) }
+    }
+
+    /// Columns per streamed panel: a multiple of the assembly tile, about [`PANEL_BYTES`].
+    fn panel_cols<T: Scalar>(n: usize, batch: usize) -> usize {
+        let per_col = batch * n * T::BYTES;
+        let tile = ASSEMBLE_TILE as usize;
+        (PANEL_BYTES / per_col.max(1) / tile).max(1) * tile
+    }
+
+    /// Device bytes of a streamed inversion ([`Self::invert_into`]).
+    pub fn streamed_memory<T: Scalar>(n: usize, batch: usize) -> usize {
+        let cols = Self::panel_cols::<T>(n, batch).min(n);
+        Self::required_memory::<T>(n, batch) - batch * n * n * T::BYTES + 2 * batch * n * cols * T::BYTES
+    }
+
+    /// The streamed fused inversion into host memory at `out`.
+    ///
+    /// # Safety
+    /// `out` must be valid for `batch n^2` writes of `T`.
+    unsafe fn stream_into<T: Scalar>(&mut self, t: &Tridiagonal<T>, check_dominance: bool, out: *mut T) -> Result<()> {
+        let job = self.prepare_parts(t, check_dominance, false)?;
+        let (n, batch) = (job.n, job.batch);
+        let cols = Self::panel_cols::<T>(n, batch).min(n);
+        let panel_len = batch * n * cols;
+        self.gpu.check_memory(2 * panel_len * T::BYTES)?;
+        let panels = [DeviceBuffer::<T>::poisoned(&self.stream, panel_len)?, DeviceBuffer::<T>::poisoned(&self.stream, panel_len)?];
+        self.launch(&job, false)?;
+        // Errors surface before anything is written to `out`.
+        self.check(&job)?;
+        let total_bytes = batch * n * n * T::BYTES;
+        let direct = is_page_locked_range(out as usize, total_bytes);
+        let panel_bytes = panel_len * T::BYTES;
+        if !direct && self.host_panels.first().is_none_or(|p| p.len() < panel_bytes) {
+            self.host_panels.clear();
+            for _ in 0..2 {
+                self.host_panels.push(PinnedBuffer::zeroed(&self.gpu, panel_bytes)?);
+            }
+        }
+        if self.copy_stream.is_none() {
+            self.copy_stream = Some(self.gpu.new_stream()?);
+        }
+        let copy = self.copy_stream.clone().expect("copy stream");
+        let assemble = &job.kernels[2];
+        let args = TridiagArgs::<T> {
+            a: job.a.ptr().as_ptr(),
+            b: job.b.ptr().as_ptr(),
+            c: job.c.ptr().as_ptr(),
+            w: std::ptr::null_mut(),
+            work: job.work.ptr().as_mut_ptr(),
+            status: job.status.ptr().as_mut_ptr(),
+            n: n as u32,
+            batch: batch as u32,
+            height: top_height(n as u32),
+            top: top_height(n as u32),
+            col0: 0,
+            cols: 0,
+        };
+        let size = T::BYTES;
+        // Copies host panel `p` (columns `c0..c0 + w` of every matrix) into `out`.
+        let unpack = |host: &PinnedBuffer<u8>, c0: usize, w: usize| {
+            // SAFETY: the host panel holds `batch n w` values of the finished copy.
+            let vals = unsafe { std::slice::from_raw_parts(host.as_ptr() as *const T, batch * n * w) };
+            for k in 0..batch {
+                // SAFETY: matrix k's columns c0..c0+w lie inside `out` (caller's contract).
+                unsafe { parallel_copy_to_raw(&vals[k * n * w..(k + 1) * n * w], out.add(k * n * n + c0 * n)) };
+            }
+        };
+        let starts: Vec<usize> = (0..n).step_by(cols).collect();
+        let mut copied: [Option<CudaEvent>; 2] = [None, None];
+        for (p, &c0) in starts.iter().enumerate() {
+            let b = p % 2;
+            let w = cols.min(n - c0);
+            if let Some(ev) = &copied[b] {
+                self.stream.wait(ev)?;
+            }
+            // SAFETY: panel buffer `b` holds batch n cols >= batch n w values; the recursion
+            // was enqueued before on this stream; c0 is a multiple of the tile.
+            unsafe { Self::launch_assembly(&self.stream, &job, assemble, args, panels[b].ptr().addr(), c0 as u32, w as u32)? };
+            copy.wait(&self.stream.record_event(None)?)?;
+            let src = panels[b].ptr().addr();
+            let run = n * w * size;
+            if direct {
+                // SAFETY: destination runs inside `out` (page-locked), read by nobody until
+                // the final synchronization.
+                unsafe { copy_runs_dtoh(&copy, src, run, out.add(c0 * n) as *mut u8, n * n * size, batch)? };
+            } else {
+                // SAFETY: host panel `b` was unpacked (iteration p - 1) before it is refilled.
+                unsafe { copy_runs_dtoh(&copy, src, run, self.host_panels[b].as_ptr() as *mut u8, run, batch)? };
+            }
+            copied[b] = Some(copy.record_event(None)?);
+            if !direct && p >= 1 {
+                let (pb, pc0) = ((p - 1) % 2, starts[p - 1]);
+                copied[pb].as_ref().expect("previous panel").synchronize()?;
+                unpack(&self.host_panels[pb], pc0, cols.min(n - pc0));
+            }
+        }
+        copy.synchronize()?;
+        if !direct && let Some(&c0) = starts.last() {
+            unpack(&self.host_panels[(starts.len() - 1) % 2], c0, cols.min(n - c0));
+        }
+        self.stream.synchronize()?;
+        Ok(())
+    }
+}
+
+/// Copies `height` runs of `run` bytes, `run` apart on the device and `dst_pitch` apart
+/// on the host: one 2-D copy where the pitch allows it, else a copy per run.
+///
+/// # Safety
+/// As [`copy_2d_dtoh`].
+unsafe fn copy_runs_dtoh(stream: &CudaStream, src: u64, run: usize, dst: *mut u8, dst_pitch: usize, height: usize) -> Result<()> {
+    const MAX_PITCH: usize = (1 << 31) - 1;
+    if height == 1 || dst_pitch == run {
+        // SAFETY: forwarded; contiguous.
+        unsafe { result::memcpy_dtoh_async(std::slice::from_raw_parts_mut(dst, run * height), src, stream.cu_stream())? };
+        return Ok(());
+    }
+    if dst_pitch <= MAX_PITCH {
+        // SAFETY: forwarded.
+        return unsafe { copy_2d_dtoh(stream, src, run, dst, dst_pitch, run, height) };
+    }
+    for k in 0..height {
+        // SAFETY: forwarded, run k.
+        unsafe {
+            result::memcpy_dtoh_async(
+                std::slice::from_raw_parts_mut(dst.add(k * dst_pitch), run),
+                src + (k * run) as u64,
+                stream.cu_stream(),
+            )?
+        };
+    }
+    Ok(())
 }
 
 impl<T: Scalar> TridiagJob<T> {

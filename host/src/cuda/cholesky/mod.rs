@@ -16,13 +16,15 @@
 //! copy and one graph launch; `refactor` with new values and repeated `solve` calls reuse
 //! everything.
 
+mod chunked;
 mod fused;
 mod schedule;
 mod tiled;
 
 use super::context::Gpu;
 use super::graph::Graph;
-use super::memory::{DeviceBuffer, Loc, copy_2d};
+use super::memory::DeviceBuffer;
+use super::transfer::{Columns, Staging};
 use crate::error::{Error, Result, shape_err};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use crate::scalar::Scalar;
@@ -32,7 +34,7 @@ use blocktri_device::level::{InfoCode, decode_info};
 use cudarc::driver::CudaStream;
 use fused::{Fused, Variant};
 use schedule::{Step, enqueue_all};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tiled::Tiled;
 
 pub(crate) use fused::max_fused_block;
@@ -54,11 +56,15 @@ pub struct GpuOptions {
     pub rhs_chunk: u32,
     /// Which kernel family runs (default: chosen from `n` and the precision).
     pub kernels: KernelFamily,
+    /// At most this many systems of a batch on the device at once in
+    /// [`Factorization::factor_solve`] (default: as many as fit; a batch larger than the
+    /// device is always cut into chunks, see `chunked.rs`).
+    pub chunk_systems: Option<usize>,
 }
 
 impl Default for GpuOptions {
     fn default() -> Self {
-        GpuOptions { graphs: true, factor_threads: None, rhs_chunk: 32, kernels: KernelFamily::Auto }
+        GpuOptions { graphs: true, factor_threads: None, rhs_chunk: 32, kernels: KernelFamily::Auto, chunk_systems: None }
     }
 }
 
@@ -181,6 +187,10 @@ pub struct GpuCholesky<T: Scalar> {
     options: GpuOptions,
     plan: Option<Plan<T>>,
     factored: bool,
+    /// Pinned chunks through which host data move (see [`super::transfer`]).
+    staging: Mutex<Staging>,
+    /// Second solver for batches run in chunks (`chunked.rs`), kept for its plan.
+    partner: Option<Box<GpuCholesky<T>>>,
 }
 
 impl<T: Scalar> std::fmt::Debug for GpuCholesky<T> {
@@ -213,7 +223,33 @@ impl<T: Scalar> GpuCholesky<T> {
     /// run concurrently).
     pub fn with_gpu(gpu: Arc<Gpu>, options: GpuOptions) -> Result<Self> {
         let stream = gpu.new_stream()?;
-        Ok(GpuCholesky { gpu, stream, options, plan: None, factored: false })
+        Self::with_stream(gpu, stream, options)
+    }
+
+    /// A solver that enqueues its work on the caller's `stream` (of `gpu`'s context): the
+    /// `launch_*` calls return after enqueueing, ordered after whatever the caller put on
+    /// the stream before.
+    ///
+    /// ```no_run
+    /// use blocktri::cuda::{Gpu, GpuCholesky, GpuOptions};
+    /// let gpu = Gpu::shared().unwrap();
+    /// let stream = gpu.new_stream().unwrap();
+    /// let solver = GpuCholesky::<f64>::with_stream(gpu, stream, GpuOptions::default()).unwrap();
+    /// ```
+    pub fn with_stream(gpu: Arc<Gpu>, stream: Arc<CudaStream>, options: GpuOptions) -> Result<Self> {
+        let staging = Mutex::new(Staging::new(gpu.context()));
+        Ok(GpuCholesky { gpu, stream, options, plan: None, factored: false, staging, partner: None })
+    }
+
+    /// Uses staging chunks of `bytes` (tests force small chunks to exercise the pipeline).
+    #[doc(hidden)]
+    pub fn set_staging_chunk(&mut self, bytes: usize) {
+        self.staging = Mutex::new(Staging::with_chunk(self.gpu.context(), bytes));
+    }
+
+    fn staging(&self) -> std::sync::MutexGuard<'_, Staging> {
+        // A panic while holding the lock leaves no broken invariant (slots are plain memory).
+        self.staging.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The device.
@@ -238,6 +274,20 @@ impl<T: Scalar> GpuCholesky<T> {
     pub fn required_memory(shape: Shape, nrhs: usize) -> usize {
         let tiled = matches!(Variant::choose::<T>(KernelFamily::Auto, shape.block), Ok(None));
         plan_bytes::<T>(shape, nrhs, tiled)
+    }
+
+    /// Whether blocks of size `n` run on the tiled engine with this solver's options.
+    fn is_tiled(&self, n: usize) -> Result<bool> {
+        Ok(Variant::choose::<T>(self.options.kernels, n)?.is_none())
+    }
+
+    /// Device bytes held by this solver's plans (its own and its chunk partner's).
+    fn plan_footprint(&self) -> usize {
+        let own = self.plan.as_ref().map_or(0, |p| {
+            let tiled = matches!(p.engine, Engine::Tiled(_));
+            plan_bytes::<T>(p.bufs.shape, p.rhs_cols.max(1), tiled)
+        });
+        own + self.partner.as_ref().map_or(0, |p| p.plan_footprint())
     }
 
     /// Leading dimension of the device blocks: `n` rounded up to 64 bytes.
@@ -302,36 +352,58 @@ impl<T: Scalar> GpuCholesky<T> {
 
     /// Copies the matrices to the device plan (creating it if the shape is new), without
     /// factoring. With [`Self::factor_uploaded`] this separates the transfer from the
-    /// factorization (the benchmark times them apart).
+    /// factorization (the benchmark times them apart). Host data move through pinned
+    /// staging chunks (or directly, when they are page-locked); `a` may change as soon as
+    /// this returns.
     pub fn upload(&mut self, a: &BlockTridiag<T>) -> Result<()> {
-        let shape = a.shape();
-        self.ensure_plan(shape)?;
+        self.upload_systems(a.shape(), a.ld(), a.diag(), a.sub(), a.shape().batch)
+    }
+
+    /// [`Self::upload`] from the caller's own buffers, laid out as in a
+    /// [`BlockTridiag`] of `shape` with leading dimension `ld`: `diag` holds
+    /// `S N ld n` values, `sub` `S (N - 1) ld n`. For matrices kept in page-locked memory
+    /// ([`super::PinnedBuffer`], or registered with CUDA), which the DMA engine reads
+    /// directly.
+    ///
+    /// ```no_run
+    /// use blocktri::{cuda::{Gpu, GpuCholesky, PinnedBuffer}, generate, Shape};
+    /// let a = generate::random_spd::<f64>(1, 4096, 16, 1).unwrap();
+    /// let gpu = Gpu::shared().unwrap();
+    /// let (diag, sub) = (PinnedBuffer::from_slice(&gpu, a.diag()).unwrap(), PinnedBuffer::from_slice(&gpu, a.sub()).unwrap());
+    /// let mut solver = GpuCholesky::<f64>::new().unwrap();
+    /// solver.upload_slices(a.shape(), a.ld(), &diag, &sub).unwrap();
+    /// solver.factor_uploaded().unwrap();
+    /// ```
+    pub fn upload_slices(&mut self, shape: Shape, ld: usize, diag: &[T], sub: &[T]) -> Result<()> {
+        let (n, nb, s) = (shape.block, shape.nblocks, shape.batch);
+        if ld < n || diag.len() != s * nb * ld * n || sub.len() != s * (nb - 1) * ld * n {
+            shape_err!(
+                "{shape} with leading dimension {ld} needs {} diagonal and {} sub-diagonal values, got {} and {}",
+                s * nb * ld * n,
+                s * (nb - 1) * ld * n,
+                diag.len(),
+                sub.len()
+            );
+        }
+        self.upload_systems(shape, ld, diag, sub, s)
+    }
+
+    /// Copies the first `systems` systems of `diag`/`sub` (host layout of a
+    /// [`BlockTridiag`] with leading dimension `ld`) into a plan for `plan_shape`.
+    fn upload_systems(&mut self, plan_shape: Shape, ld: usize, diag: &[T], sub: &[T], systems: usize) -> Result<()> {
+        self.ensure_plan(plan_shape)?;
         self.factored = false;
         let plan = self.plan.as_ref().expect("plan exists");
-        let n = shape.block;
-        // SAFETY: destinations are plan buffers sized for `shape` at pitch `ld`.
-        unsafe {
-            copy_2d(
-                &self.stream,
-                Loc::Host(a.diag()),
-                a.ld(),
-                Loc::Device(plan.bufs.diag_in.ptr().addr()),
-                plan.bufs.ld,
-                n,
-                shape.batch * shape.nblocks * n,
-            )?;
-            copy_2d(
-                &self.stream,
-                Loc::Host(a.sub()),
-                a.ld(),
-                Loc::Device(plan.bufs.sub_in.ptr().addr()),
-                plan.bufs.ld,
-                n,
-                shape.batch * (shape.nblocks - 1) * n,
-            )?;
+        let n = plan_shape.block;
+        let cols = |blocks: usize| systems * blocks * n;
+        let mut staging = self.staging();
+        for (src, blocks, dst) in [(diag, plan_shape.nblocks, &plan.bufs.diag_in), (sub, plan_shape.nblocks - 1, &plan.bufs.sub_in)] {
+            let from = Columns { width: n, cols: cols(blocks), ld };
+            let to = Columns { ld: plan.bufs.ld, ..from };
+            // SAFETY: destinations are plan buffers sized for `plan_shape` (at least
+            // `systems` systems) at pitch `ld`.
+            unsafe { staging.upload(&self.stream, src, from, dst.ptr().addr(), to)? };
         }
-        // The copies read pageable host memory; finishing them here keeps `a` free to change.
-        self.stream.synchronize()?;
         Ok(())
     }
 
@@ -341,18 +413,51 @@ impl<T: Scalar> GpuCholesky<T> {
         if b.shape() != shape {
             shape_err!("right-hand side shape {} does not match the factorization {shape}", b.shape());
         }
-        self.ensure_rhs(b.ncols())?;
-        let plan = self.plan.as_mut().expect("plan exists");
-        plan.rhs.as_mut().expect("rhs buffer").copy_from_host(b.as_slice())?;
-        self.stream.synchronize()?;
-        Ok(())
+        self.upload_rhs_values(b.as_slice(), b.ncols())
+    }
+
+    /// Copies right-hand sides from the caller's buffer (`k` columns per system, laid
+    /// out as in a [`BlockVec`]; the first systems when shorter) to the device: with
+    /// [`Self::upload_slices`] for data in page-locked memory.
+    pub fn upload_rhs_slice(&mut self, values: &[T], k: usize) -> Result<()> {
+        self.upload_rhs_values(values, k)
+    }
+
+    /// Copies `values` (the right-hand sides of the first systems, `k` columns each) to
+    /// the start of the right-hand-side buffer.
+    fn upload_rhs_values(&mut self, values: &[T], k: usize) -> Result<()> {
+        self.ensure_rhs(k)?;
+        let plan = self.plan.as_ref().expect("plan exists");
+        let rhs = plan.rhs.as_ref().expect("rhs buffer");
+        if values.len() > rhs.len() {
+            shape_err!("{} right-hand-side values for a buffer of {}", values.len(), rhs.len());
+        }
+        let cols = Columns::flat(values.len());
+        // SAFETY: inside the buffer (checked).
+        unsafe { self.staging().upload(&self.stream, values, cols, rhs.ptr().addr(), cols) }
     }
 
     /// Copies the device right-hand-side buffer (the solution after a solve) into `x`.
     pub fn download_rhs(&self, x: &mut BlockVec<T>) -> Result<()> {
+        self.download_rhs_values(x.as_mut_slice())
+    }
+
+    /// Copies the first `out.len()` values of the device right-hand-side buffer (the
+    /// solutions after a solve) into the caller's buffer.
+    pub fn download_rhs_slice(&self, out: &mut [T]) -> Result<()> {
+        self.download_rhs_values(out)
+    }
+
+    /// Copies the first `out.len()` values of the right-hand-side buffer into `out`.
+    fn download_rhs_values(&self, out: &mut [T]) -> Result<()> {
         let plan = self.plan.as_ref().ok_or(Error::NotFactored)?;
         let rhs = plan.rhs.as_ref().ok_or(Error::NotFactored)?;
-        rhs.copy_to_host(x.as_mut_slice())
+        let cols = Columns::flat(out.len());
+        if cols.span() > rhs.len() {
+            shape_err!("{} values requested from a right-hand-side buffer of {}", cols.span(), rhs.len());
+        }
+        // SAFETY: inside the buffer (checked); its producers are on this stream.
+        unsafe { self.staging().download(&self.stream, rhs.ptr().addr(), cols, out, cols) }
     }
 
     /// Captures `steps` into a graph (their shared-memory limits raised first: setting a
@@ -465,14 +570,21 @@ impl<T: Scalar> GpuCholesky<T> {
 
     /// Waits for the stream and turns the factor status words into a result.
     pub fn check_factor(&mut self) -> Result<()> {
+        let systems = self.plan.as_ref().ok_or(Error::NotFactored)?.bufs.shape.batch;
+        self.check_factor_systems(systems, 0)
+    }
+
+    /// [`Self::check_factor`] over the first `systems` systems of the plan, reported as
+    /// systems `first..` of the caller's batch.
+    fn check_factor_systems(&mut self, systems: usize, first: usize) -> Result<()> {
         let plan = self.plan.as_ref().ok_or(Error::NotFactored)?;
-        let mut info = vec![0u64; plan.bufs.shape.batch];
+        let mut info = vec![0u64; systems];
         plan.bufs.info.copy_to_host(&mut info)?;
         let tol = crate::scalar::wide(T::symmetry_tolerance());
         for (system, &key) in info.iter().enumerate() {
             let Some((level, code, block)) = decode_info(key) else { continue };
             self.factored = false;
-            let (block, level) = (block as usize, level as usize);
+            let (block, level, system) = (block as usize, level as usize, system + first);
             return Err(match InfoCode::from_u32(code) {
                 Some(InfoCode::NonFinite) => {
                     Error::NonFinite { what: "a diagonal block or its adjacent sub-diagonal blocks", system, block }
@@ -488,12 +600,18 @@ impl<T: Scalar> GpuCholesky<T> {
 
     /// Waits for the stream and reports a non-finite solution, if any.
     pub fn check_solve(&self) -> Result<()> {
+        let systems = self.plan.as_ref().ok_or(Error::NotFactored)?.bufs.shape.batch;
+        self.check_solve_systems(systems, 0)
+    }
+
+    /// [`Self::check_solve`] over the first `systems` systems, reported from `first`.
+    fn check_solve_systems(&self, systems: usize, first: usize) -> Result<()> {
         let plan = self.plan.as_ref().ok_or(Error::NotFactored)?;
-        let mut info = vec![0u64; plan.bufs.shape.batch];
+        let mut info = vec![0u64; systems];
         plan.bufs.solve_info.copy_to_host(&mut info)?;
         for (system, &key) in info.iter().enumerate() {
             if let Some((_, _, block)) = decode_info(key) {
-                return Err(Error::NonFiniteSolution { system, block: block as usize });
+                return Err(Error::NonFiniteSolution { system: system + first, block: block as usize });
             }
         }
         Ok(())
@@ -526,19 +644,24 @@ impl<T: Scalar> GpuCholesky<T> {
         for b in sets {
             let stream = self.gpu.new_stream()?;
             stream.wait(&ready)?;
-            let rhs = DeviceBuffer::from_host(&stream, b.as_slice())?;
+            let rhs = DeviceBuffer::<T>::poisoned(&stream, b.as_slice().len())?;
+            let cols = Columns::flat(b.as_slice().len());
+            // SAFETY: the buffer was sized for these values right above.
+            unsafe { self.staging().upload(&stream, b.as_slice(), cols, rhs.ptr().addr(), cols)? };
             let solve_info = DeviceBuffer::<u64>::poisoned(&stream, shape.batch)?;
             let target = SolveTarget { rhs: rhs.ptr().as_mut_ptr(), info: solve_info.ptr().as_mut_ptr(), k: b.ncols() };
             let steps = plan.engine.solve_steps(&plan.bufs, &target, true);
             // SAFETY: the factor buffers of the live plan and this job's own buffers, kept
             // alive in `jobs` until the results are copied back.
             unsafe { enqueue_all(&steps, &stream)? };
-            jobs.push((rhs, solve_info, b));
+            jobs.push((rhs, solve_info, b, stream));
         }
         let mut outs = Vec::with_capacity(sets.len());
-        for (rhs, solve_info, b) in jobs {
+        for (rhs, solve_info, b, stream) in jobs {
             let mut x = b.clone();
-            rhs.copy_to_host(x.as_mut_slice())?;
+            let cols = Columns::flat(x.as_slice().len());
+            // SAFETY: the job's own buffer; its solve is enqueued on `stream`.
+            unsafe { self.staging().download(&stream, rhs.ptr().addr(), cols, x.as_mut_slice(), cols)? };
             let mut info = vec![0u64; shape.batch];
             solve_info.copy_to_host(&mut info)?;
             if let Some((system, (_, _, block))) = info.iter().enumerate().find_map(|(s, k)| decode_info(*k).map(|d| (s, d))) {
@@ -572,6 +695,12 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
             shape_err!("right-hand side shape {} does not match the matrix {}", b.shape(), a.shape());
         }
         b.validate()?;
+        let chunks = self.chunk_plan(a.shape(), b.ncols())?;
+        if chunks.chunks > 1 {
+            let mut x = b.clone();
+            self.factor_solve_chunked(a, b, chunks, &mut x)?;
+            return Ok(x);
+        }
         self.upload(a)?;
         self.upload_rhs(b)?;
         self.launch_factor_solve()?;

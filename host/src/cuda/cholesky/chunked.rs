@@ -1,0 +1,150 @@
+//! Batches larger than the device (or than a chosen chunk): factor + solve chunk by chunk.
+//!
+//! The systems of a batch are independent, so a batch is cut into chunks of whole
+//! systems. Two solvers (this one and a partner with its own stream, plan and staging
+//! ring) take the chunks in turn: while the device factors and solves chunk `i` on one
+//! stream, the host stages chunk `i + 1` into the other plan and copies the solution of
+//! chunk `i - 1` out. Every chunk runs the same kernels on the same per-system data as
+//! the single-shot path: per system, the results are those of one call on the whole
+//! batch (bit for bit with the deterministic tiled engine).
+
+use super::{GpuCholesky, plan_bytes};
+use crate::error::{Error, Result};
+use crate::matrix::{BlockTridiag, BlockVec, Shape};
+use crate::scalar::Scalar;
+
+/// How a batch is cut: `systems` per chunk (the last chunk may hold fewer), run by
+/// `solvers` plans in turn (2 to overlap transfers with compute, 1 when only one chunk
+/// fits at a time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ChunkPlan {
+    pub systems: usize,
+    pub chunks: usize,
+    pub solvers: usize,
+}
+
+/// Cuts `batch` systems of `per_system` device bytes each: one chunk when the batch fits
+/// in `free` (with the 5 % margin of the memory check) and no `cap` is smaller; else two
+/// alternating plans of at most `cap` systems that fit together, or one plan when only
+/// one fits. Fails with [`Error::OutOfMemory`] when not even one system fits.
+pub(crate) fn plan_chunks(batch: usize, per_system: usize, free: usize, cap: Option<usize>) -> Result<ChunkPlan> {
+    let usable = free - free / 21; // bytes + bytes / 20 <= free
+    let fit = |plans: usize| usable / (plans * per_system).max(1);
+    let cap = cap.unwrap_or(usize::MAX).max(1);
+    if batch <= cap && fit(1) >= batch {
+        return Ok(ChunkPlan { systems: batch, chunks: 1, solvers: 1 });
+    }
+    let (systems, solvers) = match (fit(2).min(cap), fit(1).min(cap)) {
+        (two, _) if two >= 1 => (two, 2),
+        (_, one) if one >= 1 => (one, 1),
+        _ => return Err(Error::OutOfMemory { needed: per_system, free }),
+    };
+    // Even chunks: the same work per chunk, the last one not a sliver.
+    let chunks = batch.div_ceil(systems);
+    let systems = batch.div_ceil(chunks);
+    Ok(ChunkPlan { systems, chunks, solvers: if chunks == 1 { 1 } else { solvers } })
+}
+
+impl<T: Scalar> GpuCholesky<T> {
+    /// The chunking of a factor + solve of `shape` with `k` right-hand-side columns.
+    pub(super) fn chunk_plan(&self, shape: Shape, k: usize) -> Result<ChunkPlan> {
+        let one = Shape { batch: 1, ..shape };
+        let tiled = self.is_tiled(shape.block)?;
+        let free = self.gpu.free_memory()? + self.plan_footprint();
+        plan_chunks(shape.batch, plan_bytes::<T>(one, k, tiled), free, self.options.chunk_systems)
+    }
+
+    /// Factor + solve of a batch in chunks (see the module docs): `x` receives the
+    /// solutions. The first failing system (in batch order of the chunks) is reported with
+    /// its index in the whole batch.
+    pub(super) fn factor_solve_chunked(
+        &mut self,
+        a: &BlockTridiag<T>,
+        b: &BlockVec<T>,
+        plan: ChunkPlan,
+        x: &mut BlockVec<T>,
+    ) -> Result<()> {
+        let shape = a.shape();
+        let chunk_shape = Shape { batch: plan.systems, ..shape };
+        let k = b.ncols();
+        let (diag_len, sub_len) = (shape.nblocks * a.block_len(), (shape.nblocks - 1) * a.block_len());
+        let rhs_len = shape.dim() * k;
+        if plan.solvers == 2 && self.partner.as_ref().is_none_or(|p| p.options != self.options) {
+            let mut partner = GpuCholesky::with_gpu(self.gpu.clone(), self.options)?;
+            partner.options.chunk_systems = None;
+            self.partner = Some(Box::new(partner));
+        }
+        if plan.solvers == 1 {
+            self.partner = None;
+        }
+        // `pending`: the chunk enqueued last, whose results are still to be collected.
+        let mut pending: Option<(usize, usize, bool)> = None; // (first system, systems, on partner)
+        for c in 0..plan.chunks {
+            let s0 = c * plan.systems;
+            let count = plan.systems.min(shape.batch - s0);
+            let on_partner = plan.solvers == 2 && c % 2 == 1;
+            {
+                let solver: &mut GpuCholesky<T> = if on_partner { self.partner.as_deref_mut().expect("partner") } else { self };
+                solver.upload_systems(chunk_shape, a.ld(), &a.diag()[s0 * diag_len..], &a.sub()[s0 * sub_len..], count)?;
+                solver.upload_rhs_values(&b.as_slice()[s0 * rhs_len..(s0 + count) * rhs_len], k)?;
+                solver.launch_factor_solve()?;
+            }
+            if let Some(done) = pending.replace((s0, count, on_partner)) {
+                self.collect_chunk(done, rhs_len, x)?;
+            }
+            if plan.solvers == 1 {
+                let done = pending.take().expect("just enqueued");
+                self.collect_chunk(done, rhs_len, x)?;
+            }
+        }
+        if let Some(done) = pending {
+            self.collect_chunk(done, rhs_len, x)?;
+        }
+        // The plan holds the last chunk's factor, not the batch's: nothing to solve with.
+        self.factored = false;
+        Ok(())
+    }
+
+    /// Waits for a chunk, checks it and copies its solutions into `x`.
+    fn collect_chunk(&mut self, (s0, count, on_partner): (usize, usize, bool), rhs_len: usize, x: &mut BlockVec<T>) -> Result<()> {
+        let solver: &mut GpuCholesky<T> = if on_partner { self.partner.as_deref_mut().expect("partner") } else { self };
+        solver.check_factor_systems(count, s0)?;
+        solver.download_rhs_values(&mut x.as_mut_slice()[s0 * rhs_len..(s0 + count) * rhs_len])?;
+        solver.check_solve_systems(count, s0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_that_fits_is_one_chunk() {
+        assert_eq!(plan_chunks(100, 10, 2000, None).unwrap(), ChunkPlan { systems: 100, chunks: 1, solvers: 1 });
+    }
+
+    #[test]
+    fn a_large_batch_alternates_two_plans_in_even_chunks() {
+        // 1050 usable bytes: two plans of 52 systems of 10 bytes.
+        let p = plan_chunks(1000, 10, 1100, None).unwrap();
+        assert_eq!(p.solvers, 2);
+        assert!(p.systems * 10 * 2 <= 1100 - 1100 / 21);
+        assert_eq!(p.chunks, 1000usize.div_ceil(p.systems));
+        assert!(p.chunks * p.systems >= 1000 && (p.chunks - 1) * p.systems < 1000);
+    }
+
+    #[test]
+    fn a_cap_forces_chunks_and_the_last_is_not_a_sliver() {
+        let p = plan_chunks(10, 1, 1 << 30, Some(4)).unwrap();
+        assert_eq!(p, ChunkPlan { systems: 4, chunks: 3, solvers: 2 });
+        let p = plan_chunks(9, 1, 1 << 30, Some(4)).unwrap();
+        assert_eq!(p, ChunkPlan { systems: 3, chunks: 3, solvers: 2 });
+    }
+
+    #[test]
+    fn one_plan_when_only_one_system_fits_and_an_error_when_none() {
+        let p = plan_chunks(5, 100, 150, None).unwrap();
+        assert_eq!(p, ChunkPlan { systems: 1, chunks: 5, solvers: 1 });
+        assert!(matches!(plan_chunks(5, 100, 90, None), Err(Error::OutOfMemory { needed: 100, free: 90 })));
+    }
+}

@@ -1,0 +1,235 @@
+//! The host path on the GPU: staged and direct (page-locked) transfers, batches run in
+//! chunks (forced by a chunk cap or a device-memory limit), and the tridiagonal inverse
+//! streamed to host memory in panels. Each test prints why it skips when no GPU is usable.
+
+mod common;
+
+use blocktri::cuda::{Gpu, GpuCholesky, GpuOptions, GpuTridiagInverse, KernelFamily, PinnedBuffer, is_page_locked};
+use blocktri::tridiag::{Tridiagonal, inverse_error};
+use blocktri::{BlockVec, Error, Factorization, Scalar, Shape, residual};
+use common::{fresh_seed, gpu, problem};
+use std::sync::Arc;
+
+fn solver<T: Scalar>(g: &Arc<Gpu>, kernels: KernelFamily, chunk_systems: Option<usize>) -> GpuCholesky<T> {
+    GpuCholesky::with_gpu(g.clone(), GpuOptions { kernels, chunk_systems, ..GpuOptions::default() }).unwrap()
+}
+
+/// Relative difference of two solutions, `max |x - y| / max |y|`.
+fn rel_diff<T: Scalar>(x: &BlockVec<T>, y: &BlockVec<T>) -> f64 {
+    let (mut d, mut m) = (0.0f64, 0.0f64);
+    for (a, b) in x.as_slice().iter().zip(y.as_slice()) {
+        let (a, b) = (blocktri::scalar::wide(*a), blocktri::scalar::wide(*b));
+        d = d.max((a - b).abs());
+        m = m.max(b.abs());
+    }
+    d / m.max(f64::MIN_POSITIVE)
+}
+
+fn bits<T: Scalar>(x: &BlockVec<T>) -> Vec<u64> {
+    x.as_slice().iter().map(|v| blocktri::scalar::wide(*v).to_bits()).collect()
+}
+
+#[test]
+fn staged_uploads_with_tiny_chunks_match_the_default_path() {
+    let Some(g) = gpu() else { return };
+    let seed = fresh_seed();
+    // A padded host leading dimension (pitch conversion while staging), several chunk
+    // sizes (columns split across chunks, a column wider than a chunk).
+    for (n, ld, chunk) in [(8usize, 11usize, 4096usize), (65, 70, 1 << 16), (16, 16, 64), (130, 130, 512)] {
+        let (a, b) = problem::<f64>(3, 9, n, 2, seed + n as u64);
+        let a = a.repad(ld).unwrap();
+        let mut reference = solver::<f64>(&g, KernelFamily::Tiled, None);
+        let x_ref = reference.factor_solve(&a, &b).unwrap();
+        let mut small = solver::<f64>(&g, KernelFamily::Tiled, None);
+        small.set_staging_chunk(chunk);
+        let x = small.factor_solve(&a, &b).unwrap();
+        assert_eq!(bits(&x), bits(&x_ref), "n={n} ld={ld} chunk={chunk} (seed {seed})");
+        // Separate calls through the small ring too.
+        small.factor(&a).unwrap();
+        let x2 = small.solve(&b).unwrap();
+        assert_eq!(bits(&x2), bits(&x_ref), "factor then solve, n={n} (seed {seed})");
+        assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12);
+    }
+}
+
+#[test]
+fn page_locked_inputs_take_the_direct_path() {
+    let Some(g) = gpu() else { return };
+    let seed = fresh_seed();
+    let (a, b) = problem::<f64>(2, 100, 16, 3, seed);
+    let diag = PinnedBuffer::from_slice(&g, a.diag()).unwrap();
+    let sub = PinnedBuffer::from_slice(&g, a.sub()).unwrap();
+    let rhs = PinnedBuffer::from_slice(&g, b.as_slice()).unwrap();
+    assert!(is_page_locked(&diag) && is_page_locked(&rhs[1..]));
+    assert!(!is_page_locked(a.diag()));
+    let mut s = solver::<f64>(&g, KernelFamily::Auto, None);
+    s.upload_slices(a.shape(), a.ld(), &diag, &sub).unwrap();
+    s.factor_uploaded().unwrap();
+    s.upload_rhs_slice(&rhs, b.ncols()).unwrap();
+    s.launch_solve().unwrap();
+    let mut out = PinnedBuffer::<f64>::zeroed(&g, rhs.len()).unwrap();
+    s.download_rhs_slice(&mut out).unwrap();
+    s.check_solve().unwrap();
+    let x = BlockVec::from_vec(a.shape(), b.ncols(), out.to_vec()).unwrap();
+    assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12, "seed {seed}");
+    // Wrong lengths are refused before any copy.
+    assert!(matches!(s.upload_slices(a.shape(), a.ld(), &diag[1..], &sub), Err(Error::Shape(_))));
+    assert!(matches!(s.upload_slices(a.shape(), 15, &diag, &sub), Err(Error::Shape(_))));
+}
+
+/// Chunked factor + solve against one call on the whole batch: the same bits with the
+/// deterministic tiled engine, the same values up to the order of two atomic additions
+/// with the fused kernels.
+#[test]
+fn chunked_batches_match_the_single_shot() {
+    let Some(g) = gpu() else { return };
+    let seed = fresh_seed();
+    for (kernels, s, nb, n, k, cap) in [
+        (KernelFamily::Tiled, 1usize, 7usize, 65usize, 1usize, 1usize),
+        (KernelFamily::Tiled, 3, 5, 65, 3, 1),
+        (KernelFamily::Tiled, 40, 4, 72, 2, 6),
+        (KernelFamily::Auto, 3, 33, 8, 1, 2),
+        (KernelFamily::Auto, 1000, 16, 8, 2, 96),
+        (KernelFamily::Auto, 1000, 9, 16, 1, 333),
+    ] {
+        let (a, b) = problem::<f64>(s, nb, n, k, seed + (s * n) as u64);
+        let mut whole = solver::<f64>(&g, kernels, None);
+        let x_ref = whole.factor_solve(&a, &b).unwrap();
+        let mut chunked = solver::<f64>(&g, kernels, Some(cap));
+        let x = chunked.factor_solve(&a, &b).unwrap();
+        let what = format!("{kernels:?} S={s} N={nb} n={n} k={k} cap={cap} (seed {seed})");
+        if kernels == KernelFamily::Tiled {
+            assert_eq!(bits(&x), bits(&x_ref), "{what}");
+        } else {
+            assert!(rel_diff(&x, &x_ref) < 1e-13, "{what}: {:e}", rel_diff(&x, &x_ref));
+        }
+        assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12, "{what}");
+        // Twice: the partner plan and graphs are reused.
+        let x2 = chunked.factor_solve(&a, &b).unwrap();
+        assert!(rel_diff(&x2, &x) < 1e-13, "{what}: second call");
+        if s > cap {
+            // The chunks leave no resident factorization behind.
+            assert!(chunked.shape().is_none());
+            assert!(matches!(chunked.solve(&b), Err(Error::NotFactored)));
+        }
+    }
+}
+
+#[test]
+fn a_failing_system_in_a_later_chunk_is_named_in_batch_numbering() {
+    let Some(g) = gpu() else { return };
+    let (mut a, b) = problem::<f64>(300, 8, 8, 1, fresh_seed());
+    // System 250, block 5: not positive definite.
+    for r in 0..8 {
+        a.set_diag(250, 5, r, r, -1.0);
+    }
+    let mut chunked = solver::<f64>(&g, KernelFamily::Auto, Some(64));
+    match chunked.factor_solve(&a, &b) {
+        Err(Error::NotPositiveDefinite { system: 250, block: 5, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    // A non-finite value in a right-hand side is refused before any work.
+    let mut b2 = b.clone();
+    b2.set(299, 3, 0, f64::NAN);
+    assert!(matches!(chunked.factor_solve(&a, &b2), Err(Error::NonFinite { system: 299, .. })));
+}
+
+#[test]
+fn a_device_memory_limit_turns_into_chunks() {
+    let Some(_) = gpu() else { return };
+    // A device handle of our own, so the limit does not reach the other tests.
+    let g = Gpu::with_ordinal(0).unwrap();
+    let seed = fresh_seed();
+    let (a, b) = problem::<f64>(300, 64, 16, 1, seed);
+    let mut whole = solver::<f64>(&Gpu::shared().unwrap(), KernelFamily::Auto, None);
+    let x_ref = whole.factor_solve(&a, &b).unwrap();
+    let per_system = GpuCholesky::<f64>::required_memory(Shape::new(1, 64, 16).unwrap(), 1);
+    g.set_memory_limit(Some(40 * per_system));
+    let mut limited = solver::<f64>(&g, KernelFamily::Auto, None);
+    let x = limited.factor_solve(&a, &b).unwrap();
+    assert!(rel_diff(&x, &x_ref) < 1e-13, "seed {seed}");
+    assert!(limited.shape().is_none(), "ran in chunks");
+    // `factor` keeps the factor on the device: the whole batch must fit.
+    assert!(matches!(limited.factor(&a), Err(Error::OutOfMemory { .. })));
+    // Not even one system fits: a clear error (a fresh solver: the first one's plans
+    // would count as room it already holds).
+    g.set_memory_limit(Some(per_system / 2));
+    let mut tiny = solver::<f64>(&g, KernelFamily::Auto, None);
+    assert!(matches!(tiny.factor_solve(&a, &b), Err(Error::OutOfMemory { .. })));
+    g.set_memory_limit(None);
+    assert!(limited.factor_solve(&a, &b).is_ok());
+}
+
+#[test]
+fn the_streamed_inverse_matches_the_device_resident_one() {
+    let Some(g) = gpu() else { return };
+    let seed = fresh_seed();
+    let mut inv = GpuTridiagInverse::with_gpu(g.clone()).unwrap();
+    // One panel, several panels (32 MB each: n = 5000 takes 7), several matrices per
+    // panel with 2-D copies, f32.
+    for (n, batch) in [(1usize, 1usize), (3, 2), (64, 1), (65, 3), (1000, 1), (5000, 1), (3000, 3)] {
+        let t = Tridiagonal::<f64>::random_dominant(n, batch, n % 2 == 1, seed + n as u64).unwrap();
+        let job = inv.prepare(&t, true).unwrap();
+        inv.launch(&job, false).unwrap();
+        inv.check(&job).unwrap();
+        let resident = inv.download(&job).unwrap();
+        let streamed = inv.invert(&t, false, true).unwrap();
+        assert!(resident.as_slice() == streamed.as_slice(), "n={n} batch={batch} (seed {seed})");
+        let mut pinned = PinnedBuffer::<f64>::zeroed(&g, batch * n * n).unwrap();
+        inv.invert_into(&t, true, &mut pinned).unwrap();
+        assert!(resident.as_slice() == &pinned[..], "pinned n={n} batch={batch} (seed {seed})");
+        let mut plain = vec![0.0f64; batch * n * n];
+        inv.invert_into(&t, true, &mut plain).unwrap();
+        assert!(resident.as_slice() == &plain[..], "pageable n={n} batch={batch}");
+        if n <= 1000 {
+            assert!(inverse_error(&t, &streamed) < 1e-13);
+        }
+        let t32 = t.cast::<f32>();
+        let x32 = inv.invert(&t32, false, true).unwrap();
+        if n <= 1000 {
+            assert!(inverse_error(&t32, &x32) < 1e-5, "f32 n={n}");
+        }
+    }
+}
+
+#[test]
+fn the_streamed_inverse_writes_nothing_on_failure() {
+    let Some(g) = gpu() else { return };
+    let mut inv = GpuTridiagInverse::with_gpu(g.clone()).unwrap();
+    // A singular leaf (check waived): reported, and the caller's buffer is untouched.
+    let t = Tridiagonal::<f64>::new(vec![1.0, 2.0, 5.0, 5.0], vec![1.0, 1.0, 0.1], vec![1.0, 1.0, 0.1]).unwrap();
+    let mut out = PinnedBuffer::<f64>::zeroed(&g, 16).unwrap();
+    out.fill(7.0);
+    assert!(matches!(inv.invert_into(&t, false, &mut out), Err(Error::SingularPivot { matrix: 0, row: 0, .. })));
+    assert!(out.iter().all(|&v| v == 7.0));
+    // Wrong output length.
+    let mut short = vec![0.0f64; 15];
+    assert!(matches!(inv.invert_into(&t, false, &mut short), Err(Error::Shape(_))));
+    // Not diagonally dominant: the input check, before any device work.
+    let t = Tridiagonal::new(vec![4.0, 1.0, 4.0], vec![1.0, 1.0], vec![1.0, 1.0]).unwrap();
+    let mut out = vec![0.0f64; 9];
+    assert!(matches!(inv.invert_into(&t, true, &mut out), Err(Error::NotDiagonallyDominant { row: 1, .. })));
+}
+
+#[test]
+fn a_large_streamed_inverse_needs_only_its_panels_on_the_device() {
+    let Some(_) = gpu() else { return };
+    let g = Gpu::with_ordinal(0).unwrap();
+    let n = 8192;
+    let t = Tridiagonal::<f64>::random_dominant(n, 1, true, fresh_seed()).unwrap();
+    // The n^2 output (512 MiB) does not fit under the limit; the panels do.
+    let streamed = GpuTridiagInverse::streamed_memory::<f64>(n, 1);
+    assert!(streamed < GpuTridiagInverse::required_memory::<f64>(n, 1) / 4);
+    g.set_memory_limit(Some(2 * streamed));
+    let mut inv = GpuTridiagInverse::with_gpu(g.clone()).unwrap();
+    assert!(matches!(inv.prepare(&t, true), Err(Error::OutOfMemory { .. })));
+    let x = inv.invert(&t, false, true).unwrap();
+    // Spot check a few columns against the CPU recursion.
+    let cpu = blocktri::tridiag::invert(&t, blocktri::tridiag::Method::Threaded, true).unwrap();
+    for j in [0, 1, 4095, 4096, 8191] {
+        let (gpu_col, cpu_col) = (&x.as_slice()[j * n..(j + 1) * n], &cpu.as_slice()[j * n..(j + 1) * n]);
+        let scale = cpu_col.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let diff = gpu_col.iter().zip(cpu_col).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(diff <= 1e-13 * scale, "column {j}: {diff:e} against {scale:e}");
+    }
+}
