@@ -134,15 +134,12 @@ pub fn is_page_locked<T>(data: &[T]) -> bool {
     let last = first + std::mem::size_of_val(data) - 1;
     [first, last].iter().all(|&addr| {
         let mut kind: u32 = 0;
-        // SAFETY: the attribute query only reads the driver's tables; an unknown (pageable)
-        // address is an error return, not a fault.
-        let r = unsafe {
-            sys::cuPointerGetAttribute(
-                &mut kind as *mut u32 as *mut std::ffi::c_void,
-                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                addr as sys::CUdeviceptr,
-            )
-        };
+        let mut attr = sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
+        let mut data = [&mut kind as *mut u32 as *mut std::ffi::c_void];
+        // SAFETY: the plural query only reads the driver's tables and, unlike the singular
+        // one, answers "unknown" (type 0) for pageable memory instead of an error return
+        // (which compute-sanitizer would report on every staged copy).
+        let r = unsafe { sys::cuPointerGetAttributes(1, &mut attr, data.as_mut_ptr(), addr as sys::CUdeviceptr) };
         r == sys::CUresult::CUDA_SUCCESS && kind == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32
     })
 }
