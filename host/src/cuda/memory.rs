@@ -115,19 +115,53 @@ pub(crate) unsafe fn copy_2d<T>(
     }
     let size = std::mem::size_of::<T>();
     let need = |ld: usize| (height - 1) * ld + width;
-    let (src_type, src_host, src_device) = match src {
+    let src = match src {
         Loc::Host(s) => {
             if s.len() < need(src_ld) {
                 return Err(Error::Shape("2-D copy source too short".into()));
             }
-            (sys::CUmemorytype::CU_MEMORYTYPE_HOST, s.as_ptr() as *const std::ffi::c_void, 0)
+            Place::Host(s.as_ptr() as *mut std::ffi::c_void)
         }
-        Loc::Device(a) => (sys::CUmemorytype::CU_MEMORYTYPE_DEVICE, std::ptr::null(), a),
+        Loc::Device(a) => Place::Device(a),
     };
-    let dst_device = match dst {
-        Loc::Host(_) => return Err(Error::Shape("2-D copy to the host is not supported".into())),
-        Loc::Device(a) => a,
+    let dst = match dst {
+        Loc::Host(_) => return Err(Error::Shape("2-D copy to a borrowed host slice is not supported".into())),
+        Loc::Device(a) => Place::Device(a),
     };
+    // SAFETY: host source validated above; device ranges are the caller's contract.
+    unsafe { copy_2d_bytes(stream, src, src_ld * size, dst, dst_ld * size, width * size, height) }
+}
+
+/// One end of a [`copy_2d_bytes`]: a host address or a device address.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Place {
+    Host(*mut std::ffi::c_void),
+    Device(u64),
+}
+
+/// A 2-D copy (`cuMemcpy2DAsync`) in bytes, either direction: `height` rows of
+/// `width_bytes`, `src_pitch` and `dst_pitch` bytes apart, stream-ordered.
+///
+/// # Safety
+/// Both ends valid for the copy; host ends page-locked for an asynchronous copy, a host
+/// source unchanged and a host destination unread until the stream reaches the copy's end.
+pub(crate) unsafe fn copy_2d_bytes(
+    stream: &CudaStream,
+    src: Place,
+    src_pitch: usize,
+    dst: Place,
+    dst_pitch: usize,
+    width_bytes: usize,
+    height: usize,
+) -> Result<()> {
+    if width_bytes == 0 || height == 0 {
+        return Ok(());
+    }
+    let split = |p: Place| match p {
+        Place::Host(h) => (sys::CUmemorytype::CU_MEMORYTYPE_HOST, h, 0),
+        Place::Device(a) => (sys::CUmemorytype::CU_MEMORYTYPE_DEVICE, std::ptr::null_mut(), a),
+    };
+    let ((src_type, src_host, src_device), (dst_type, dst_host, dst_device)) = (split(src), split(dst));
     let p = sys::CUDA_MEMCPY2D {
         srcXInBytes: 0,
         srcY: 0,
@@ -135,18 +169,18 @@ pub(crate) unsafe fn copy_2d<T>(
         srcHost: src_host,
         srcDevice: src_device,
         srcArray: std::ptr::null_mut(),
-        srcPitch: src_ld * size,
+        srcPitch: src_pitch,
         dstXInBytes: 0,
         dstY: 0,
-        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-        dstHost: std::ptr::null_mut(),
+        dstMemoryType: dst_type,
+        dstHost: dst_host,
         dstDevice: dst_device,
         dstArray: std::ptr::null_mut(),
-        dstPitch: dst_ld * size,
-        WidthInBytes: width * size,
+        dstPitch: dst_pitch,
+        WidthInBytes: width_bytes,
         Height: height,
     };
-    // SAFETY: validated above; device ranges are the caller's contract.
+    // SAFETY: the caller's contract.
     let r = unsafe { sys::cuMemcpy2DAsync_v2(&p, stream.cu_stream()) };
     r.result().map_err(|e| Error::Cuda(format!("2-D copy: {e}")))
 }

@@ -126,30 +126,26 @@ impl<T: Plain> Drop for PinnedBuffer<T> {
 /// assert!(!blocktri::cuda::is_page_locked(&vec![1.0f64; 4]));
 /// ```
 pub fn is_page_locked<T>(data: &[T]) -> bool {
+    is_page_locked_range(data.as_ptr() as usize, std::mem::size_of_val(data))
+}
+
+/// Whether the `bytes` bytes at host address `addr` are page-locked (see
+/// [`is_page_locked`]); nothing is read from them (the range may be uninitialized).
+pub(crate) fn is_page_locked_range(addr: usize, bytes: usize) -> bool {
     // SAFETY: only tries to dlopen the driver (calling into a missing one would panic).
-    if data.is_empty() || !unsafe { sys::is_culib_present() } {
+    if bytes == 0 || !unsafe { sys::is_culib_present() } {
         return false;
     }
-    let first = data.as_ptr() as usize;
-    let last = first + std::mem::size_of_val(data) - 1;
-    [first, last].iter().all(|&addr| {
+    [addr, addr + bytes - 1].iter().all(|&a| {
         let mut kind: u32 = 0;
         let mut attr = sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
         let mut data = [&mut kind as *mut u32 as *mut std::ffi::c_void];
         // SAFETY: the plural query only reads the driver's tables and, unlike the singular
         // one, answers "unknown" (type 0) for pageable memory instead of an error return
         // (which compute-sanitizer would report on every staged copy).
-        let r = unsafe { sys::cuPointerGetAttributes(1, &mut attr, data.as_mut_ptr(), addr as sys::CUdeviceptr) };
+        let r = unsafe { sys::cuPointerGetAttributes(1, &mut attr, data.as_mut_ptr(), a as sys::CUdeviceptr) };
         r == sys::CUresult::CUDA_SUCCESS && kind == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32
     })
-}
-
-/// Whether the `bytes` bytes at host address `addr` are page-locked (see [`is_page_locked`]).
-pub(crate) fn is_page_locked_range(addr: usize, bytes: usize) -> bool {
-    // SAFETY: only the first and the last address are looked up; nothing is dereferenced.
-    bytes > 0
-        && is_page_locked(unsafe { std::slice::from_raw_parts(addr as *const u8, 1) })
-        && is_page_locked(unsafe { std::slice::from_raw_parts((addr + bytes - 1) as *const u8, 1) })
 }
 
 /// A host buffer of `len` values for results that will be written in full: allocated
@@ -185,47 +181,6 @@ pub(crate) unsafe fn parallel_copy_to_raw<T: Copy + Send + Sync>(src: &[T], dst:
         // SAFETY: piece `i` of the destination range, disjoint from the others.
         unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), (base as *mut T).add(i * piece), s.len()) }
     });
-}
-
-/// A 2-D copy from device to host: `height` rows of `width_bytes`, source pitch
-/// `src_pitch`, destination pitch `dst_pitch` (bytes), stream-ordered.
-///
-/// # Safety
-/// Both ranges valid for the copy; the host range page-locked (for an asynchronous copy)
-/// and not read before the stream reaches the copy's end.
-pub(crate) unsafe fn copy_2d_dtoh(
-    stream: &CudaStream,
-    src: u64,
-    src_pitch: usize,
-    dst: *mut u8,
-    dst_pitch: usize,
-    width_bytes: usize,
-    height: usize,
-) -> Result<()> {
-    if width_bytes == 0 || height == 0 {
-        return Ok(());
-    }
-    let p = sys::CUDA_MEMCPY2D {
-        srcXInBytes: 0,
-        srcY: 0,
-        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-        srcHost: std::ptr::null(),
-        srcDevice: src,
-        srcArray: std::ptr::null_mut(),
-        srcPitch: src_pitch,
-        dstXInBytes: 0,
-        dstY: 0,
-        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
-        dstHost: dst as *mut std::ffi::c_void,
-        dstDevice: 0,
-        dstArray: std::ptr::null_mut(),
-        dstPitch: dst_pitch,
-        WidthInBytes: width_bytes,
-        Height: height,
-    };
-    // SAFETY: forwarded contract.
-    let r = unsafe { sys::cuMemcpy2DAsync_v2(&p, stream.cu_stream()) };
-    r.result().map_err(|e| Error::Cuda(format!("2-D copy to the host: {e}")))
 }
 
 /// Copies `src` into `dst` (equal lengths) with non-temporal stores on x86-64, in
@@ -287,16 +242,10 @@ pub(crate) fn copy_with_threads<T: Copy + Send + Sync>(src: &[T], dst: &mut [T],
     }
 }
 
-/// Copies `src` into `dst` (equal lengths) with several threads for large copies: one core
+/// Copies `src` into `dst` (equal lengths) on every thread of rayon's pool: one core
 /// moves about 10 GB/s, the link 50.
 pub(crate) fn parallel_copy<T: Copy + Send + Sync>(src: &[T], dst: &mut [T]) {
-    const PIECE_BYTES: usize = 256 << 10;
-    let piece = (PIECE_BYTES / std::mem::size_of::<T>().max(1)).max(1);
-    if src.len() <= piece {
-        dst.copy_from_slice(src);
-    } else {
-        dst.par_chunks_mut(piece).zip(src.par_chunks(piece)).for_each(|(d, s)| d.copy_from_slice(s));
-    }
+    copy_with_threads(src, dst, rayon::current_num_threads());
 }
 
 /// A column layout: `cols` columns of `width` elements, `ld` elements apart.
@@ -405,11 +354,7 @@ impl Staging {
             // SAFETY: the slot holds chunk_bytes >= cols * to.ld * size bytes, aligned for T
             // (page-aligned allocation).
             let out = unsafe { std::slice::from_raw_parts_mut(staged.as_mut_ptr() as *mut T, cols * to.ld) };
-            if self.streaming && from.ld == from.width && to.ld == to.width {
-                copy_streaming(&src[c0 * from.ld..c0 * from.ld + cols * to.ld], out, self.threads);
-            } else {
-                pack_columns(&src[c0 * from.ld..], from, out, to, cols, self.threads);
-            }
+            pack_columns(&src[c0 * from.ld..], from, out, to, cols, self.threads, self.streaming);
             let bytes = ((cols - 1) * to.ld + to.width) * size;
             // SAFETY: destination inside the caller's range; the slot stays untouched until
             // its event (recorded right after) completes.
@@ -535,7 +480,7 @@ impl Staging {
                 let staged = &self.slots[slot].0;
                 // SAFETY: the slot's copy has completed (event synchronized).
                 let buf = unsafe { std::slice::from_raw_parts(staged.as_ptr() as *const T, cols * from.ld) };
-                pack_columns(buf, from, &mut out[c0 * to.ld..], to, cols, self.threads);
+                pack_columns(buf, from, &mut out[c0 * to.ld..], to, cols, self.threads, false);
             }
             if let Some(&next) = pieces.get(i + SLOTS) {
                 enqueue(self, slot, next)?;
@@ -568,11 +513,17 @@ fn check_layouts(host_len: usize, host: Columns, device: Columns) -> Result<()> 
 }
 
 /// Copies `cols` columns from `src` (layout `from`) to `dst` (layout `to`), zeroing the
-/// destination padding rows; several threads for large chunks.
-fn pack_columns<T: Scalar>(src: &[T], from: Columns, dst: &mut [T], to: Columns, cols: usize, threads: usize) {
+/// destination padding rows, on `threads` threads; dense layouts with non-temporal stores
+/// when `streaming` (copies into staging slots that the DMA engine reads next).
+#[allow(clippy::too_many_arguments)] // the two layouts, the count and how to copy
+fn pack_columns<T: Scalar>(src: &[T], from: Columns, dst: &mut [T], to: Columns, cols: usize, threads: usize, streaming: bool) {
     if from.ld == from.width && to.ld == to.width {
         let len = cols * to.width;
-        copy_with_threads(&src[..len], &mut dst[..len], threads);
+        if streaming {
+            copy_streaming(&src[..len], &mut dst[..len], threads);
+        } else {
+            copy_with_threads(&src[..len], &mut dst[..len], threads);
+        }
         return;
     }
     let per_task = (cols.div_ceil(threads.max(1))).max(1);
@@ -777,7 +728,7 @@ mod tests {
         let to = Columns { width: 3, cols: 4, ld: 4 };
         let src: Vec<f64> = (0..20).map(|v| v as f64).collect();
         let mut dst = vec![f64::NAN; 16];
-        pack_columns(&src, from, &mut dst, to, 4, 2);
+        pack_columns(&src, from, &mut dst, to, 4, 2, false);
         for c in 0..4 {
             for r in 0..3 {
                 assert_eq!(dst[c * 4 + r], (c * 5 + r) as f64);

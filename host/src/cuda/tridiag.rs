@@ -3,7 +3,8 @@
 use super::context::Gpu;
 use super::launch::{Kernel, LaunchConfig};
 use super::memory::DeviceBuffer;
-use super::transfer::{PinnedBuffer, copy_2d_dtoh, is_page_locked_range, output_vec, parallel_copy_to_raw};
+use super::memory::{Place, copy_2d_bytes};
+use super::transfer::{PinnedBuffer, is_page_locked_range, output_vec, parallel_copy_to_raw};
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use crate::tridiag::{Inverse, Tridiagonal};
@@ -119,20 +120,7 @@ impl GpuTridiagInverse {
     pub fn launch<T: Scalar>(&self, job: &TridiagJob<T>, stagewise: bool) -> Result<()> {
         let (n, batch) = (job.n as u32, job.batch as u32);
         let top = top_height(n);
-        let args = |height| TridiagArgs::<T> {
-            a: job.a.ptr().as_ptr(),
-            b: job.b.ptr().as_ptr(),
-            c: job.c.ptr().as_ptr(),
-            w: job.w.ptr().as_mut_ptr(),
-            work: job.work.ptr().as_mut_ptr(),
-            status: job.status.ptr().as_mut_ptr(),
-            n,
-            batch,
-            height,
-            top,
-            col0: 0,
-            cols: n,
-        };
+        let args = |height| job.args(height);
         let grid = |threads: u64, block: u32| ((threads.div_ceil(block as u64)).max(1) as u32, batch, 1);
         let cfg = |threads: u64| LaunchConfig { grid: grid(threads, 256), block: (256, 1, 1), shared_bytes: 0 };
         let [f_leaves, f_merge, f_assemble, s_leaves, s_extract, s_merge] = &job.kernels;
@@ -153,7 +141,7 @@ impl GpuTridiagInverse {
                     f_merge.launch(&self.stream, cfg(n as u64), (args(h),))?;
                 }
                 if job.w.len() >= job.batch * job.n * job.n {
-                    Self::launch_assembly(&self.stream, job, f_assemble, args(top), job.w.ptr().addr(), 0, n)?;
+                    Self::launch_assembly(&self.stream, job, f_assemble, job.w.ptr().addr(), 0, n)?;
                 }
             }
         }
@@ -170,13 +158,12 @@ impl GpuTridiagInverse {
         stream: &CudaStream,
         job: &TridiagJob<T>,
         kernel: &Kernel,
-        args: TridiagArgs<T>,
         out: u64,
         col0: u32,
         cols: u32,
     ) -> Result<()> {
         let (n, batch) = (job.n as u32, job.batch as u32);
-        let args = TridiagArgs { w: out as *mut T, col0, cols, ..args };
+        let args = TridiagArgs { w: out as *mut T, col0, cols, ..job.args(top_height(n)) };
         let (row_tiles, col_tiles) = (n.div_ceil(ASSEMBLE_TILE), cols.div_ceil(ASSEMBLE_TILE));
         let smem = assemble_shared_bytes(args.top as usize, T::BYTES) as u32;
         let cfg = LaunchConfig { grid: (row_tiles * col_tiles, batch, 1), block: (ASSEMBLE_THREADS, 1, 1), shared_bytes: smem };
@@ -296,20 +283,6 @@ impl GpuTridiagInverse {
         }
         let copy = self.copy_stream.clone().expect("copy stream");
         let assemble = &job.kernels[2];
-        let args = TridiagArgs::<T> {
-            a: job.a.ptr().as_ptr(),
-            b: job.b.ptr().as_ptr(),
-            c: job.c.ptr().as_ptr(),
-            w: std::ptr::null_mut(),
-            work: job.work.ptr().as_mut_ptr(),
-            status: job.status.ptr().as_mut_ptr(),
-            n: n as u32,
-            batch: batch as u32,
-            height: top_height(n as u32),
-            top: top_height(n as u32),
-            col0: 0,
-            cols: 0,
-        };
         let size = T::BYTES;
         // Copies host panel `p` (columns `c0..c0 + w` of every matrix) into `out`.
         let unpack = |host: &PinnedBuffer<u8>, c0: usize, w: usize| {
@@ -330,7 +303,7 @@ impl GpuTridiagInverse {
             }
             // SAFETY: panel buffer `b` holds batch n cols >= batch n w values; the recursion
             // was enqueued before on this stream; c0 is a multiple of the tile.
-            unsafe { Self::launch_assembly(&self.stream, &job, assemble, args, panels[b].ptr().addr(), c0 as u32, w as u32)? };
+            unsafe { Self::launch_assembly(&self.stream, &job, assemble, panels[b].ptr().addr(), c0 as u32, w as u32)? };
             copy.wait(&self.stream.record_event(None)?)?;
             let src = panels[b].ptr().addr();
             let run = n * w * size;
@@ -362,7 +335,7 @@ impl GpuTridiagInverse {
 /// on the host: one 2-D copy where the pitch allows it, else a copy per run.
 ///
 /// # Safety
-/// As [`copy_2d_dtoh`].
+/// As [`copy_2d_bytes`].
 unsafe fn copy_runs_dtoh(stream: &CudaStream, src: u64, run: usize, dst: *mut u8, dst_pitch: usize, height: usize) -> Result<()> {
     const MAX_PITCH: usize = (1 << 31) - 1;
     if height == 1 || dst_pitch == run {
@@ -372,7 +345,7 @@ unsafe fn copy_runs_dtoh(stream: &CudaStream, src: u64, run: usize, dst: *mut u8
     }
     if dst_pitch <= MAX_PITCH {
         // SAFETY: forwarded.
-        return unsafe { copy_2d_dtoh(stream, src, run, dst, dst_pitch, run, height) };
+        return unsafe { copy_2d_bytes(stream, Place::Device(src), run, Place::Host(dst as *mut _), dst_pitch, run, height) };
     }
     for k in 0..height {
         // SAFETY: forwarded, run k.
@@ -388,6 +361,25 @@ unsafe fn copy_runs_dtoh(stream: &CudaStream, src: u64, run: usize, dst: *mut u8
 }
 
 impl<T: Scalar> TridiagJob<T> {
+    /// The kernels' arguments for merge height `height`, writing the whole inverse to `w`.
+    fn args(&self, height: u32) -> TridiagArgs<T> {
+        let n = self.n as u32;
+        TridiagArgs {
+            a: self.a.ptr().as_ptr(),
+            b: self.b.ptr().as_ptr(),
+            c: self.c.ptr().as_ptr(),
+            w: self.w.ptr().as_mut_ptr(),
+            work: self.work.ptr().as_mut_ptr(),
+            status: self.status.ptr().as_mut_ptr(),
+            n,
+            batch: self.batch as u32,
+            height,
+            top: top_height(n),
+            col0: 0,
+            cols: n,
+        }
+    }
+
     /// The inverses on the device (column-major, `n * n` per matrix).
     pub fn output(&self) -> &DeviceBuffer<T> {
         &self.w
