@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The tiled engine on the GPU machine, in one call:
-#   bash scripts/gpu-tiled.sh [tests] [sanitize] [bench] [families]
-# tests: every GPU test executable; sanitize: compute-sanitizer memcheck/racecheck/synccheck
+#   bash scripts/gpu-tiled.sh [tests] [cholesky] [ncu] [sanitize] [profile] [bench] [families]
+# tests: every GPU test executable; cholesky: only tests/gpu_cholesky.rs; ncu: stalls of one
+# neighbour-product launch; profile: kernel
+# sums of one factor + solve (PROFILE="N,n ..."); sanitize: compute-sanitizer memcheck/racecheck/synccheck
 # on the tiled sanitizer cases; bench: the FP64 sweep (N n = 262144, n = 32..2048) with the
 # GPU peers in the same run (PREC=f64,f32 for both); families: fused vs tiled at n <= 128.
 set -u
@@ -14,6 +16,20 @@ for step in $steps; do
     tests)
       $b info 2>&1 | tee "$OUT/tests.log"
       timeout ${TT:-300} bash .gpu/run-tests.sh 2>&1 | tee -a "$OUT/tests.log" | grep -E "^==|test result|FAILED|panicked|gpu machine" ;;
+    cholesky)
+      timeout ${TT:-300} $(ls .gpu/tests/gpu_cholesky-* | head -1) 2>&1 | tee "$OUT/cholesky.log" | grep -E "test result|FAILED|panicked" ;;
+    profile)
+      for g in ${PROFILE:-256,1024 1024,256 2048,128}; do
+        f="$OUT/profile-${g/,/x}.log"
+        echo "### $g"; timeout 120 $b profile --generate $g --repeat 3 > "$f" 2>&1
+        awk '$1 ~ /^tiled_|^fused_|^level_/ {t[$1] += $NF; c[$1]++} /^sum of/ {print}
+             END {for (k in t) printf "%-28s %4d launches %11.1f us\n", k, c[k], t[k]}' "$f" | sort -k4 -rn
+      done ;;
+    ncu)
+      # Warp stalls, pipes and memory of one level-0 neighbour launch at n = 1024.
+      timeout 200 ncu --kernel-name tiled_neighbours_f64 --launch-count 1 --section WarpStateStats --section ComputeWorkloadAnalysis \
+        --section MemoryWorkloadAnalysis --section Occupancy --section SpeedOfLight $b profile --generate 256,1024 > "$OUT/ncu-neighbours.txt" 2>&1
+      grep -E "Stall|Throughput|Pipe|Occupancy|Registers|Issue|Hit Rate|Warp Cycles" "$OUT/ncu-neighbours.txt" | head -40 ;;
     sanitize)
       san=$(ls .gpu/tests/gpu_sanitize-* | head -1)
       for tool in memcheck racecheck synccheck; do

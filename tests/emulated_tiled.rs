@@ -121,11 +121,13 @@ fn run_solve<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk:
     let nt = tiles(n) as u32;
     let e = T::BYTES;
     let top = levels(nb);
-    let diag_smem = diag_solve_shared_bytes(n, chunk, e);
+    let diag_smem = diag_solve_shared_bytes(e);
     for m in 0..top {
         let nodes = s * nodes_in_level(nb, m);
-        let x = args(d, a, m, 0, 0, Some((k, chunk)));
-        unsafe { emu::launch_unchecked(nodes, SOLVE_THREADS, diag_smem, || forward_diag(&x)) };
+        for t in 0..nt {
+            let x = args(d, a, m, t, 0, Some((k, chunk)));
+            unsafe { emu::launch_unchecked(nodes * (nt - t), SOLVE_THREADS, diag_smem, || forward_diag(&x)) };
+        }
         if m + 1 < top {
             for side in 0..2 {
                 let x = args(d, a, m, 0, side, Some((k, chunk)));
@@ -135,12 +137,13 @@ fn run_solve<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk:
     }
     for m in (0..top).rev() {
         let nodes = s * nodes_in_level(nb, m);
-        let x = args(d, a, m, 0, 0, Some((k, chunk)));
-        unsafe {
-            if m + 1 < top {
-                emu::launch_unchecked(nodes * nt, SOLVE_THREADS, 0, || backward_couple(&x));
-            }
-            emu::launch_unchecked(nodes, SOLVE_THREADS, diag_smem, || backward_diag(&x));
+        if m + 1 < top {
+            let x = args(d, a, m, 0, 0, Some((k, chunk)));
+            unsafe { emu::launch_unchecked(nodes * nt, SOLVE_THREADS, 0, || backward_couple(&x)) };
+        }
+        for t in (0..nt).rev() {
+            let x = args(d, a, m, t, 0, Some((k, chunk)));
+            unsafe { emu::launch_unchecked(nodes * (t + 1), SOLVE_THREADS, diag_smem, || backward_diag(&x)) };
         }
     }
 }

@@ -73,6 +73,8 @@ fn sanitize_cholesky_tiled() {
     // Large: three tiles with a partial one, more right-hand sides than one solve pass.
     solve_case::<f64>(&g, 1, 6, 150, 10, 1e-12);
     solve_case::<f32>(&g, 1, 6, 150, 2, 1e-4);
+    // Five tiles, the last partial: several blocks per node in every diagonal solve step.
+    solve_case::<f64>(&g, 1, 5, 300, 2, 1e-12);
 }
 
 #[test]

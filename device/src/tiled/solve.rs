@@ -1,13 +1,17 @@
 //! Solve kernels of the tiled engine. Per level, forward (levels upward):
-//! [`forward_diag`] (`y_i = L_ii^-1 b_i`, blocked with the inverted diagonal tiles), then
-//! [`forward_couple`] twice (`side` 0: `b_l -= L_li y_i`, `side` 1: `b_r -= L_ri y_i`;
-//! one writer per target, no atomics). Backward (levels downward): [`backward_couple`]
-//! (`z_i = y_i - L_li^T x_l - L_ri^T x_r`), then [`backward_diag`] (`x_i = L_ii^-T z_i`).
+//! [`forward_diag`] once per diagonal tile `t` (`y_i = L_ii^-1 b_i`, blocked with the
+//! inverted diagonal tiles), then [`forward_couple`] twice (`side` 0: `b_l -= L_li y_i`,
+//! `side` 1: `b_r -= L_ri y_i`; one writer per target, no atomics). Backward (levels
+//! downward): [`backward_couple`] (`z_i = y_i - L_li^T x_l - L_ri^T x_r`), then
+//! [`backward_diag`] once per diagonal tile, last first (`x_i = L_ii^-T z_i`).
+//!
+//! The diagonal solves are split into one launch per tile step with one block per tile
+//! of the node (not one block per node walking all its tiles), so that the top levels,
+//! with a handful of nodes, still spread the reads of `L_ii` over many SMs.
 //!
 //! Right-hand sides are processed `chunk` columns per pass (at most [`MAX_CHUNK`], held in
 //! registers by the coupling kernels). The factor is read from global memory (it is
-//! touched once per solve); the diagonal kernels keep the node's right-hand sides in
-//! shared memory.
+//! touched once per solve).
 
 use super::rem_div;
 use super::{TILE, TiledArgs, tiles};
@@ -24,9 +28,11 @@ const WARPS: usize = THREADS / 32;
 /// are conflict-free).
 const LDW: usize = TILE + 1;
 
-/// Shared memory of [`forward_diag`] / [`backward_diag`] with `chunk` columns per pass.
-pub const fn diag_solve_shared_bytes(n: usize, chunk: usize, elem_bytes: usize) -> usize {
-    (n * chunk + TILE * LDW + TILE * chunk) * elem_bytes
+/// Shared memory of [`forward_diag`] / [`backward_diag`]: a diagonal-tile inverse and a
+/// tile of `L_ii` (leading dimension [`LDW`]), a right-hand-side tile and a temporary
+/// ([`MAX_CHUNK`] columns each).
+pub const fn diag_solve_shared_bytes(elem_bytes: usize) -> usize {
+    (2 * TILE * LDW + 2 * TILE * MAX_CHUNK) * elem_bytes
 }
 
 /// Shared memory of [`forward_couple`].
@@ -127,28 +133,29 @@ unsafe fn apply_inverse<T: Real>(ws: *const T, zt: *mut T, ldz: usize, tmp: *mut
     finite
 }
 
-/// Shared areas of the diagonal kernels: `z` (`n x chunk`), the inverse tile, a temporary.
+/// Shared areas of the diagonal kernels: the inverse tile, the `L` tile, the right-hand-side
+/// tile, a temporary.
 #[inline(always)]
-unsafe fn diag_areas<T: Real>(n: usize, chunk: usize) -> (*mut T, *mut T, *mut T) {
-    let z = shared::dynamic_shared::<T>();
+unsafe fn diag_areas<T: Real>() -> (*mut T, *mut T, *mut T, *mut T) {
+    let ws = shared::dynamic_shared::<T>();
     // SAFETY: sized by diag_solve_shared_bytes.
-    unsafe { (z, z.add(n * chunk), z.add(n * chunk + TILE * LDW)) }
+    unsafe { (ws, ws.add(TILE * LDW), ws.add(2 * TILE * LDW), ws.add(2 * TILE * LDW + TILE * MAX_CHUNK)) }
 }
 
-/// Copies `kc` columns between the node's right-hand sides (`bi`, leading dimension
-/// `ldb`) and `z` (leading dimension `n`); `to_shared` picks the direction. Ends with a
-/// barrier.
+/// Copies `kc` columns of `rows` rows between the right-hand sides (`g`, leading dimension
+/// `ldb`) and the shared tile `z` (leading dimension `rows`); `to_shared` picks the
+/// direction. Ends with a barrier.
 #[inline(always)]
-unsafe fn move_rhs<T: Real>(bi: *mut T, ldb: usize, z: *mut T, n: usize, kc: usize, to_shared: bool) {
+unsafe fn move_rhs<T: Real>(g: *mut T, ldb: usize, z: *mut T, rows: usize, kc: usize, to_shared: bool) {
     let mut e = thread_idx_x() as usize;
-    while e < n * kc {
-        let (r, c) = rem_div(e, n);
-        // SAFETY: r < n, c < kc: inside both.
+    while e < rows * kc {
+        let (r, c) = rem_div(e, rows);
+        // SAFETY: r < rows, c < kc: inside both.
         unsafe {
             if to_shared {
-                *z.add(c * n + r) = *bi.add(c * ldb + r);
+                *z.add(c * rows + r) = *g.add(c * ldb + r);
             } else {
-                *bi.add(c * ldb + r) = *z.add(c * n + r);
+                *g.add(c * ldb + r) = *z.add(c * rows + r);
             }
         }
         e += THREADS;
@@ -156,67 +163,120 @@ unsafe fn move_rhs<T: Real>(bi: *mut T, ldb: usize, z: *mut T, n: usize, kc: usi
     sync_threads();
 }
 
-/// Loads the `w x w` inverse of diagonal tile `t` into `ws` (leading dimension [`LDW`]).
-/// Ends with a barrier.
+/// Loads `rows x cols` of the column-major `src` (leading dimension `lds`) into `dst`
+/// (leading dimension [`LDW`]). Ends with a barrier.
 #[inline(always)]
-unsafe fn load_inverse<T: Real>(src: *const T, ws: *mut T, w: usize) {
+unsafe fn load_tile<T: Real>(src: *const T, lds: usize, dst: *mut T, rows: usize, cols: usize) {
     let mut e = thread_idx_x() as usize;
-    while e < w * w {
-        let (r, c) = rem_div(e, w);
-        // SAFETY: inside the 64 x 64 tile and the shared copy.
-        unsafe { *ws.add(c * LDW + r) = *src.add(c * TILE + r) };
+    while e < rows * cols {
+        let (r, c) = rem_div(e, rows);
+        // SAFETY: inside the source tile and the shared copy (rows, cols <= TILE).
+        unsafe { *dst.add(c * LDW + r) = *src.add(c * lds + r) };
         e += THREADS;
     }
     sync_threads();
 }
 
-/// `y_i = L_ii^-1 b_i` for every node of the level (grid `x` = `systems * nodes`), in place.
-/// Blocked forward substitution: per diagonal tile `t`, `y_t = dinv_t z_t`, then the rows
-/// below subtract `L[below, t] y_t`.
+/// Rows of row tile `t` of an `n`-row block.
+#[inline(always)]
+fn tile_rows(n: usize, t: usize) -> usize {
+    TILE.min(n - t * TILE)
+}
+
+/// The node's solution of diagonal tile `t`, in place in the right-hand sides:
+/// `W_t z_t` (forward) or `W_t^T z_t` (`transposed`, backward), `W_t = dinv[b][t]`.
+/// Returns whether every value written is finite.
 ///
 /// # Safety
-/// [`SOLVE_THREADS`] threads, [`diag_solve_shared_bytes`] for `args.chunk`; the factor is
-/// complete and the lower levels' forward kernels have completed.
-pub unsafe fn forward_diag<T: Real>(args: &TiledArgs<T>) {
-    let a = *args;
-    let nd = a.node();
-    let (n, ld, k, chunk) = (a.n(), a.ld(), a.nrhs as usize, a.chunk as usize);
-    let tid = thread_idx_x() as usize;
-    let (z, ws, tmp) = unsafe { diag_areas::<T>(n, chunk) };
-    let (bsys, ldb) = unsafe { system_rhs(&a, nd.s) };
-    let l = unsafe { a.block(a.diag, nd.s, nd.b) } as *const T;
+/// As the diagonal kernels; `z_t` is final and no other block of the launch touches it.
+#[inline(always)]
+unsafe fn finish_tile<T: Real>(a: &TiledArgs<T>, nd: super::Node, t: usize, transposed: bool) -> bool {
+    let (n, k, chunk) = (a.n(), a.nrhs as usize, a.chunk as usize);
+    let (ws, _, zs, tmp) = unsafe { diag_areas::<T>() };
+    let (bsys, ldb) = unsafe { system_rhs(a, nd.s) };
+    let w = tile_rows(n, t);
+    unsafe { load_tile(a.dinv_tile(nd.s, nd.b, t), TILE, ws, w, w) };
+    let mut finite = true;
     let mut c0 = 0;
     while c0 < k {
         let kc = chunk.min(k - c0);
-        let bi = unsafe { bsys.add(c0 * ldb + nd.b * n) };
-        unsafe { move_rhs(bi, ldb, z, n, kc, true) };
-        for t in 0..tiles(n) {
-            let r0 = t * TILE;
-            let w = TILE.min(n - r0);
-            unsafe { load_inverse(a.dinv_tile(nd.s, nd.b, t), ws, w) };
-            unsafe { apply_inverse(ws, z.add(r0), n, tmp, w, kc, false) };
-            // Rows below: z[r] -= L[r, tile t] y_t (reads coalesced along r).
-            let mut r = r0 + w + tid;
-            while r < n {
-                let mut acc = [T::ZERO; MAX_CHUNK];
-                for p in 0..w {
-                    let lv = unsafe { *l.add((r0 + p) * ld + r) };
-                    for c in 0..MAX_CHUNK {
-                        if c < kc {
-                            acc[c] = lv.mul_add(unsafe { *z.add(c * n + r0 + p) }, acc[c]);
-                        }
-                    }
-                }
-                for c in 0..MAX_CHUNK {
-                    if c < kc {
-                        unsafe { *z.add(c * n + r) -= acc[c] };
-                    }
-                }
-                r += THREADS;
-            }
-            sync_threads();
+        // SAFETY: rows b n + t TILE .. + w of columns c0 .. c0 + kc of system s.
+        let g = unsafe { bsys.add(c0 * ldb + nd.b * n + t * TILE) };
+        unsafe { move_rhs(g, ldb, zs, w, kc, true) };
+        finite &= unsafe { apply_inverse(ws, zs, w, tmp, w, kc, transposed) };
+        unsafe { move_rhs(g, ldb, zs, w, kc, false) };
+        c0 += kc;
+    }
+    finite
+}
+
+/// `dst -= M x` for the `h x kc` right-hand-side rows `dst` (global, leading dimension
+/// `ldb`), `M` the `h x w` tile in `ms` (leading dimension [`LDW`]; `transposed`: `M` is
+/// stored as its `w x h` transpose) and `x` the `w x kc` tile in shared memory (leading
+/// dimension `w`). Ends with a barrier.
+///
+/// # Safety
+/// Shared areas as [`diag_areas`]; `dst` is written by this block only.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // a small gemv with its shapes
+unsafe fn subtract_product<T: Real>(ms: *const T, transposed: bool, x: *const T, h: usize, w: usize, kc: usize, dst: *mut T, ldb: usize) {
+    let mut e = thread_idx_x() as usize;
+    while e < h * kc {
+        let (r, c) = rem_div(e, h);
+        let mut acc = T::ZERO;
+        for p in 0..w {
+            // SAFETY: r < h, p < w: inside the shared tiles.
+            let m = unsafe { if transposed { *ms.add(r * LDW + p) } else { *ms.add(p * LDW + r) } };
+            acc = m.mul_add(unsafe { *x.add(c * w + p) }, acc);
         }
-        unsafe { move_rhs(bi, ldb, z, n, kc, false) };
+        unsafe { *dst.add(c * ldb + r) -= acc };
+        e += THREADS;
+    }
+    sync_threads();
+}
+
+/// Step `t` (= `args.step`) of `y_i = L_ii^-1 b_i` for every node of the level, in place:
+/// grid `x` = `systems * nodes * (tiles - t)`, tiles fastest. Block 0 of a node writes
+/// `y_{t-1} = W_{t-1} z_{t-1}` (and at the last step `y_t`), which no other block of this
+/// launch reads; block `j >= 1` computes `y_t = W_t z_t` itself and subtracts
+/// `L[t + j, t] y_t` from row tile `t + j`. Launch `t = 0, 1, ..` in order.
+///
+/// # Safety
+/// [`SOLVE_THREADS`] threads, [`diag_solve_shared_bytes`]; the factor is complete, the
+/// lower levels' forward kernels and this level's earlier steps have completed.
+pub unsafe fn forward_diag<T: Real>(args: &TiledArgs<T>) {
+    let a = *args;
+    let (n, ld, k, chunk) = (a.n(), a.ld(), a.nrhs as usize, a.chunk as usize);
+    let (t, nt) = (a.step as usize, tiles(n));
+    let (nd, j) = a.node_and_tile(nt - t);
+    if j == 0 {
+        if t >= 1 {
+            unsafe { finish_tile(&a, nd, t - 1, false) };
+        }
+        if t + 1 == nt {
+            unsafe { finish_tile(&a, nd, t, false) };
+        }
+        return;
+    }
+    let (ws, ls, zs, tmp) = unsafe { diag_areas::<T>() };
+    let (bsys, ldb) = unsafe { system_rhs(&a, nd.s) };
+    let it = t + j;
+    let (w, h) = (tile_rows(n, t), tile_rows(n, it));
+    // SAFETY: tiles of block b (t < it < tiles(n)); rows of system s.
+    unsafe {
+        let l = a.block(a.diag, nd.s, nd.b) as *const T;
+        load_tile(a.dinv_tile(nd.s, nd.b, t), TILE, ws, w, w);
+        load_tile(l.add(t * TILE * ld + it * TILE), ld, ls, h, w);
+    }
+    let mut c0 = 0;
+    while c0 < k {
+        let kc = chunk.min(k - c0);
+        unsafe {
+            let g = bsys.add(c0 * ldb + nd.b * n);
+            move_rhs(g.add(t * TILE), ldb, zs, w, kc, true);
+            apply_inverse(ws, zs, w, tmp, w, kc, false);
+            subtract_product(ls, false, zs, h, w, kc, g.add(it * TILE), ldb);
+        }
         c0 += kc;
     }
 }
@@ -313,45 +373,54 @@ pub unsafe fn backward_couple<T: Real>(args: &TiledArgs<T>) {
     }
 }
 
-/// `x_i = L_ii^-T z_i` for every node, in place; blocked backward substitution from the
-/// last diagonal tile: `z_t -= L[below, t]^T x_below` (a warp per row), then
-/// `x_t = dinv_t^T z_t`. Records `info_key(level, NonFiniteSolution, b)` in `info` when a
-/// value of `x_i` is not finite.
+/// Step `t` (= `args.step`) of `x_i = L_ii^-T z_i` for every node, in place: grid `x` =
+/// `systems * nodes * (t + 1)`, tiles fastest. Block 0 of a node writes
+/// `x_{t+1} = W_{t+1}^T z_{t+1}` (and at step 0 `x_0`), block `j >= 1` computes
+/// `x_t = W_t^T z_t` itself and subtracts `L[t, j - 1]^T x_t` from row tile `j - 1`.
+/// Launch `t = tiles - 1, .., 0` in order. Records `info_key(level, NonFiniteSolution, b)`
+/// in `info` when a value of `x_i` is not finite.
 ///
 /// # Safety
-/// As [`forward_diag`], after [`backward_couple`] of the level.
+/// As [`forward_diag`], after [`backward_couple`] of the level and this level's earlier
+/// steps.
 pub unsafe fn backward_diag<T: Real>(args: &TiledArgs<T>) {
     let a = *args;
-    let nd = a.node();
     let (n, ld, k, chunk) = (a.n(), a.ld(), a.nrhs as usize, a.chunk as usize);
-    let tid = thread_idx_x() as usize;
-    let (warp, lane) = (tid / 32, tid % 32);
-    let (z, ws, tmp) = unsafe { diag_areas::<T>(n, chunk) };
+    let (t, nt) = (a.step as usize, tiles(n));
+    let (nd, j) = a.node_and_tile(t + 1);
+    if j == 0 {
+        let mut finite = true;
+        if t + 1 < nt {
+            finite &= unsafe { finish_tile(&a, nd, t + 1, true) };
+        }
+        if t == 0 {
+            finite &= unsafe { finish_tile(&a, nd, 0, true) };
+        }
+        if !finite {
+            unsafe { atomic::atomic_min_u64(a.info.add(nd.s), info_key(a.level, InfoCode::NonFiniteSolution, nd.b as u32)) };
+        }
+        return;
+    }
+    let (ws, ls, zs, tmp) = unsafe { diag_areas::<T>() };
     let (bsys, ldb) = unsafe { system_rhs(&a, nd.s) };
-    let l = unsafe { a.block(a.diag, nd.s, nd.b) } as *const T;
-    let mut finite = true;
+    let jt = j - 1;
+    let w = tile_rows(n, t);
+    // SAFETY: tiles of block b (jt < t < tiles(n)); rows of system s.
+    unsafe {
+        let l = a.block(a.diag, nd.s, nd.b) as *const T;
+        load_tile(a.dinv_tile(nd.s, nd.b, t), TILE, ws, w, w);
+        // L[t, jt]: w rows (tile t) by TILE columns (tile jt is full: jt < t).
+        load_tile(l.add(jt * TILE * ld + t * TILE), ld, ls, w, TILE);
+    }
     let mut c0 = 0;
     while c0 < k {
         let kc = chunk.min(k - c0);
-        let bi = unsafe { bsys.add(c0 * ldb + nd.b * n) };
-        unsafe { move_rhs(bi, ldb, z, n, kc, true) };
-        for t in (0..tiles(n)).rev() {
-            let r0 = t * TILE;
-            let w = TILE.min(n - r0);
-            let mut r = warp;
-            while r < w {
-                let mut acc = [T::ZERO; MAX_CHUNK];
-                unsafe { column_dot(l.add((r0 + r) * ld), z, n, r0 + w + lane, n, kc, &mut acc) };
-                unsafe { subtract_warp_totals(&acc, kc, z.add(r0 + r), n) };
-                r += WARPS;
-            }
-            unsafe { load_inverse(a.dinv_tile(nd.s, nd.b, t), ws, w) };
-            finite &= unsafe { apply_inverse(ws, z.add(r0), n, tmp, w, kc, true) };
+        unsafe {
+            let g = bsys.add(c0 * ldb + nd.b * n);
+            move_rhs(g.add(t * TILE), ldb, zs, w, kc, true);
+            apply_inverse(ws, zs, w, tmp, w, kc, true);
+            subtract_product(ls, true, zs, TILE, w, kc, g.add(jt * TILE), ldb);
         }
-        unsafe { move_rhs(bi, ldb, z, n, kc, false) };
         c0 += kc;
-    }
-    if !finite {
-        unsafe { atomic::atomic_min_u64(a.info.add(nd.s), info_key(a.level, InfoCode::NonFiniteSolution, nd.b as u32)) };
     }
 }

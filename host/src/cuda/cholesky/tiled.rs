@@ -28,7 +28,7 @@ const MAX_GRID_Y: usize = 65_535;
 pub(super) fn max_tiled_block(smem: u32, elem_bytes: usize) -> usize {
     let fits = |n: usize| {
         let nt = tiles(n);
-        nt * (nt + 1) / 2 + nt * nt <= MAX_GRID_Y && diag_solve_shared_bytes(n, 1, elem_bytes) <= smem as usize
+        nt * (nt + 1) / 2 + nt * nt <= MAX_GRID_Y && diag_solve_shared_bytes(elem_bytes) <= smem as usize
     };
     let mut n = 64;
     while fits(2 * n) {
@@ -57,7 +57,6 @@ pub(super) struct Tiled {
     forward_couple: Kernel,
     backward_couple: Kernel,
     backward_diag: Kernel,
-    max_shared: u32,
 }
 
 impl Tiled {
@@ -82,13 +81,12 @@ impl Tiled {
             forward_couple: k(names::TILED_FORWARD_COUPLE)?,
             backward_couple: k(names::TILED_BACKWARD_COUPLE)?,
             backward_diag: k(names::TILED_BACKWARD_DIAG)?,
-            max_shared: smem,
         })
     }
 
-    /// Right-hand-side columns per pass: at most `k`, [`MAX_CHUNK`] and what fits.
-    fn chunk(&self, n: usize, k: usize, elem: usize) -> usize {
-        (1..=k.clamp(1, MAX_CHUNK)).rev().find(|&c| diag_solve_shared_bytes(n, c, elem) <= self.max_shared as usize).unwrap_or(1)
+    /// Right-hand-side columns per pass: at most `k` and [`MAX_CHUNK`].
+    fn chunk(k: usize) -> usize {
+        k.clamp(1, MAX_CHUNK)
     }
 
     fn args<T: Scalar>(b: &Buffers<T>, level: u32, step: u32, side: u32, target: Option<(&SolveTarget<T>, usize)>) -> TiledArgs<T> {
@@ -153,29 +151,33 @@ impl Tiled {
         let shape = b.shape;
         let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
         let nt = tiles(n) as u32;
-        let chunk = self.chunk(n, target.k, T::BYTES);
-        let diag_smem = diag_solve_shared_bytes(n, chunk, T::BYTES) as u32;
+        let chunk = Self::chunk(target.k);
+        let diag_smem = diag_solve_shared_bytes(T::BYTES) as u32;
         // `per_node` blocks per node, tiles fastest.
-        let launch = |kernel, level, per_node: u32, smem, side| Step::Launch {
+        let launch = |kernel, level, per_node: u32, smem, step: u32, side| Step::Launch {
             kernel,
             level,
             cfg: LaunchConfig { grid: (s * nodes_in_level(nb, level) * per_node, 1, 1), block: (SOLVE_THREADS, 1, 1), shared_bytes: smem },
-            args: Args::Tiled(Self::args(b, level, 0, side, Some((target, chunk)))),
+            args: Args::Tiled(Self::args(b, level, step, side, Some((target, chunk)))),
         };
         let top = levels(nb);
         let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
         for m in 0..top {
-            steps.push(launch(&self.forward_diag, m, 1, diag_smem, 0));
+            for t in 0..nt {
+                steps.push(launch(&self.forward_diag, m, nt - t, diag_smem, t, 0));
+            }
             if m + 1 < top {
-                steps.push(launch(&self.forward_couple, m, nt, couple_shared_bytes(T::BYTES) as u32, 0));
-                steps.push(launch(&self.forward_couple, m, nt, couple_shared_bytes(T::BYTES) as u32, 1));
+                steps.push(launch(&self.forward_couple, m, nt, couple_shared_bytes(T::BYTES) as u32, 0, 0));
+                steps.push(launch(&self.forward_couple, m, nt, couple_shared_bytes(T::BYTES) as u32, 0, 1));
             }
         }
         for m in (0..top).rev() {
             if m + 1 < top {
-                steps.push(launch(&self.backward_couple, m, nt, 0, 0));
+                steps.push(launch(&self.backward_couple, m, nt, 0, 0, 0));
             }
-            steps.push(launch(&self.backward_diag, m, 1, diag_smem, 0));
+            for t in (0..nt).rev() {
+                steps.push(launch(&self.backward_diag, m, t + 1, diag_smem, t, 0));
+            }
         }
         steps
     }
