@@ -7,7 +7,7 @@
 //! system that already recorded a failure return after one barrier.
 
 use super::product::{ACC, PRODUCT_SHARED_ELEMS, Panel, TileScalar, product_nt};
-use super::{TILE, TiledArgs, lower_pair, rem_div, tiles};
+use super::{TILE, TiledArgs, lower_pair, rem_div, tile_rows, tiles};
 use crate::layout::{fill_slot, level_of};
 use crate::level::{InfoCode, info_key};
 use blocktri_prims::{Real, atomic, block_idx_x, block_idx_y, shared, thread_idx_x};
@@ -176,12 +176,12 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
 /// `L` and row `j` of `W`; their owners publish them, still unscaled, into one of two
 /// shared buffers at the end of step `j - 1`, so each step costs one barrier:
 /// `L[r, c] -= L[r, j] L[c, j] / d_j` and `W[r, :] -= L[r, j] W[j, :] / d_j` for `r > j`,
-/// then column `j` of `L` and row `j` of `W` are scaled by `1 / sqrt(d_j)`. Every thread
-/// sweeps all its entries every column (finished or zero ones get zero updates): skipping
-/// the finished 16-row groups was measured 1.3x slower (`docs/perf-notes.md`, entry 7). The buffers
+/// then column `j` of `L` and row `j` of `W` are scaled by `1 / sqrt(d_j)`. The buffers
 /// alternate, so a buffer is rewritten only after the barrier that follows its last read.
-/// (The previous shared-memory version, two barrier chains of 64 steps with the tile in
-/// shared memory, took about 200 µs per launch: `docs/perf-notes.md`, entry 7.)
+/// Every thread sweeps all its entries every column (finished or zero ones get zero
+/// updates): skipping the finished 16-row groups was measured 1.3x slower, and the
+/// previous version (the tile in shared memory, two barrier chains of 64 steps) took
+/// about 200 µs per launch (`docs/perf-notes.md`, entry 7).
 ///
 /// # Safety
 /// [`WIDE_THREADS`] threads, [`potrf_shared_bytes`]; [`update`] of step `k` (for
@@ -307,12 +307,6 @@ unsafe fn panel_tile<T: Real>(a: &TiledArgs<T>, first: usize, own: usize) -> Opt
         _ => nd.right.is_some(),
     };
     unsafe { band(a, nd.s, nd.b, which, present) }.map(|blk| (nd, which, t, blk))
-}
-
-/// Rows of row tile `t` of an `n`-row band.
-#[inline(always)]
-fn tile_rows(n: usize, t: usize) -> usize {
-    TILE.min(n - t * TILE)
 }
 
 /// Row panel of tile row `t`, starting at column `c0`, of the column-major block `blk`.

@@ -82,6 +82,12 @@ pub const fn tiles(n: usize) -> usize {
     n.div_ceil(TILE)
 }
 
+/// Rows of row tile `t` of an `n`-row block (the last tile may be partial).
+#[inline(always)]
+pub(crate) fn tile_rows(n: usize, t: usize) -> usize {
+    TILE.min(n - t * TILE)
+}
+
 /// Elements of `dinv` per block: one `64 x 64` tile per diagonal tile.
 #[inline(always)]
 pub const fn dinv_elems(n: usize) -> usize {

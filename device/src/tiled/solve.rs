@@ -14,7 +14,7 @@
 //! touched once per solve).
 
 use super::rem_div;
-use super::{TILE, TiledArgs, tiles};
+use super::{TILE, TiledArgs, tile_rows, tiles};
 use crate::level::{InfoCode, info_key};
 use blocktri_prims::{Real, atomic, shared, sync_threads, thread_idx_x};
 
@@ -177,12 +177,6 @@ unsafe fn load_tile<T: Real>(src: *const T, lds: usize, dst: *mut T, rows: usize
     sync_threads();
 }
 
-/// Rows of row tile `t` of an `n`-row block.
-#[inline(always)]
-fn tile_rows(n: usize, t: usize) -> usize {
-    TILE.min(n - t * TILE)
-}
-
 /// The node's solution of diagonal tile `t`, in place in the right-hand sides:
 /// `W_t z_t` (forward) or `W_t^T z_t` (`transposed`, backward), `W_t = dinv[b][t]`.
 /// Returns whether every value written is finite.
@@ -235,6 +229,44 @@ unsafe fn subtract_product<T: Real>(ms: *const T, transposed: bool, x: *const T,
     sync_threads();
 }
 
+/// A non-zero block of a diagonal solve step: `x_t = W_t z_t` (forward) or `W_t^T z_t`
+/// (`transposed`, backward) from the node's right-hand sides into shared memory, then
+/// row tile `dst` subtracts `L[dst, t] x_t` (forward, `dst > t`) or `L[t, dst]^T x_t`
+/// (backward, `dst < t`). `z_t` is only read; `dst` is written by this block only.
+///
+/// # Safety
+/// As the diagonal kernels; `t`, `dst < tiles(n)`, `z_t` final.
+#[inline(always)]
+unsafe fn eliminate_tile<T: Real>(a: &TiledArgs<T>, nd: super::Node, t: usize, dst: usize, transposed: bool) {
+    let (n, ld, k, chunk) = (a.n(), a.ld(), a.nrhs as usize, a.chunk as usize);
+    let (ws, ls, zs, tmp) = unsafe { diag_areas::<T>() };
+    let (bsys, ldb) = unsafe { system_rhs(a, nd.s) };
+    let (w, h) = (tile_rows(n, t), tile_rows(n, dst));
+    // SAFETY: tiles of block b; rows of system s.
+    unsafe {
+        let l = a.block(a.diag, nd.s, nd.b) as *const T;
+        load_tile(a.dinv_tile(nd.s, nd.b, t), TILE, ws, w, w);
+        if transposed {
+            // L[t, dst]: w rows (tile t) by h columns (tile dst).
+            load_tile(l.add(dst * TILE * ld + t * TILE), ld, ls, w, h);
+        } else {
+            // L[dst, t]: h rows by w columns.
+            load_tile(l.add(t * TILE * ld + dst * TILE), ld, ls, h, w);
+        }
+    }
+    let mut c0 = 0;
+    while c0 < k {
+        let kc = chunk.min(k - c0);
+        unsafe {
+            let g = bsys.add(c0 * ldb + nd.b * n);
+            move_rhs(g.add(t * TILE), ldb, zs, w, kc, true);
+            apply_inverse(ws, zs, w, tmp, w, kc, transposed);
+            subtract_product(ls, transposed, zs, h, w, kc, g.add(dst * TILE), ldb);
+        }
+        c0 += kc;
+    }
+}
+
 /// Step `t` (= `args.step`) of `y_i = L_ii^-1 b_i` for every node of the level, in place:
 /// grid `x` = `systems * nodes * (tiles - t)`, tiles fastest. Block 0 of a node writes
 /// `y_{t-1} = W_{t-1} z_{t-1}` (and at the last step `y_t`), which no other block of this
@@ -246,8 +278,7 @@ unsafe fn subtract_product<T: Real>(ms: *const T, transposed: bool, x: *const T,
 /// lower levels' forward kernels and this level's earlier steps have completed.
 pub unsafe fn forward_diag<T: Real>(args: &TiledArgs<T>) {
     let a = *args;
-    let (n, ld, k, chunk) = (a.n(), a.ld(), a.nrhs as usize, a.chunk as usize);
-    let (t, nt) = (a.step as usize, tiles(n));
+    let (t, nt) = (a.step as usize, tiles(a.n()));
     let (nd, j) = a.node_and_tile(nt - t);
     if j == 0 {
         if t >= 1 {
@@ -258,27 +289,8 @@ pub unsafe fn forward_diag<T: Real>(args: &TiledArgs<T>) {
         }
         return;
     }
-    let (ws, ls, zs, tmp) = unsafe { diag_areas::<T>() };
-    let (bsys, ldb) = unsafe { system_rhs(&a, nd.s) };
-    let it = t + j;
-    let (w, h) = (tile_rows(n, t), tile_rows(n, it));
-    // SAFETY: tiles of block b (t < it < tiles(n)); rows of system s.
-    unsafe {
-        let l = a.block(a.diag, nd.s, nd.b) as *const T;
-        load_tile(a.dinv_tile(nd.s, nd.b, t), TILE, ws, w, w);
-        load_tile(l.add(t * TILE * ld + it * TILE), ld, ls, h, w);
-    }
-    let mut c0 = 0;
-    while c0 < k {
-        let kc = chunk.min(k - c0);
-        unsafe {
-            let g = bsys.add(c0 * ldb + nd.b * n);
-            move_rhs(g.add(t * TILE), ldb, zs, w, kc, true);
-            apply_inverse(ws, zs, w, tmp, w, kc, false);
-            subtract_product(ls, false, zs, h, w, kc, g.add(it * TILE), ldb);
-        }
-        c0 += kc;
-    }
+    // SAFETY: t < t + j < tiles(n).
+    unsafe { eliminate_tile(&a, nd, t, t + j, false) };
 }
 
 /// `b_nbr -= L_{nbr,i} y_i` for the neighbour on `side` (0 left, 1 right) of every node:
@@ -385,8 +397,7 @@ pub unsafe fn backward_couple<T: Real>(args: &TiledArgs<T>) {
 /// steps.
 pub unsafe fn backward_diag<T: Real>(args: &TiledArgs<T>) {
     let a = *args;
-    let (n, ld, k, chunk) = (a.n(), a.ld(), a.nrhs as usize, a.chunk as usize);
-    let (t, nt) = (a.step as usize, tiles(n));
+    let (t, nt) = (a.step as usize, tiles(a.n()));
     let (nd, j) = a.node_and_tile(t + 1);
     if j == 0 {
         let mut finite = true;
@@ -401,26 +412,6 @@ pub unsafe fn backward_diag<T: Real>(args: &TiledArgs<T>) {
         }
         return;
     }
-    let (ws, ls, zs, tmp) = unsafe { diag_areas::<T>() };
-    let (bsys, ldb) = unsafe { system_rhs(&a, nd.s) };
-    let jt = j - 1;
-    let w = tile_rows(n, t);
-    // SAFETY: tiles of block b (jt < t < tiles(n)); rows of system s.
-    unsafe {
-        let l = a.block(a.diag, nd.s, nd.b) as *const T;
-        load_tile(a.dinv_tile(nd.s, nd.b, t), TILE, ws, w, w);
-        // L[t, jt]: w rows (tile t) by TILE columns (tile jt is full: jt < t).
-        load_tile(l.add(jt * TILE * ld + t * TILE), ld, ls, w, TILE);
-    }
-    let mut c0 = 0;
-    while c0 < k {
-        let kc = chunk.min(k - c0);
-        unsafe {
-            let g = bsys.add(c0 * ldb + nd.b * n);
-            move_rhs(g.add(t * TILE), ldb, zs, w, kc, true);
-            apply_inverse(ws, zs, w, tmp, w, kc, true);
-            subtract_product(ls, true, zs, TILE, w, kc, g.add(jt * TILE), ldb);
-        }
-        c0 += kc;
-    }
+    // SAFETY: j - 1 < t < tiles(n).
+    unsafe { eliminate_tile(&a, nd, t, j - 1, true) };
 }
