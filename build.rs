@@ -9,6 +9,10 @@ fn main() {
     let builder = blocktri_ptx::PtxBuilder::new("device")
         .arch("sm_80")
         .max_registers("factor_level_f64", 80)
+        // The tiled products (128 threads): 168 registers let 3 blocks share a
+        // multiprocessor; the sm_90 neighbour kernel takes 195 unconstrained (2 blocks).
+        .max_registers("tiled_neighbours", 168)
+        .max_registers("tiled_trsm", 168)
         .llvm_arg("-unroll-threshold=20000")
         .llvm_arg("-unroll-full-max-count=4096");
     match builder.build() {

@@ -173,6 +173,13 @@ fn emulated_tiled_f64_matches_the_dense_reference() {
     check::<f64>(CASES, 1e-11);
 }
 
+/// The default emulated device is an sm_90, whose products use `mma.m16n8k16`; the sm_80
+/// build's `mma.m8n8k4` products on one, two and three tiles.
+#[test]
+fn emulated_tiled_f64_sm80_products_match_the_dense_reference() {
+    emu::with_compute_capability(80, || check::<f64>(&[CASES[2], CASES[5]], 1e-11));
+}
+
 #[test]
 fn emulated_tiled_f32_matches_the_dense_reference() {
     check::<f32>(&CASES[..6], 1e-4);

@@ -9,6 +9,11 @@
 //! Semantics kept from the hardware: threads that exit count as arrived at later barriers;
 //! dynamic shared memory starts filled with `0xff` bytes (NaN for floats) so that reading
 //! what no thread wrote poisons the result.
+//!
+//! The emulated device is an sm_90 (Hopper) by default: primitives with an
+//! architecture-dependent path (see [`crate::mma::has_sm90_dmma`]) take the sm_90 one.
+//! [`with_compute_capability`] runs launches as another architecture, so that both paths
+//! of a kernel are tested on the CPU.
 
 use std::boxed::Box;
 use std::cell::Cell;
@@ -169,6 +174,7 @@ impl Drop for BlockState {
 
 /// The per-thread view of the launch.
 pub(crate) struct ThreadCtx {
+    pub(crate) sm: u32,
     pub(crate) tid: Dim3,
     pub(crate) bid: Dim3,
     pub(crate) bdim: Dim3,
@@ -192,6 +198,42 @@ impl ThreadCtx {
 
 std::thread_local! {
     static CTX: Cell<*const ThreadCtx> = const { Cell::new(core::ptr::null()) };
+    static LAUNCH_SM: Cell<u32> = const { Cell::new(DEFAULT_SM) };
+}
+
+/// The compute capability launches emulate unless told otherwise (`90`: sm_90).
+pub const DEFAULT_SM: u32 = 90;
+
+/// Runs `f` with every [`launch`] made by the calling thread emulating compute capability
+/// `sm` (`80` for sm_80, `90` for sm_90), then restores the previous setting. The setting
+/// is per calling thread, so tests running side by side do not see each other's.
+///
+/// ```
+/// use blocktri_prims::{emu, mma::has_sm90_dmma};
+/// let mut seen = [false; 2];
+/// let p = emu::SyncPtr(seen.as_mut_ptr());
+/// emu::with_compute_capability(80, || emu::launch(1, 1, 0, || unsafe { *p.get() = has_sm90_dmma() }));
+/// emu::launch(1, 1, 0, || unsafe { *p.get().add(1) = has_sm90_dmma() });
+/// assert_eq!(seen, [false, true]);
+/// ```
+pub fn with_compute_capability<R>(sm: u32, f: impl FnOnce() -> R) -> R {
+    struct Restore(u32);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            LAUNCH_SM.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(LAUNCH_SM.with(|c| c.replace(sm)));
+    f()
+}
+
+/// The compute capability the calling kernel thread emulates (see
+/// [`with_compute_capability`]).
+///
+/// # Panics
+/// When called outside [`launch`].
+pub fn compute_capability() -> u32 {
+    with_ctx(|c| c.sm)
 }
 
 /// Runs `f` with the calling thread's launch context.
@@ -287,6 +329,7 @@ pub unsafe fn launch_unchecked<F: Fn()>(grid: impl Into<Dim3>, block: impl Into<
     unsafe impl<F> Sync for AssertSync<F> {}
     let kernel = AssertSync(kernel);
     let (grid, bdim) = (grid.into(), block.into());
+    let sm = LAUNCH_SM.with(|c| c.get());
     let threads = bdim.count() as usize;
     assert!((1..=1024).contains(&threads), "a block has 1..=1024 threads, got {threads}");
     for bz in 0..grid.z {
@@ -298,7 +341,7 @@ pub unsafe fn launch_unchecked<F: Fn()>(grid: impl Into<Dim3>, block: impl Into<
                     for rank in 0..threads {
                         let r = rank as u32;
                         let tid = Dim3 { x: r % bdim.x, y: (r / bdim.x) % bdim.y, z: r / (bdim.x * bdim.y) };
-                        let ctx = ThreadCtx { tid, bid, bdim, gdim: grid, rank, block: &state };
+                        let ctx = ThreadCtx { sm, tid, bid, bdim, gdim: grid, rank, block: &state };
                         let kernel = &kernel;
                         std::thread::Builder::new()
                             .stack_size(1 << 20)

@@ -15,8 +15,9 @@
 //!
 //! # How it works
 //! 1. `cargo rustc --release --target nvptx64-nvidia-cuda -Zbuild-std=core --crate-type cdylib`
-//!    on the kernel crate, in its own target directory under `OUT_DIR`, with
-//!    `-C target-cpu=<arch>` and `-C linker=<this build script>`.
+//!    on the kernel crate, in a target directory per arch under `OUT_DIR`, with
+//!    `-C target-cpu=<arch>` for every crate of the build (so `cfg!(target_feature =
+//!    "sm_90")` holds in the kernel's dependencies too) and `-C linker=<this build script>`.
 //! 2. rustc calls the build script back as its linker (the environment variable
 //!    [`LINKER_ENV`] tells it so; [`PtxBuilder::build`] handles that call first thing and
 //!    exits). The linker step runs `llvm-link` on the crate's LTO bitcode, `opt` to
@@ -251,15 +252,20 @@ impl PtxBuilder {
             // bitcode module for the link step.
             .args(["--config", "profile.release.panic=\"abort\"", "--config", "profile.release.lto=\"fat\""])
             .args(["--config", "profile.release.codegen-units=1", "--config", "profile.release.debug=false"])
+            // Every crate of the build (dependencies and `core` too) is compiled for `arch`,
+            // so `cfg!(target_feature = "sm_90")` means the same in a kernel's
+            // dependencies as in the kernel crate. One target directory per arch keeps
+            // the builds from invalidating each other.
+            .args(["--config", &format!("target.nvptx64-nvidia-cuda.rustflags=[\"-Ctarget-cpu={arch}\"]")])
             .arg("--target-dir")
-            .arg(out_dir.join("ptx-target"))
+            .arg(out_dir.join("ptx-target").join(arch))
             // The artifact path is read from cargo's messages: a fresh build does not
             // relink, so the linker cannot be relied on to copy it.
             .args(["--message-format", "json-render-diagnostics"]);
         if !self.features.is_empty() {
             cmd.arg("--features").arg(self.features.join(","));
         }
-        cmd.arg("--").arg(format!("-Ctarget-cpu={arch}")).arg(format!("-Clinker={}", me.display()));
+        cmd.arg("--").arg(format!("-Clinker={}", me.display()));
         for var in
             ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER"]
         {

@@ -42,7 +42,11 @@ pub const fn product_kernel_shared_bytes(elem_bytes: usize) -> usize {
 /// The flag word and the element area behind it.
 #[inline(always)]
 fn shared_areas<T>() -> (*mut u32, *mut T) {
-    let base = shared::dynamic_shared::<u8>();
+    /// Asks for a 16-byte aligned window: the products' asynchronous copies write 16-byte
+    /// pieces (FLAG_BYTES keeps the element area aligned too).
+    #[repr(C, align(16))]
+    struct Align16([u8; 16]);
+    let base = shared::dynamic_shared::<Align16>() as *mut u8;
     // SAFETY: every tiled kernel is launched with at least FLAG_BYTES of shared memory.
     (base as *mut u32, unsafe { base.add(FLAG_BYTES) } as *mut T)
 }

@@ -5,27 +5,30 @@
 //! diagonal tile, the neighbour updates `D_l -= L_li L_li^T` and the fill `-L_ri L_li^T`.
 //!
 //! # Tiling
-//! `k` is walked in chunks of [`BK`] columns, staged through two shared-memory buffers:
-//! while the tensor cores work on chunk `c`, each thread holds its share of chunk `c + 1`
-//! in registers and stores it into the other buffer afterwards (one barrier per chunk).
-//! Out-of-range rows and columns are staged as zeros, so any `rows <= 64` and any `k`
-//! work without special cases in the inner loop.
+//! `k` is walked in chunks of [`BK`] columns, staged through [`STAGES`] shared-memory
+//! buffers by asynchronous 16-byte copies (`cp.async`): while the tensor cores work on
+//! chunk `c`, chunks `c + 1` and `c + 2` are on their way, without passing through
+//! registers (one barrier per chunk). Out-of-range rows and columns arrive as zeros (the
+//! copies' zero fill), so any `rows <= 64` and any `k` work without special cases in the
+//! inner loop. (Staging through registers, the first version, held 32 more registers
+//! per thread: 2 instead of 3 blocks per multiprocessor with the sm_90 DMMA shape.)
 //!
 //! # Thread mapping
-//! [`PRODUCT_THREADS`] = 128 threads. Staging: thread `tid` loads row `tid % 64` of the
-//! panels for columns `tid / 64 + 2q` (consecutive threads read consecutive rows: the
-//! loads are coalesced). The multiply-add mapping is per precision ([`TileScalar`]):
-//! - `f64`: FP64 tensor cores (`mma.sync.m8n8k4`, sm_80+). Warp `w` owns the `32 x 32`
-//!   quadrant `(w % 2, w / 2)`: 4 x 4 DMMA tiles, 32 accumulators per lane.
+//! [`PRODUCT_THREADS`] = 128 threads. Staging: consecutive threads copy consecutive
+//! 16-byte pieces of a column (coalesced). The multiply-add mapping is per precision ([`TileScalar`]):
+//! - `f64`: FP64 tensor cores. Warp `w` owns the `32 x 32` quadrant `(w % 2, w / 2)`,
+//!   32 accumulators per lane: on sm_90 builds 2 x 4 `mma.sync.m16n8k16` tiles, on sm_80
+//!   builds 4 x 4 `mma.sync.m8n8k4` tiles ([`has_sm90_dmma`] picks at compile time).
 //! - `f32`: FP32 FMA. Thread `tid` owns rows `tid % 8 + 8i` (`i < 8`) and columns
 //!   `tid / 8 + 16j` (`j < 4`): 32 accumulators, 12 shared loads per 32 FMAs.
 //!
 //! # Shared memory
-//! [`PRODUCT_SHARED_BYTES`]: two stages of `A` and `B` chunks, `BK x LDS` each, stored
+//! [`PRODUCT_SHARED_BYTES`]: [`STAGES`] stages of `A` and `B` chunks, `BK x LDS` each, stored
 //! `k`-major (`s[kk * LDS + row]`). `LDS = 64 + 4`: the DMMA fragment reads (`row = g`,
 //! `kk = t` for lane `4g + t`) hit 16 distinct 8-byte slots per half-warp.
 
-use blocktri_prims::mma::mma_m8n8k4_f64;
+use blocktri_prims::memory::{copy_async_16, copy_async_commit, copy_async_wait};
+use blocktri_prims::mma::{has_sm90_dmma, mma_m8n8k4_f64, mma_m16n8k16_f64};
 use blocktri_prims::{Real, thread_idx_x};
 
 /// Rows and columns of the output tile; also the tile size of the engine.
@@ -38,8 +41,10 @@ pub const LDS: usize = TILE + 4;
 pub const PRODUCT_THREADS: u32 = 128;
 /// Accumulators per thread.
 pub const ACC: usize = 32;
-/// Shared memory of one product, in elements (two stages of `A` and `B`).
-pub const PRODUCT_SHARED_ELEMS: usize = 4 * BK * LDS;
+/// Chunks in flight: the tensor cores work on one while the next `STAGES - 1` are copied.
+pub const STAGES: usize = 3;
+/// Shared memory of one product, in elements ([`STAGES`] stages of `A` and `B`).
+pub const PRODUCT_SHARED_ELEMS: usize = 2 * STAGES * BK * LDS;
 /// Shared memory of one product in bytes for elements of `elem_bytes`.
 pub const fn product_shared_bytes(elem_bytes: usize) -> usize {
     PRODUCT_SHARED_ELEMS * elem_bytes
@@ -75,35 +80,85 @@ pub trait TileScalar: Real {
 impl TileScalar for f64 {
     #[inline(always)]
     unsafe fn mac_chunk(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
-        let tid = thread_idx_x() as usize;
-        let (warp, lane) = (tid / 32, tid % 32);
-        let (g, t) = (lane / 4, lane % 4);
-        let (row0, col0) = ((warp % 2) * 32 + g, (warp / 2) * 32 + g);
-        let mut kk = 0;
-        while kk < BK {
-            let base = (kk + t) * LDS;
-            // SAFETY: base + row < BK * LDS (rows < 64 < LDS): inside the staged chunk.
-            let af: [f64; 4] = core::array::from_fn(|mi| unsafe { *a.add(base + row0 + 8 * mi) });
-            let bf: [f64; 4] = core::array::from_fn(|ni| unsafe { *b.add(base + col0 + 8 * ni) });
-            for mi in 0..4 {
-                for ni in 0..4 {
-                    let e = (mi * 4 + ni) * 2;
-                    let d = mma_m8n8k4_f64(af[mi], bf[ni], [acc[e], acc[e + 1]]);
-                    acc[e] = d[0];
-                    acc[e + 1] = d[1];
-                }
-            }
-            kk += 4;
-        }
+        // SAFETY (both): forwarded contract.
+        if has_sm90_dmma() { unsafe { mac_chunk_m16n8k16(acc, a, b) } } else { unsafe { mac_chunk_m8n8k4(acc, a, b) } }
     }
 
     #[inline(always)]
     fn acc_coord(tid: usize, e: usize) -> (usize, usize) {
         let (warp, lane) = (tid / 32, tid % 32);
         let (g, t) = (lane / 4, lane % 4);
-        let (tile, j) = (e / 2, e % 2);
-        let (mi, ni) = (tile / 4, tile % 4);
-        ((warp % 2) * 32 + mi * 8 + g, (warp / 2) * 32 + ni * 8 + 2 * t + j)
+        let (row0, col0) = ((warp % 2) * 32, (warp / 2) * 32);
+        if has_sm90_dmma() {
+            // 2 x 4 DMMA tiles of 16 x 8, 4 accumulators each.
+            let (tile, i) = (e / 4, e % 4);
+            let (mi, ni) = (tile / 4, tile % 4);
+            (row0 + mi * 16 + g + 8 * (i / 2), col0 + ni * 8 + 2 * t + i % 2)
+        } else {
+            // 4 x 4 DMMA tiles of 8 x 8, 2 accumulators each.
+            let (tile, j) = (e / 2, e % 2);
+            let (mi, ni) = (tile / 4, tile % 4);
+            (row0 + mi * 8 + g, col0 + ni * 8 + 2 * t + j)
+        }
+    }
+}
+
+/// The sm_80 form: `m8n8k4` DMMAs, 4 x 4 of them per `k`-step of 4.
+///
+/// # Safety
+/// As [`TileScalar::mac_chunk`].
+#[inline(always)]
+unsafe fn mac_chunk_m8n8k4(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
+    let tid = thread_idx_x() as usize;
+    let (warp, lane) = (tid / 32, tid % 32);
+    let (g, t) = (lane / 4, lane % 4);
+    let (row0, col0) = ((warp % 2) * 32 + g, (warp / 2) * 32 + g);
+    let mut kk = 0;
+    while kk < BK {
+        let base = (kk + t) * LDS;
+        // SAFETY: base + row < BK * LDS (rows < 64 < LDS): inside the staged chunk.
+        let af: [f64; 4] = core::array::from_fn(|mi| unsafe { *a.add(base + row0 + 8 * mi) });
+        let bf: [f64; 4] = core::array::from_fn(|ni| unsafe { *b.add(base + col0 + 8 * ni) });
+        for mi in 0..4 {
+            for ni in 0..4 {
+                let e = (mi * 4 + ni) * 2;
+                let d = mma_m8n8k4_f64(af[mi], bf[ni], [acc[e], acc[e + 1]]);
+                acc[e] = d[0];
+                acc[e + 1] = d[1];
+            }
+        }
+        kk += 4;
+    }
+}
+
+/// The sm_90 form: `m16n8k16` DMMAs, 2 x 4 of them per `k`-step of 16 (one per chunk).
+/// Same shared-memory reads per flop as the sm_80 form and the same conflict-free pattern
+/// (lane `4g + t` reads row `g (+ 8)`, column `t (+ 4u)`), a quarter of the instructions.
+///
+/// # Safety
+/// As [`TileScalar::mac_chunk`].
+#[inline(always)]
+unsafe fn mac_chunk_m16n8k16(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
+    const { assert!(BK.is_multiple_of(16)) };
+    let tid = thread_idx_x() as usize;
+    let (warp, lane) = (tid / 32, tid % 32);
+    let (g, t) = (lane / 4, lane % 4);
+    let (row0, col0) = ((warp % 2) * 32 + g, (warp / 2) * 32 + g);
+    let mut kk = 0;
+    while kk < BK {
+        // SAFETY (all reads): (kk + t + 12) * LDS + row < BK * LDS with rows < 64 < LDS:
+        // inside the staged chunk.
+        let bf: [[f64; 4]; 4] =
+            core::array::from_fn(|ni| core::array::from_fn(|u| unsafe { *b.add((kk + t + 4 * u) * LDS + col0 + 8 * ni) }));
+        for mi in 0..2 {
+            let af: [f64; 8] = core::array::from_fn(|i| unsafe { *a.add((kk + t + 4 * (i / 2)) * LDS + row0 + 16 * mi + 8 * (i % 2)) });
+            for (ni, bn) in bf.iter().enumerate() {
+                let e = (mi * 4 + ni) * 4;
+                let d = mma_m16n8k16_f64(af, *bn, [acc[e], acc[e + 1], acc[e + 2], acc[e + 3]]);
+                acc[e..e + 4].copy_from_slice(&d);
+            }
+        }
+        kk += 16;
     }
 }
 
@@ -131,28 +186,35 @@ impl TileScalar for f32 {
     }
 }
 
-/// Values one thread stages per chunk and operand.
-const PER_THREAD: usize = TILE * BK / PRODUCT_THREADS as usize;
-
-/// Loads this thread's share of chunk `c` (columns `c * BK ..`) of `p`, zero outside
-/// `p.rows x k`.
-#[inline(always)]
-unsafe fn load_chunk<T: Real>(p: &Panel<T>, k: usize, c: usize, tid: usize) -> [T; PER_THREAD] {
-    let row = tid % TILE;
-    let k0 = c * BK + tid / TILE;
-    core::array::from_fn(|q| {
-        let col = k0 + 2 * q;
-        // SAFETY: row < rows and col < k: inside the panel (caller's contract).
-        if row < p.rows && col < k { unsafe { *p.ptr.add(col * p.ld + row) } } else { T::ZERO }
-    })
+/// Elements per 16-byte asynchronous copy.
+const fn piece<T: Real>() -> usize {
+    16 / T::BYTES
 }
 
+/// Starts this thread's asynchronous copies of chunk `c` (columns `c * BK ..`) of `p` into
+/// the stage at `s`, zero outside `p.rows x k`. Thread `tid` copies the 16-byte pieces
+/// `tid + q * PRODUCT_THREADS` of the chunk, numbered down each column then across:
+/// consecutive threads read consecutive addresses.
+///
+/// # Safety
+/// `s` is a stage of `BK * LDS` elements in shared memory; the panel covers `rows x k`
+/// entries, its columns start 16-byte aligned (`ptr` and `ld * size_of::<T>()` multiples of
+/// 16: the solver pads `ld` to 64 bytes and panels start at multiples of 64 rows).
 #[inline(always)]
-unsafe fn store_chunk<T: Real>(s: *mut T, vals: &[T; PER_THREAD], tid: usize) {
-    let (row, kq) = (tid % TILE, tid / TILE);
-    for q in 0..PER_THREAD {
-        // SAFETY: (kq + 2q) < BK, row < TILE < LDS: inside the stage.
-        unsafe { *s.add((kq + 2 * q) * LDS + row) = vals[q] };
+unsafe fn issue_chunk<T: Real>(s: *mut T, p: &Panel<T>, k: usize, c: usize, tid: usize) {
+    let vec = piece::<T>();
+    let per_col = TILE / vec;
+    for q in 0..BK * per_col / PRODUCT_THREADS as usize {
+        let id = tid + q * PRODUCT_THREADS as usize;
+        let (kk, row) = (id / per_col, (id % per_col) * vec);
+        let col = c * BK + kk;
+        let valid = if col < k { p.rows.saturating_sub(row).min(vec) } else { 0 };
+        // SAFETY: `valid` entries from (row, col) are inside the panel; with none the
+        // source is not read. The destination is inside the stage (kk < BK, row < TILE).
+        unsafe {
+            let src = if valid > 0 { p.ptr.add(col * p.ld + row) } else { p.ptr };
+            copy_async_16(s.add(kk * LDS + row) as *mut u8, src as *const u8, (valid * T::BYTES) as u32);
+        }
     }
 }
 
@@ -162,8 +224,9 @@ unsafe fn store_chunk<T: Real>(s: *mut T, vals: &[T; PER_THREAD], tid: usize) {
 ///
 /// # Safety
 /// Launch with [`PRODUCT_THREADS`] threads, all calling with the same arguments; `smem`
-/// holds [`PRODUCT_SHARED_ELEMS`] elements of shared memory not used by anyone else
-/// during the call; the panels cover `rows x k` entries.
+/// holds [`PRODUCT_SHARED_ELEMS`] elements of shared memory (16-byte aligned) not used by
+/// anyone else during the call; the panels cover `rows x k` entries and their columns
+/// start 16-byte aligned (see `issue_chunk`).
 #[inline(always)]
 pub unsafe fn product_nt<T: TileScalar>(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> [T; ACC] {
     let tid = thread_idx_x() as usize;
@@ -172,31 +235,32 @@ pub unsafe fn product_nt<T: TileScalar>(a: Panel<T>, b: Panel<T>, k: usize, smem
     if chunks == 0 {
         return acc;
     }
+    // SAFETY (all): stages inside `smem`; panel reads as in `issue_chunk`.
     let stage = |s: usize| unsafe { (smem.add(2 * s * BK * LDS), smem.add((2 * s + 1) * BK * LDS)) };
-    // SAFETY (all): stages inside `smem`; panel reads as in `load_chunk`.
-    unsafe {
-        let (sa, sb) = stage(0);
-        store_chunk(sa, &load_chunk(&a, k, 0, tid), tid);
-        store_chunk(sb, &load_chunk(&b, k, 0, tid), tid);
-    }
-    blocktri_prims::sync_threads();
-    for c in 0..chunks {
-        let next = c + 1 < chunks;
-        let (na, nb) = if next {
-            unsafe { (load_chunk(&a, k, c + 1, tid), load_chunk(&b, k, c + 1, tid)) }
-        } else {
-            ([T::ZERO; PER_THREAD], [T::ZERO; PER_THREAD])
-        };
-        let (sa, sb) = stage(c % 2);
-        unsafe { T::mac_chunk(&mut acc, sa, sb) };
-        if next {
-            let (sa, sb) = stage((c + 1) % 2);
+    let issue = |c: usize| {
+        if c < chunks {
+            let (sa, sb) = stage(c % STAGES);
             unsafe {
-                store_chunk(sa, &na, tid);
-                store_chunk(sb, &nb, tid);
+                issue_chunk(sa, &a, k, c, tid);
+                issue_chunk(sb, &b, k, c, tid);
             }
         }
-        blocktri_prims::sync_threads();
+        // One group per chunk, empty past the end, so that the wait count below holds.
+        copy_async_commit();
+    };
+    for c in 0..STAGES - 1 {
+        issue(c);
     }
+    for c in 0..chunks {
+        // Chunk c is this thread's oldest pending group; the barrier makes every thread's
+        // copies of it visible and frees the stage of chunk c - 1 (everyone is past it).
+        copy_async_wait::<{ STAGES as u32 - 2 }>();
+        blocktri_prims::sync_threads();
+        issue(c + STAGES - 1);
+        let (sa, sb) = stage(c % STAGES);
+        unsafe { T::mac_chunk(&mut acc, sa, sb) };
+    }
+    copy_async_wait::<0>();
+    blocktri_prims::sync_threads();
     acc
 }

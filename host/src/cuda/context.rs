@@ -53,6 +53,10 @@ pub struct Gpu {
 /// room for other users of the GPU.
 pub const MEMORY_LIMIT_ENV: &str = "BLOCKTRI_DEVICE_MEMORY_LIMIT";
 
+/// Environment variable naming the PTX build to load (`sm_80`, `sm_90`) instead of the
+/// newest one the device runs: tests and benchmarks of the sm_80 kernels on a Hopper.
+pub const PTX_ARCH_ENV: &str = "BLOCKTRI_PTX_ARCH";
+
 /// Parses `123`, `64K`, `512M`, `2G` (powers of 1024).
 fn parse_bytes(s: &str) -> Option<usize> {
     let s = s.trim();

@@ -16,8 +16,8 @@ mod transfer;
 mod tridiag;
 
 pub use cholesky::{GpuCholesky, GpuOptions, KernelFamily, LaunchTiming};
-pub use context::MEMORY_LIMIT_ENV;
 pub use context::{Gpu, GpuInfo};
+pub use context::{MEMORY_LIMIT_ENV, PTX_ARCH_ENV};
 pub use graph::Graph;
 pub use launch::{DevicePtr, Kernel, KernelParam, KernelParams, LaunchConfig, Module};
 pub use memory::DeviceBuffer;
