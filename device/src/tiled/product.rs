@@ -77,6 +77,15 @@ pub trait TileScalar: Real {
     fn acc_coord(tid: usize, e: usize) -> (usize, usize);
 }
 
+/// Where thread `tid` works in the f64 product: the origin `(row0, col0)` of its warp's
+/// `32 x 32` quadrant `(w % 2, w / 2)` and its lane's fragment coordinates
+/// `(g, t) = (lane / 4, lane % 4)`.
+#[inline(always)]
+fn warp_quadrant(tid: usize) -> (usize, usize, usize, usize) {
+    let (warp, lane) = (tid / 32, tid % 32);
+    ((warp % 2) * 32, (warp / 2) * 32, lane / 4, lane % 4)
+}
+
 impl TileScalar for f64 {
     #[inline(always)]
     unsafe fn mac_chunk(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
@@ -86,9 +95,7 @@ impl TileScalar for f64 {
 
     #[inline(always)]
     fn acc_coord(tid: usize, e: usize) -> (usize, usize) {
-        let (warp, lane) = (tid / 32, tid % 32);
-        let (g, t) = (lane / 4, lane % 4);
-        let (row0, col0) = ((warp % 2) * 32, (warp / 2) * 32);
+        let (row0, col0, g, t) = warp_quadrant(tid);
         if has_sm90_dmma() {
             // 2 x 4 DMMA tiles of 16 x 8, 4 accumulators each.
             let (tile, i) = (e / 4, e % 4);
@@ -109,10 +116,8 @@ impl TileScalar for f64 {
 /// As [`TileScalar::mac_chunk`].
 #[inline(always)]
 unsafe fn mac_chunk_m8n8k4(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
-    let tid = thread_idx_x() as usize;
-    let (warp, lane) = (tid / 32, tid % 32);
-    let (g, t) = (lane / 4, lane % 4);
-    let (row0, col0) = ((warp % 2) * 32 + g, (warp / 2) * 32 + g);
+    let (row0, col0, g, t) = warp_quadrant(thread_idx_x() as usize);
+    let (row0, col0) = (row0 + g, col0 + g);
     let mut kk = 0;
     while kk < BK {
         let base = (kk + t) * LDS;
@@ -140,10 +145,8 @@ unsafe fn mac_chunk_m8n8k4(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
 #[inline(always)]
 unsafe fn mac_chunk_m16n8k16(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
     const { assert!(BK.is_multiple_of(16)) };
-    let tid = thread_idx_x() as usize;
-    let (warp, lane) = (tid / 32, tid % 32);
-    let (g, t) = (lane / 4, lane % 4);
-    let (row0, col0) = ((warp % 2) * 32 + g, (warp / 2) * 32 + g);
+    let (row0, col0, g, t) = warp_quadrant(thread_idx_x() as usize);
+    let (row0, col0) = (row0 + g, col0 + g);
     let mut kk = 0;
     while kk < BK {
         // SAFETY (all reads): (kk + t + 12) * LDS + row < BK * LDS with rows < 64 < LDS:
