@@ -122,6 +122,67 @@ fn malformed_files_are_format_or_io_errors() {
     assert!(matches!(io::read_rhs_npy::<f64>(&rhs_wrong, a.shape()), Err(Error::Format { .. })));
 }
 
+/// An `.npy` (version 1, little-endian f64, C order) with the header's shape given as text
+/// and whatever data bytes follow.
+fn npy_with_header(shape: &str, data: &[u8]) -> Vec<u8> {
+    let mut dict = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + dict.len() + 1) % 64 != 0 {
+        dict.push(' ');
+    }
+    dict.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+    out.extend_from_slice(dict.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+fn format_message(r: Result<impl std::fmt::Debug, Error>) -> String {
+    match r {
+        Err(e @ Error::Format { .. }) => e.to_string(),
+        other => panic!("expected a format error, got {other:?}"),
+    }
+}
+
+#[test]
+fn npy_headers_that_lie_are_refused_before_allocating() {
+    let dir = tempfile::tempdir().unwrap();
+    let npy = dir.path().join("x.npy");
+    let eight_values: Vec<u8> = (0..8).flat_map(|i| f64::from(i).to_le_bytes()).collect();
+    // The honest file reads.
+    std::fs::write(&npy, npy_with_header("(2, 4)", &eight_values)).unwrap();
+    assert_eq!(io::read_npy(&npy).unwrap(), ((0..8).map(f64::from).collect(), vec![2, 4]));
+    // Declares 8 TB, holds 64 bytes: named, with the shape and the bytes present.
+    std::fs::write(&npy, npy_with_header("(1000000, 1000000)", &eight_values)).unwrap();
+    let msg = format_message(io::read_npy(&npy));
+    assert!(msg.contains("[1000000, 1000000]") && msg.contains("8000000000000 bytes") && msg.contains("holds 64"), "{msg}");
+    // One value short.
+    std::fs::write(&npy, npy_with_header("(3, 3)", &eight_values)).unwrap();
+    assert!(format_message(io::read_npy(&npy)).contains("declares 72 bytes"));
+    // An element count that overflows 64 bits.
+    std::fs::write(&npy, npy_with_header("(4294967296, 4294967296, 16)", &eight_values)).unwrap();
+    assert!(format_message(io::read_npy(&npy)).contains("overflows"));
+    // A header longer than the file, and a file cut inside the preamble.
+    let mut cut = npy_with_header("(2, 4)", &[]);
+    cut.truncate(40);
+    std::fs::write(&npy, &cut).unwrap();
+    assert!(format_message(io::read_npy(&npy)).contains("does not fit"));
+    std::fs::write(&npy, &cut[..7]).unwrap();
+    assert!(format_message(io::read_npy(&npy)).contains("too short"));
+    // The same lie inside an .npz (stored, as numpy.savez writes), and for the rhs reader.
+    let npz = dir.path().join("p.npz");
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&npz).unwrap());
+    let stored = zip::write::FileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    zip.start_file("diag.npy", stored).unwrap();
+    std::io::Write::write_all(&mut zip, &npy_with_header("(100000, 300, 300)", &eight_values)).unwrap();
+    zip.finish().unwrap();
+    let msg = format_message(io::read_npz::<f64>(&npz));
+    assert!(msg.contains("\"diag\"") && msg.contains("[100000, 300, 300]"), "{msg}");
+    std::fs::write(&npy, npy_with_header("(1000000000,)", &eight_values)).unwrap();
+    let shape = blocktri::Shape::new(1, 2, 2).unwrap();
+    assert!(format_message(io::read_rhs_npy::<f64>(&npy, shape)).contains("\"rhs\""));
+}
+
 fn blocktri(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(blocktri_exe()).args(args).output().unwrap();
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())

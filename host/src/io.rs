@@ -88,11 +88,89 @@ impl NdArray {
 
 /// Opens an `.npz` and returns a reader of its arrays by name (`None`: not in the archive).
 fn npz_arrays(path: &Path) -> Result<impl FnMut(&str) -> Result<Option<NdArray>> + '_> {
-    let mut npz = npyz::npz::NpzArchive::open(path).map_err(io_err(path))?;
-    Ok(move |name: &str| match npz.by_name(name).map_err(io_err(path))? {
-        Some(npy) => Ok(Some(NdArray::from_npy(npy, path, name)?)),
-        None => Ok(None),
+    let file = std::fs::File::open(path).map_err(io_err(path))?;
+    let file_len = file.metadata().map_err(io_err(path))?.len();
+    let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
+        .map_err(|e| format_err(path, format!("not a valid .npz (zip) archive: {e}")))?;
+    Ok(move |name: &str| {
+        let entry = match zip.by_name(&format!("{name}.npy")) {
+            Ok(entry) => entry,
+            Err(zip::result::ZipError::FileNotFound) => return Ok(None),
+            Err(e) => return Err(format_err(path, format!("array {name:?}: {e}"))),
+        };
+        // Bytes the entry can really deliver: a stored one no more than the file, a
+        // deflated one no more than deflate's maximum ratio (1032:1) allows.
+        let size = match entry.compression() {
+            zip::CompressionMethod::Stored => entry.size().min(file_len),
+            _ => entry.size().min(entry.compressed_size().saturating_mul(1032)),
+        };
+        let npy = open_npy(entry, size, path, name)?;
+        Ok(Some(NdArray::from_npy(npy, path, name)?))
     })
+}
+
+/// Reads the header of an `.npy` of `total` bytes from `r` and checks it before anything
+/// is allocated for the data: the shape's element count and byte size must not overflow
+/// and the data must fit in the bytes that follow the header. (A corrupt or hostile
+/// header would otherwise have the reader allocate what it declares.)
+fn open_npy<R: std::io::Read>(mut r: R, total: u64, path: &Path, name: &str) -> Result<npyz::NpyFile<R>> {
+    let bad = |msg: String| format_err(path, format!("array {name:?}: {msg}"));
+    let mut head = vec![0u8; 10];
+    r.read_exact(&mut head).map_err(|_| bad(format!("{total} bytes: too short for an .npy header")))?;
+    if &head[..6] != b"\x93NUMPY" {
+        return Err(bad("not an .npy array (bad magic bytes)".into()));
+    }
+    // Version 1 stores the header length in 2 bytes, versions 2 and 3 in 4.
+    let len = if head[6] == 1 {
+        u16::from_le_bytes([head[8], head[9]]) as usize
+    } else {
+        let mut more = [0u8; 2];
+        r.read_exact(&mut more).map_err(|_| bad("truncated .npy header".into()))?;
+        head.extend_from_slice(&more);
+        u32::from_le_bytes([head[8], head[9], head[10], head[11]]) as usize
+    };
+    const MAX_HEADER: usize = 1 << 20;
+    if len > MAX_HEADER || (head.len() + len) as u64 > total {
+        return Err(bad(format!("header of {len} bytes does not fit in the {total} bytes present")));
+    }
+    let start = head.len();
+    head.resize(start + len, 0);
+    r.read_exact(&mut head[start..]).map_err(|_| bad("truncated .npy header".into()))?;
+    let dict = String::from_utf8_lossy(&head[start..]);
+    let shape = header_shape(&dict).ok_or_else(|| bad(format!("unreadable shape in the header {:?}", dict.trim())))?;
+    let item = if dict.contains("f8") {
+        8
+    } else if dict.contains("f4") {
+        4
+    } else {
+        1
+    };
+    let declared = shape.iter().try_fold(item as u64, |acc, &d| acc.checked_mul(d));
+    let present = total - head.len() as u64;
+    match declared {
+        None => return Err(bad(format!("shape {shape:?} overflows"))),
+        Some(bytes) if bytes > present => {
+            return Err(bad(format!("shape {shape:?} declares {bytes} bytes of data, the file holds {present} after the header")));
+        }
+        Some(_) => {}
+    }
+    let header = npyz::NpyHeader::from_reader(&head[..]).map_err(|e| bad(format!("bad .npy header: {e}")))?;
+    Ok(npyz::NpyFile::with_header(header, r))
+}
+
+/// A buffered reader of the file at `path` and its length.
+fn open_file(path: &Path) -> Result<(std::io::BufReader<std::fs::File>, u64)> {
+    let file = std::fs::File::open(path).map_err(io_err(path))?;
+    let len = file.metadata().map_err(io_err(path))?.len();
+    Ok((std::io::BufReader::new(file), len))
+}
+
+/// The `'shape': (a, b, ...)` tuple of an `.npy` header dictionary.
+fn header_shape(dict: &str) -> Option<Vec<u64>> {
+    let rest = &dict[dict.find("'shape'").or_else(|| dict.find("\"shape\""))? + 7..];
+    let open = rest.find('(')?;
+    let close = open + rest[open..].find(')')?;
+    rest[open + 1..close].split(',').map(str::trim).filter(|t| !t.is_empty()).map(|t| t.trim_end_matches('L').parse().ok()).collect()
 }
 
 /// Reads a problem: `.npz` (matrix and, if present, right-hand sides) or `.mtx` (matrix
@@ -175,8 +253,8 @@ fn rhs_from_array<T: Scalar>(r: &NdArray, shape: Shape, path: &Path) -> Result<B
 
 /// Reads right-hand sides from a `.npy` (`(N n,)`, `(N n, k)` or `(S, N n, k)`).
 pub fn read_rhs_npy<T: Scalar>(path: &Path, shape: Shape) -> Result<BlockVec<T>> {
-    let bytes = std::fs::read(path).map_err(io_err(path))?;
-    let npy = npyz::NpyFile::new(&bytes[..]).map_err(io_err(path))?;
+    let (file, len) = open_file(path)?;
+    let npy = open_npy(file, len, path, "rhs")?;
     rhs_from_array(&NdArray::from_npy(npy, path, "rhs")?, shape, path)
 }
 
@@ -262,8 +340,8 @@ pub fn write_npy_raw<T: Scalar>(path: &Path, dims: &[u64], values: Vec<T>) -> Re
 /// # Ok::<(), blocktri::Error>(())
 /// ```
 pub fn read_npy(path: &Path) -> Result<(Vec<f64>, Vec<usize>)> {
-    let bytes = std::fs::read(path).map_err(io_err(path))?;
-    let npy = npyz::NpyFile::new(&bytes[..]).map_err(io_err(path))?;
+    let (file, len) = open_file(path)?;
+    let npy = open_npy(file, len, path, "array")?;
     let arr = NdArray::from_npy(npy, path, "array")?;
     let shape = arr.shape.clone();
     Ok((arr.into_c_order(), shape))
