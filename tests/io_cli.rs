@@ -183,6 +183,42 @@ fn npy_headers_that_lie_are_refused_before_allocating() {
     assert!(format_message(io::read_rhs_npy::<f64>(&npy, shape)).contains("\"rhs\""));
 }
 
+#[test]
+fn outputs_are_never_half_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = problem::<f64>(1, 3, 2, 1, fresh_seed());
+    let listing = || {
+        let mut names: Vec<String> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
+    };
+    // A missing directory: refused up front, nothing created.
+    let missing = dir.path().join("no-such-dir").join("x.npy");
+    assert!(matches!(io::check_writable(&missing), Err(Error::Io { .. })));
+    assert!(io::write_npy(&missing, &b).is_err());
+    // A target that cannot be replaced (a non-empty directory): the write fails after the
+    // data went to the temporary file; the directory stays, no temporary file is left.
+    let blocked = dir.path().join("blocked.npz");
+    std::fs::create_dir(&blocked).unwrap();
+    std::fs::write(blocked.join("keep"), "old").unwrap();
+    assert!(matches!(io::check_writable(&blocked), Err(Error::Format { .. })));
+    assert!(io::write_npz(&blocked, &a, Some(&b)).is_err());
+    assert!(io::write_mtx(&blocked, &a, 0).is_err());
+    assert_eq!(std::fs::read_to_string(blocked.join("keep")).unwrap(), "old");
+    assert_eq!(listing(), vec!["blocked.npz".to_string()]);
+    // A successful write replaces an existing file whole.
+    let out = dir.path().join("x.npy");
+    std::fs::write(&out, "old contents").unwrap();
+    io::write_npy(&out, &b).unwrap();
+    assert_eq!(io::read_rhs_npy::<f64>(&out, b.shape()).unwrap().as_slice(), b.as_slice());
+    assert_eq!(listing(), vec!["blocked.npz".to_string(), "x.npy".to_string()]);
+    // The CLI checks its output before solving: one line, non-zero exit, nothing written.
+    let bad = missing.to_string_lossy().into_owned();
+    let (ok, _, err) = blocktri(&["solve", "--generate", "3,2", "--backend", "cpu", "--out", &bad]);
+    assert!(!ok && err.trim().lines().count() == 1 && err.contains("no-such-dir"), "{err}");
+}
+
 fn blocktri(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(blocktri_exe()).args(args).output().unwrap();
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())

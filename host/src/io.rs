@@ -260,6 +260,10 @@ pub fn read_rhs_npy<T: Scalar>(path: &Path, shape: Shape) -> Result<BlockVec<T>>
 
 /// Writes a problem as `.npz` (C order, `f32` or `f64` as `T`).
 pub fn write_npz<T: Scalar>(path: &Path, a: &BlockTridiag<T>, b: Option<&BlockVec<T>>) -> Result<()> {
+    write_atomically(path, |tmp| write_npz_to(tmp, a, b))
+}
+
+fn write_npz_to<T: Scalar>(path: &Path, a: &BlockTridiag<T>, b: Option<&BlockVec<T>>) -> Result<()> {
     let shape = a.shape();
     let (s, nb, n) = (shape.batch, shape.nblocks, shape.block);
     let batch_axis = |rest: &[u64]| -> Vec<u64> { if s > 1 { [&[s as u64][..], rest].concat() } else { rest.to_vec() } };
@@ -325,10 +329,49 @@ pub fn write_npy<T: Scalar>(path: &Path, x: &BlockVec<T>) -> Result<()> {
 
 /// Writes values as an `.npy` array of shape `dims` (C order).
 pub fn write_npy_raw<T: Scalar>(path: &Path, dims: &[u64], values: Vec<T>) -> Result<()> {
-    let file = std::io::BufWriter::new(std::fs::File::create(path).map_err(io_err(path))?);
-    let mut w = npyz::WriteOptions::new().default_dtype().shape(dims).writer(file).begin_nd().map_err(io_err(path))?;
-    w.extend(values).map_err(io_err(path))?;
-    w.finish().map_err(io_err(path))
+    write_atomically(path, |path| {
+        let file = std::io::BufWriter::new(std::fs::File::create(path).map_err(io_err(path))?);
+        let mut w = npyz::WriteOptions::new().default_dtype().shape(dims).writer(file).begin_nd().map_err(io_err(path))?;
+        w.extend(values).map_err(io_err(path))?;
+        w.finish().map_err(io_err(path))
+    })
+}
+
+/// Checks, before any long work, that a result can be written to `path`: its directory
+/// exists and accepts a new file (tried with an empty temporary file, removed again).
+///
+/// ```
+/// let dir = std::env::temp_dir();
+/// assert!(blocktri::io::check_writable(&dir.join("x.npy")).is_ok());
+/// assert!(blocktri::io::check_writable(&dir.join("no-such-dir/x.npy")).is_err());
+/// ```
+pub fn check_writable(path: &Path) -> Result<()> {
+    if path.is_dir() {
+        return Err(format_err(path, "is a directory; give a file name for the output"));
+    }
+    let tmp = temp_sibling(path);
+    std::fs::File::create(&tmp).map_err(io_err(path))?;
+    std::fs::remove_file(&tmp).map_err(io_err(&tmp))
+}
+
+/// A fresh name next to `path` for a temporary file (same directory, so a rename is atomic).
+fn temp_sibling(path: &Path) -> std::path::PathBuf {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
+}
+
+/// Runs `write` on a temporary file next to `path` and renames it into place when it
+/// succeeds; on any failure the temporary file is removed, so an existing file at `path`
+/// stays as it was and no partial file is left.
+fn write_atomically(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    let tmp = temp_sibling(path);
+    let result = write(&tmp).and_then(|()| std::fs::rename(&tmp, path).map_err(io_err(path)));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 /// Reads a `.npy` array of floats (`f32` or `f64`, any shape, C or Fortran order): its
@@ -390,6 +433,10 @@ pub fn read_mtx<T: Scalar>(path: &Path, block: usize) -> Result<BlockTridiag<T>>
 
 /// Writes system `s` as Matrix Market `coordinate real symmetric` (lower triangle).
 pub fn write_mtx<T: Scalar>(path: &Path, a: &BlockTridiag<T>, s: usize) -> Result<()> {
+    write_atomically(path, |tmp| write_mtx_to(tmp, a, s))
+}
+
+fn write_mtx_to<T: Scalar>(path: &Path, a: &BlockTridiag<T>, s: usize) -> Result<()> {
     use std::io::Write;
     let csr = a.to_csr(s, true);
     let mut w = std::io::BufWriter::new(std::fs::File::create(path).map_err(io_err(path))?);
@@ -403,5 +450,6 @@ pub fn write_mtx<T: Scalar>(path: &Path, a: &BlockTridiag<T>, s: usize) -> Resul
     for (r, c, &v) in csr.triplet_iter() {
         text.push_str(&format!("{} {} {:.17e}\n", r + 1, c + 1, wide(v)));
     }
-    w.write_all(text.as_bytes()).map_err(io_err(path))
+    w.write_all(text.as_bytes()).map_err(io_err(path))?;
+    w.flush().map_err(io_err(path))
 }

@@ -236,6 +236,9 @@ fn parse_dims(s: &str) -> Result<(usize, usize, usize)> {
 }
 
 fn solve<T: Scalar>(args: &SolveArgs) -> Result<()> {
+    if let Some(out) = &args.out {
+        io::check_writable(out)?;
+    }
     let backend: Backend = args.backend.parse()?;
     let (a, b): (BlockTridiag<T>, BlockVec<T>) = match (&args.input, &args.generate) {
         (Some(_), Some(_)) => return Err(Error::Shape("give an input file or --generate, not both".into())),
@@ -304,6 +307,7 @@ fn solve<T: Scalar>(args: &SolveArgs) -> Result<()> {
 }
 
 fn generate_cmd<T: Scalar>(args: &GenerateArgs) -> Result<()> {
+    io::check_writable(&args.out)?;
     let (a, b) = match args.kind.as_str() {
         "random" => {
             let a = generate::random_spd::<T>(args.batch, args.nblocks, args.block_size, args.seed)?;
@@ -331,6 +335,9 @@ fn generate_cmd<T: Scalar>(args: &GenerateArgs) -> Result<()> {
 }
 
 fn invert_cmd<T: Scalar>(args: &InvertArgs) -> Result<()> {
+    if let Some(out) = &args.out {
+        io::check_writable(out)?;
+    }
     let t: Tridiagonal<T> = match (&args.input, args.generate) {
         (None, Some(n)) => Tridiagonal::random_dominant(n, args.batch, args.symmetric, args.seed)?,
         (Some(path), None) => io::read_tridiagonal(path)?,
