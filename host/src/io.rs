@@ -88,10 +88,8 @@ impl NdArray {
 
 /// Opens an `.npz` and returns a reader of its arrays by name (`None`: not in the archive).
 fn npz_arrays(path: &Path) -> Result<impl FnMut(&str) -> Result<Option<NdArray>> + '_> {
-    let file = std::fs::File::open(path).map_err(io_err(path))?;
-    let file_len = file.metadata().map_err(io_err(path))?.len();
-    let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
-        .map_err(|e| format_err(path, format!("not a valid .npz (zip) archive: {e}")))?;
+    let (file, file_len) = open_file(path)?;
+    let mut zip = zip::ZipArchive::new(file).map_err(|e| format_err(path, format!("not a valid .npz (zip) archive: {e}")))?;
     Ok(move |name: &str| {
         let entry = match zip.by_name(&format!("{name}.npy")) {
             Ok(entry) => entry,
@@ -104,16 +102,15 @@ fn npz_arrays(path: &Path) -> Result<impl FnMut(&str) -> Result<Option<NdArray>>
             zip::CompressionMethod::Stored => entry.size().min(file_len),
             _ => entry.size().min(entry.compressed_size().saturating_mul(1032)),
         };
-        let npy = open_npy(entry, size, path, name)?;
-        Ok(Some(NdArray::from_npy(npy, path, name)?))
+        Ok(Some(read_array(entry, size, path, name)?))
     })
 }
 
-/// Reads the header of an `.npy` of `total` bytes from `r` and checks it before anything
+/// Reads the `.npy` array of `total` bytes from `r`, checking its header before anything
 /// is allocated for the data: the shape's element count and byte size must not overflow
 /// and the data must fit in the bytes that follow the header. (A corrupt or hostile
 /// header would otherwise have the reader allocate what it declares.)
-fn open_npy<R: std::io::Read>(mut r: R, total: u64, path: &Path, name: &str) -> Result<npyz::NpyFile<R>> {
+fn read_array<R: std::io::Read>(mut r: R, total: u64, path: &Path, name: &str) -> Result<NdArray> {
     let bad = |msg: String| format_err(path, format!("array {name:?}: {msg}"));
     let mut head = vec![0u8; 10];
     r.read_exact(&mut head).map_err(|_| bad(format!("{total} bytes: too short for an .npy header")))?;
@@ -155,7 +152,13 @@ fn open_npy<R: std::io::Read>(mut r: R, total: u64, path: &Path, name: &str) -> 
         Some(_) => {}
     }
     let header = npyz::NpyHeader::from_reader(&head[..]).map_err(|e| bad(format!("bad .npy header: {e}")))?;
-    Ok(npyz::NpyFile::with_header(header, r))
+    NdArray::from_npy(npyz::NpyFile::with_header(header, r), path, name)
+}
+
+/// [`read_array`] of the `.npy` file at `path`.
+fn read_array_file(path: &Path, name: &str) -> Result<NdArray> {
+    let (file, len) = open_file(path)?;
+    read_array(file, len, path, name)
 }
 
 /// A buffered reader of the file at `path` and its length.
@@ -253,9 +256,7 @@ fn rhs_from_array<T: Scalar>(r: &NdArray, shape: Shape, path: &Path) -> Result<B
 
 /// Reads right-hand sides from a `.npy` (`(N n,)`, `(N n, k)` or `(S, N n, k)`).
 pub fn read_rhs_npy<T: Scalar>(path: &Path, shape: Shape) -> Result<BlockVec<T>> {
-    let (file, len) = open_file(path)?;
-    let npy = open_npy(file, len, path, "rhs")?;
-    rhs_from_array(&NdArray::from_npy(npy, path, "rhs")?, shape, path)
+    rhs_from_array(&read_array_file(path, "rhs")?, shape, path)
 }
 
 /// Writes a problem as `.npz` (C order, `f32` or `f64` as `T`).
@@ -383,9 +384,7 @@ fn write_atomically(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Res
 /// # Ok::<(), blocktri::Error>(())
 /// ```
 pub fn read_npy(path: &Path) -> Result<(Vec<f64>, Vec<usize>)> {
-    let (file, len) = open_file(path)?;
-    let npy = open_npy(file, len, path, "array")?;
-    let arr = NdArray::from_npy(npy, path, "array")?;
+    let arr = read_array_file(path, "array")?;
     let shape = arr.shape.clone();
     Ok((arr.into_c_order(), shape))
 }
