@@ -8,7 +8,7 @@ export BLOCKTRI_PTX_ARCHS=sm_80,sm_90
 bash ../shared/gpu/pack.sh .gpu >/dev/null
 # Tests that never touch the GPU are covered by CI here; each executable embeds the PTX,
 # so carrying them all would exceed what travels.
-for t in blocktri_ptx fresh_crate blocktri_device blocktri_prims cpu_solvers custom_kernel_kernels plan_replay tile_routines emulated_kernels emulated_tiled; do
+for t in blocktri_ptx fresh_crate blocktri_device blocktri_prims cpu_solvers custom_kernel_kernels plan_replay tile_routines emulated_kernels emulated_tiled rayon_pool fuzz_corpus; do
   rm -f .gpu/tests/$t-*
 done
 for t in .gpu/tests/*; do "$t" --list 2>/dev/null | grep ": test" >/dev/null || rm -f "$t"; done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The tiled engine on the GPU machine, in one call:
-#   bash scripts/gpu-tiled.sh [tests] [cholesky] [ncu] [sanitize] [profile] [bench] [families]
-# tests: every GPU test executable; cholesky: only tests/gpu_cholesky.rs; ncu: stalls of one
+#   bash scripts/gpu-tiled.sh [tests] [cholesky] [soak] [ncu] [sanitize] [profile] [bench] [families]
+# tests: every GPU test executable; cholesky: only tests/gpu_cholesky.rs; soak: the ignored
+# 100 000-cycle refactor + solve run (tests/gpu_soak.rs, CYCLES to change); ncu: stalls of one
 # neighbour-product launch; profile: kernel
 # sums of one factor + solve (PROFILE="N,n ..."); sanitize: compute-sanitizer memcheck/racecheck/synccheck
 # on the tiled sanitizer cases; bench: the FP64 sweep (N n = 262144, n = 32..2048) with the
@@ -18,6 +19,9 @@ for step in $steps; do
       timeout ${TT:-300} bash .gpu/run-tests.sh 2>&1 | tee -a "$OUT/tests.log" | grep -E "^==|test result|FAILED|panicked|gpu machine" ;;
     cholesky)
       timeout ${TT:-300} $(ls .gpu/tests/gpu_cholesky-* | head -1) 2>&1 | tee "$OUT/cholesky.log" | grep -E "test result|FAILED|panicked" ;;
+    soak)
+      BLOCKTRI_SOAK_CYCLES=${CYCLES:-100000} timeout ${TT:-300} $(ls .gpu/tests/gpu_soak-* | head -1) --ignored --nocapture 2>&1 \
+        | tee "$OUT/soak.log" | grep -E "soak:|test result|FAILED|panicked" ;;
     profile)
       for g in ${PROFILE:-256,1024 1024,256 2048,128}; do
         f="$OUT/profile-${g/,/x}.log"

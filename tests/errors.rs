@@ -203,3 +203,23 @@ fn host_out_of_memory() {
         }
     }
 }
+
+#[test]
+fn sparse_input_whose_triangles_disagree_is_refused() {
+    use nalgebra_sparse::CooMatrix;
+    // Block size 2: D_0 = [[4, 4], [1, 2]] given with both triangles, which disagree (a
+    // fuzzing finding: it was accepted and the upper entry silently kept).
+    let coo =
+        CooMatrix::try_from_triplets(4, 4, vec![0, 1, 1, 0, 2, 3], vec![0, 0, 1, 1, 2, 3], vec![4.0, 1.0, 2.0, 4.0, 3.0, 3.0]).unwrap();
+    match BlockTridiag::<f64>::from_coo(&coo, 2) {
+        Err(Error::Shape(msg)) => assert!(msg.contains("(0, 1) = 4") && msg.contains("(1, 0) = 1"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+    // The same block with agreeing triangles, or with only one of them, reads.
+    let agree =
+        CooMatrix::try_from_triplets(4, 4, vec![0, 1, 1, 0, 2, 3], vec![0, 0, 1, 1, 2, 3], vec![4.0, 1.0, 2.0, 1.0, 3.0, 3.0]).unwrap();
+    let lower = CooMatrix::try_from_triplets(4, 4, vec![0, 1, 1, 2, 3], vec![0, 0, 1, 2, 3], vec![4.0, 1.0, 2.0, 3.0, 3.0]).unwrap();
+    let (a, b) = (BlockTridiag::<f64>::from_coo(&agree, 2).unwrap(), BlockTridiag::<f64>::from_coo(&lower, 2).unwrap());
+    assert_eq!(a.diag(), b.diag());
+    assert_eq!(a.diag_block(0, 0), &[4.0, 1.0, 1.0, 2.0]);
+}

@@ -9,6 +9,7 @@ use blocktri::cpu::SequentialCholesky;
 use blocktri::{BlockTridiag, BlockVec, Error, Factorization, io, residual};
 use common::{fresh_seed, problem};
 use std::path::{Path, PathBuf};
+#[cfg(feature = "cli")]
 use std::process::Command;
 
 /// A fixture: under this checkout, or under the current directory (the repository root on
@@ -19,6 +20,51 @@ fn data(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// Matrix Market: the array format (general and symmetric) reads as the coordinate one;
+/// every lie or malformed line is a format error naming the line.
+#[test]
+fn matrix_market_formats_and_malformed_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let read = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        io::read_mtx::<f64>(&p, 2)
+    };
+    // A 4 x 4 block-tridiagonal matrix (n = 2), three ways.
+    let coordinate =
+        read("c.mtx", "%%MatrixMarket matrix coordinate real symmetric\n% comment\n4 4 6\n1 1 4\n2 1 1\n2 2 4\n3 2 -1\n3 3 4\n4 4 4\n")
+            .unwrap();
+    let general =
+        read("g.mtx", "%%MatrixMarket matrix array real general\n4 4\n4\n1\n0\n0\n1\n4\n-1\n0\n0\n-1\n4\n0\n0\n0\n0\n4\n").unwrap();
+    let symmetric = read("s.mtx", "%%MatrixMarket matrix array integer symmetric\n4 4\n4\n1\n0\n0\n4\n-1\n0\n4\n0\n4\n").unwrap();
+    for other in [&general, &symmetric] {
+        assert_eq!(other.diag(), coordinate.diag());
+        assert_eq!(other.sub(), coordinate.sub());
+    }
+    assert_eq!(coordinate.sub_block(0, 0), &[0.0, 0.0, -1.0, 0.0]); // A[2, 1] = -1 (0-based)
+    let h = "%%MatrixMarket matrix coordinate real general\n";
+    let cases: &[(&str, &str)] = &[
+        (&format!("{h}2 2 433333333333333333333333333333\n1 1 4\n"), "line 2"), // overflowing count (a fuzzing finding)
+        (&format!("{h}2 2 400\n1 1 4\n"), "cannot hold"),
+        (&format!("{h}2 2 3\n1 1 4\n2 2 4\n"), "ends after 2 of the 3"),
+        (&format!("{h}2 2 1\n1 1 4\n2 2 4\n"), "line 4: more entries"),
+        (&format!("{h}2 2 1\n3 1 4\n"), "line 3: index \"3\""),
+        (&format!("{h}2 2 1\n1 1 four\n"), "line 3: bad value"),
+        (&format!("{h}2 3 1\n1 1 4\n"), "2 x 3"),
+        ("%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 1 4 0\n", "complex"),
+        ("%%MatrixMarket matrix coordinate real skew-symmetric\n2 2 0\n", "skew-symmetric"),
+        ("%%MatrixMarket matrix array real general\n2 2\n1\n", "ends after 1 of the 4"),
+        ("not a header\n", "line 1"),
+    ];
+    for (i, (text, needle)) in cases.iter().enumerate() {
+        match read(&format!("bad{i}.mtx"), text) {
+            Err(Error::Format { msg, .. }) => assert!(msg.contains(needle), "case {i}: {msg}"),
+            other => panic!("case {i}: expected a format error, got {other:?}"),
+        }
+    }
+}
+
+#[cfg(feature = "cli")] // the binary is built with the `cli` feature
 /// The `blocktri` binary: cargo's, or the carried one in `.gpu/bin` on the GPU machine.
 fn blocktri_exe() -> PathBuf {
     let built = PathBuf::from(env!("CARGO_BIN_EXE_blocktri"));
@@ -214,16 +260,21 @@ fn outputs_are_never_half_written() {
     assert_eq!(io::read_rhs_npy::<f64>(&out, b.shape()).unwrap().as_slice(), b.as_slice());
     assert_eq!(listing(), vec!["blocked.npz".to_string(), "x.npy".to_string()]);
     // The CLI checks its output before solving: one line, non-zero exit, nothing written.
-    let bad = missing.to_string_lossy().into_owned();
-    let (ok, _, err) = blocktri(&["solve", "--generate", "3,2", "--backend", "cpu", "--out", &bad]);
-    assert!(!ok && err.trim().lines().count() == 1 && err.contains("no-such-dir"), "{err}");
+    #[cfg(feature = "cli")]
+    {
+        let bad = missing.to_string_lossy().into_owned();
+        let (ok, _, err) = blocktri(&["solve", "--generate", "3,2", "--backend", "cpu", "--out", &bad]);
+        assert!(!ok && err.trim().lines().count() == 1 && err.contains("no-such-dir"), "{err}");
+    }
 }
 
+#[cfg(feature = "cli")] // the binary is built with the `cli` feature
 fn blocktri(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(blocktri_exe()).args(args).output().unwrap();
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
+#[cfg(feature = "cli")] // the binary is built with the `cli` feature
 /// The residual the CLI printed.
 fn printed_residual(stdout: &str) -> f64 {
     let line = stdout.lines().find(|l| l.contains("relative residual")).expect("residual line");
@@ -231,6 +282,7 @@ fn printed_residual(stdout: &str) -> f64 {
     value.trim().parse().expect("a number")
 }
 
+#[cfg(feature = "cli")] // the binary is built with the `cli` feature
 #[test]
 fn cli_solves_numpy_and_scipy_files() {
     let dir = tempfile::tempdir().unwrap();
@@ -252,6 +304,7 @@ fn cli_solves_numpy_and_scipy_files() {
     assert!(ok && printed_residual(&stdout) < 1e-5, "{stdout}");
 }
 
+#[cfg(feature = "cli")] // the binary is built with the `cli` feature
 #[test]
 fn cli_generates_and_solves() {
     let dir = tempfile::tempdir().unwrap();
@@ -265,6 +318,28 @@ fn cli_generates_and_solves() {
     assert!(ok && printed_residual(&stdout) < 1e-10, "{stdout}");
 }
 
+#[cfg(feature = "cli")] // the binary is built with the `cli` feature
+#[test]
+fn cli_warns_before_an_inaccurate_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("c.npz");
+    let path = p.to_str().unwrap();
+    let (ok, _, stderr) =
+        blocktri(&["generate", "--kind", "conditioned", "--kappa", "1e5", "--nblocks", "20", "--block-size", "3", "--out", path]);
+    assert!(ok, "{stderr}");
+    // f32: 1e5 x 6e-8 = 6e-3 > 1e-6, a warning naming the system and suggesting f64.
+    let (ok, stdout, stderr) = blocktri(&["solve", path, "--precision", "f32", "--backend", "cpu"]);
+    assert!(ok, "{stdout}\n{stderr}");
+    let warning: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning")).collect();
+    assert_eq!(warning.len(), 1, "{stderr}");
+    assert!(warning[0].contains("system 0") && warning[0].contains("f64"), "{stderr}");
+    assert!(stdout.contains("condition number estimate"), "{stdout}");
+    // f64: 1e5 x 1.1e-16 is far below 1e-6, no warning.
+    let (ok, stdout, stderr) = blocktri(&["solve", path, "--backend", "cpu"]);
+    assert!(ok && !stderr.contains("warning"), "{stdout}\n{stderr}");
+}
+
+#[cfg(feature = "cli")] // the binary is built with the `cli` feature
 #[test]
 fn cli_reports_bad_input_in_one_line_without_a_panic() {
     let (indefinite, mtx, missing) = (data("indefinite.npz"), data("scipy.mtx"), data("missing.npz"));
@@ -337,6 +412,7 @@ fn numpy_float32_fortran_tridiagonals_read_and_invert_to_numpys_inverse() {
     }
 }
 
+#[cfg(feature = "cli")] // the binary is built with the `cli` feature
 #[test]
 fn cli_inverts_a_numpy_file() {
     let dir = tempfile::tempdir().unwrap();

@@ -422,12 +422,109 @@ pub fn read_tridiagonal<T: Scalar>(path: &Path) -> Result<crate::tridiag::Tridia
     crate::tridiag::Tridiagonal::batch(n, values(a), values(b), values(c)).map_err(|e| format_err(path, e.to_string()))
 }
 
-/// Reads a Matrix Market file (coordinate, real; general or symmetric) as a one-system
-/// block-tridiagonal matrix with block size `block`.
+/// Reads a Matrix Market file (`coordinate` or `array`; `real`, `double` or `integer`;
+/// `general` or `symmetric`) as a one-system block-tridiagonal matrix with block size
+/// `block`. Every count the file declares is checked against what it holds before
+/// anything is allocated for it; a malformed line is reported with its number.
 pub fn read_mtx<T: Scalar>(path: &Path, block: usize) -> Result<BlockTridiag<T>> {
-    let coo = nalgebra_sparse::io::load_coo_from_matrix_market_file::<f64, _>(path).map_err(|e| format_err(path, e.to_string()))?;
+    let bytes = std::fs::read(path).map_err(io_err(path))?;
+    let coo = parse_mtx(&bytes).map_err(|msg| format_err(path, msg))?;
     let a = BlockTridiag::<f64>::from_coo(&coo, block).map_err(|e| format_err(path, e.to_string()))?;
     Ok(a.cast())
+}
+
+/// The entries of a Matrix Market file (see [`read_mtx`]), 0-based.
+fn parse_mtx(bytes: &[u8]) -> std::result::Result<nalgebra_sparse::CooMatrix<f64>, String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "not a text file (invalid UTF-8)".to_string())?;
+    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
+    let (_, header) = lines.next().ok_or("empty file")?;
+    let words: Vec<String> = header.split_whitespace().map(str::to_ascii_lowercase).collect();
+    let [banner, object, format, field, symmetry] = words.as_slice() else {
+        return Err(format!("line 1: not a Matrix Market header: {:?}", header.trim()));
+    };
+    if banner != "%%matrixmarket" || object != "matrix" {
+        return Err(format!("line 1: not a Matrix Market matrix header: {:?}", header.trim()));
+    }
+    if !matches!(field.as_str(), "real" | "double" | "integer") {
+        return Err(format!(
+            "line 1: field {field:?} is not supported (real, double, integer): a positive definite matrix has real values"
+        ));
+    }
+    let symmetric = match symmetry.as_str() {
+        "general" => false,
+        "symmetric" => true,
+        other => return Err(format!("line 1: symmetry {other:?} is not supported (general, symmetric)")),
+    };
+    let coordinate = match format.as_str() {
+        "coordinate" => true,
+        "array" => false,
+        other => return Err(format!("line 1: format {other:?} is not supported (coordinate, array)")),
+    };
+    // Data lines: everything but comments and blank lines.
+    let mut data = lines.filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('%'));
+    let (at, size_line) = data.next().ok_or("no size line")?;
+    let size: Vec<usize> = size_line
+        .split_whitespace()
+        .map(|w| w.parse().map_err(|_| format!("line {at}: bad size {w:?}")))
+        .collect::<std::result::Result<_, _>>()?;
+    let (rows, cols, declared) = match (coordinate, size.as_slice()) {
+        (true, &[r, c, nnz]) => (r, c, nnz),
+        (false, &[r, c]) => {
+            // Column-major values: all of them, or the lower triangle when symmetric.
+            let count = if symmetric { r.checked_mul(r.saturating_add(1)).map(|v| v / 2) } else { r.checked_mul(c) };
+            (r, c, count.ok_or_else(|| format!("line {at}: a {r} x {c} array overflows"))?)
+        }
+        _ => {
+            return Err(format!(
+                "line {at}: expected {} numbers on the size line",
+                if coordinate { "3 (rows cols entries)" } else { "2 (rows cols)" }
+            ));
+        }
+    };
+    if rows != cols || rows == 0 {
+        return Err(format!("line {at}: the matrix is {rows} x {cols}; a positive definite matrix is square and not empty"));
+    }
+    // Each entry takes at least two bytes ("0\n"): a count beyond that is a lie, found
+    // before the entry vectors are sized by it.
+    if declared > bytes.len() / 2 {
+        return Err(format!("line {at}: declares {declared} entries, the file ({} bytes) cannot hold them", bytes.len()));
+    }
+    let (mut r, mut c, mut v) = (Vec::with_capacity(declared), Vec::with_capacity(declared), Vec::with_capacity(declared));
+    let (mut count, mut next) = (0, (0usize, 0usize));
+    for (at, line) in data {
+        if count == declared {
+            return Err(format!("line {at}: more entries than the {declared} declared"));
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let value_word = if coordinate {
+            let [i, j, value] = words.as_slice() else {
+                return Err(format!("line {at}: expected `row column value`, got {:?}", line.trim()));
+            };
+            let index = |w: &str, bound: usize| -> std::result::Result<usize, String> {
+                match w.parse::<usize>() {
+                    Ok(k) if (1..=bound).contains(&k) => Ok(k - 1),
+                    _ => Err(format!("line {at}: index {w:?} is not in 1..={bound}")),
+                }
+            };
+            r.push(index(i, rows)?);
+            c.push(index(j, cols)?);
+            *value
+        } else {
+            let [value] = words.as_slice() else { return Err(format!("line {at}: expected one value, got {:?}", line.trim())) };
+            // Column-major order (down the lower triangle's columns if symmetric).
+            let (i, j) = next;
+            r.push(i);
+            c.push(j);
+            next = if i + 1 < rows { (i + 1, j) } else { (if symmetric { j + 1 } else { 0 }, j + 1) };
+            *value
+        };
+        v.push(value_word.parse::<f64>().map_err(|_| format!("line {at}: bad value {value_word:?}"))?);
+        count += 1;
+    }
+    if count < declared {
+        return Err(format!("the file ends after {count} of the {declared} declared entries"));
+    }
+    nalgebra_sparse::CooMatrix::try_from_triplets(rows, cols, r, c, v).map_err(|e| e.to_string())
 }
 
 /// Writes system `s` as Matrix Market `coordinate real symmetric` (lower triangle).

@@ -24,9 +24,11 @@
 //! Modules: [`matrix`] (problem types), [`generate`] (test problems, Kalman smoothing),
 //! [`cpu`] and [`cuda`] (backends), [`solver`] (the common interface), [`tridiag`]
 //! (tridiagonal inverse), [`io`] (`.npz`, `.npy`, Matrix Market), [`residual`],
-//! [`plan`] (the schedule), [`bench`] (the comparison harness).
+//! [`plan`] (the schedule), `bench` (the comparison harness, feature `bench`).
 
+#[cfg(feature = "bench")]
 pub mod bench;
+pub mod condition;
 pub mod cpu;
 pub mod cuda;
 pub mod error;

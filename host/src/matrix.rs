@@ -279,7 +279,10 @@ impl<T: Scalar> BlockTridiag<T> {
             if lower != T::zero() && (wide(lower) - wide(v)).abs() > wide(T::symmetry_tolerance()) * (wide(lower).abs() + wide(v).abs()) {
                 shape_err!("{source}: entry ({r}, {c}) = {v} does not mirror ({c}, {r}) = {lower}");
             }
-            self.sub_block_mut(0, bi)[(r % n) * ld + c % n] = v;
+            // The lower triangle is what the solvers use: an agreeing mirror keeps it.
+            if lower == T::zero() {
+                self.sub_block_mut(0, bi)[(r % n) * ld + c % n] = v;
+            }
         } else if v != T::zero() {
             shape_err!("{source}: entry ({r}, {c}) lies outside the block-tridiagonal band of block size {n}");
         }
@@ -318,14 +321,18 @@ impl<T: Scalar> BlockTridiag<T> {
         for (r, c, v) in upper {
             a.put(r, c, v, "sparse matrix")?;
         }
-        a.symmetrize_from_lower_if_upper_missing();
+        a.symmetrize_diagonal_blocks("sparse matrix")?;
         Ok(a)
     }
 
     /// Fills the upper triangle of each diagonal block from the lower one where the
-    /// upper entry is zero (inputs that give only the lower triangle).
-    fn symmetrize_from_lower_if_upper_missing(&mut self) {
+    /// upper entry is zero (inputs that give only the lower triangle), and the lower from
+    /// the upper where only that was given; where both are given they must agree to the
+    /// symmetry tolerance (as the off-diagonal band's mirror entries must, see
+    /// [`Self::put`]) and the lower one is kept.
+    fn symmetrize_diagonal_blocks(&mut self, source: &str) -> Result<()> {
         let (n, ld) = (self.shape.block, self.ld);
+        let tol = wide(T::symmetry_tolerance());
         for s in 0..self.shape.batch {
             for i in 0..self.shape.nblocks {
                 let blk = self.diag_block_mut(s, i);
@@ -336,11 +343,20 @@ impl<T: Scalar> BlockTridiag<T> {
                             blk[r * ld + c] = lo;
                         } else if lo == T::zero() {
                             blk[c * ld + r] = up;
+                        } else if (wide(lo) - wide(up)).abs() > tol * (wide(lo).abs() + wide(up).abs()) {
+                            // (Non-finite values pass here; `validate` names them.)
+                            let (row, col) = (i * n + r, i * n + c);
+                            shape_err!("{source}: entry ({col}, {row}) = {up} does not mirror ({row}, {col}) = {lo}");
+                        } else {
+                            // Agreeing to the tolerance: the lower triangle, which the
+                            // solvers use, is the value.
+                            blk[r * ld + c] = lo;
                         }
                     }
                 }
             }
         }
+        Ok(())
     }
 
     /// System `s` as a sparse CSR matrix: the lower triangle only (`lower_only`), or both.

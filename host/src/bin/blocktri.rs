@@ -4,7 +4,7 @@
 use blocktri::bench::{self, report};
 use blocktri::cuda::Gpu;
 use blocktri::tridiag::{Method, Tridiagonal, inverse_error, invert};
-use blocktri::{Backend, BlockTridiag, BlockVec, Error, Precision, Result, Scalar, Solver, generate, io, residual};
+use blocktri::{Backend, BlockTridiag, BlockVec, Error, Precision, Result, Scalar, Solver, condition, generate, io, residual};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -235,6 +235,23 @@ fn parse_dims(s: &str) -> Result<(usize, usize, usize)> {
     }
 }
 
+/// Prints the worst condition estimate and, when it allows a relative error above 1e-6
+/// in `precision`, a warning on stderr naming the system.
+fn warn_if_ill_conditioned(kappa: &[f64], precision: Precision) {
+    let Some((system, &worst)) = kappa.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)) else { return };
+    println!("condition number estimate (1-norm): {worst:.2e} (system {system}, the largest of {})", kappa.len());
+    let error = condition::expected_relative_error(worst, precision);
+    if error > 1e-6 {
+        let advice = match precision {
+            Precision::F32 => "; solve in f64 (--precision f64)",
+            Precision::F64 => "; rescale or regularize the problem",
+        };
+        eprintln!(
+            "warning: system {system} has an estimated condition number of {worst:.1e}: in {precision} expect relative errors in the solution up to {error:.1e}{advice}"
+        );
+    }
+}
+
 fn solve<T: Scalar>(args: &SolveArgs) -> Result<()> {
     if let Some(out) = &args.out {
         io::check_writable(out)?;
@@ -299,6 +316,9 @@ fn solve<T: Scalar>(args: &SolveArgs) -> Result<()> {
     println!("(wall-clock times from host memory, transfers included; `blocktri bench` times device work)");
     let acc = residual::accuracy(&a, &x, &b)?;
     println!("relative residual ||AX - B|| / ||B|| = {:.3e}, backward error = {:.3e}", acc.relative_residual, acc.backward_error);
+    if solver.shape().is_some() {
+        warn_if_ill_conditioned(&solver.condition_estimate(&a)?, T::PRECISION);
+    }
     if let Some(out) = &args.out {
         io::write_npy(out, &x)?;
         println!("wrote {}", out.display());

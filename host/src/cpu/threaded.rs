@@ -30,6 +30,11 @@ use std::sync::Mutex;
 /// Nested-dissection block Cholesky on the CPU threads (rayon's global pool, or a pool of
 /// its own from [`ThreadedCholesky::with_threads`]).
 ///
+/// Called from inside a rayon pool (a `par_iter` of solves, say), [`ThreadedCholesky::new`]
+/// runs on that pool's threads, not on the global pool's: no extra threads, no
+/// oversubscription, no deadlock (nested rayon work is stolen, never waited for by a
+/// blocked thread). `Send` and `Sync`.
+///
 /// ```
 /// use blocktri::{cpu::ThreadedCholesky, generate, Factorization};
 /// let a = generate::random_spd::<f64>(1, 100, 4, 0).unwrap();

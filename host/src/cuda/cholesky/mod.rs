@@ -172,6 +172,10 @@ impl<T: Scalar> Plan<T> {
 /// Nested-dissection block Cholesky on the GPU (kernels written in Rust): fused level
 /// kernels for small blocks, the tiled tensor-core engine for large ones.
 ///
+/// `Send`, not `Sync` (its CUDA graphs are not shareable; every call takes `&mut self`).
+/// Solvers made in several threads on the same [`Gpu`] run concurrently, each on streams
+/// of its own.
+///
 /// ```no_run
 /// use blocktri::{cuda::GpuCholesky, generate, Factorization};
 /// let a = generate::random_spd::<f64>(1, 4096, 16, 1).unwrap();
@@ -191,6 +195,8 @@ pub struct GpuCholesky<T: Scalar> {
     staging: Mutex<Staging>,
     /// Second solver for batches run in chunks (`chunked.rs`), kept for its plan.
     partner: Option<Box<GpuCholesky<T>>>,
+    /// Graphs captured so far ([`GpuCholesky::graph_captures`]).
+    captures: std::cell::Cell<u64>,
 }
 
 impl<T: Scalar> std::fmt::Debug for GpuCholesky<T> {
@@ -238,7 +244,7 @@ impl<T: Scalar> GpuCholesky<T> {
     /// ```
     pub fn with_stream(gpu: Arc<Gpu>, stream: Arc<CudaStream>, options: GpuOptions) -> Result<Self> {
         let staging = Mutex::new(Staging::new(gpu.context()));
-        Ok(GpuCholesky { gpu, stream, options, plan: None, factored: false, staging, partner: None })
+        Ok(GpuCholesky { gpu, stream, options, plan: None, factored: false, staging, partner: None, captures: Default::default() })
     }
 
     /// Uses staging chunks of `bytes` (tests force small chunks to exercise the pipeline).
@@ -260,6 +266,28 @@ impl<T: Scalar> GpuCholesky<T> {
     /// The stream the solver's work runs on.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
+    }
+
+    /// How many launch graphs this solver has captured: one per kind of call (factor,
+    /// solve, factor + solve) and shape, again only when the shape or the number of
+    /// right-hand-side columns changes. A `refactor` + `solve` loop of one shape replays.
+    ///
+    /// ```no_run
+    /// use blocktri::{cuda::GpuCholesky, generate, Factorization};
+    /// let a = generate::random_spd::<f64>(1, 512, 8, 1).unwrap();
+    /// let b = generate::random_rhs(a.shape(), 1, 2).unwrap();
+    /// let mut gpu = GpuCholesky::new().unwrap();
+    /// gpu.factor(&a).unwrap();
+    /// gpu.solve(&b).unwrap();
+    /// let captured = gpu.graph_captures();
+    /// for _ in 0..10 {
+    ///     gpu.refactor(&a).unwrap();
+    ///     gpu.solve(&b).unwrap();
+    /// }
+    /// assert_eq!(gpu.graph_captures(), captured);
+    /// ```
+    pub fn graph_captures(&self) -> u64 {
+        self.captures.get()
     }
 
     /// Largest block size `n` this device supports for `T` (the tiled engine's launch
@@ -466,6 +494,7 @@ impl<T: Scalar> GpuCholesky<T> {
         for step in steps {
             step.reserve_shared()?;
         }
+        self.captures.set(self.captures.get() + 1);
         // SAFETY: the steps were built from this solver's live plan buffers.
         Graph::capture(&self.stream, || unsafe { enqueue_all(steps, &self.stream) })
     }
