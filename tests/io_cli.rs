@@ -316,6 +316,17 @@ fn cli_generates_and_solves() {
     assert!(ok && printed_residual(&stdout) < 1e-10, "{stdout}\n{stderr}");
     let (ok, stdout, _) = blocktri(&["solve", "--generate", "3,100,5", "--nrhs", "2", "--backend", "cpu"]);
     assert!(ok && printed_residual(&stdout) < 1e-10, "{stdout}");
+    // --logdet prints one value per system: those of the generated matrices (seed 1).
+    let (ok, stdout, _) = blocktri(&["solve", "--generate", "2,40,3", "--backend", "cpu", "--logdet"]);
+    assert!(ok, "{stdout}");
+    let line = stdout.lines().find(|l| l.starts_with("log det A = ")).expect("a log det line");
+    let printed: Vec<f64> = line["log det A = ".len()..].split(", ").map(|v| v.parse().unwrap()).collect();
+    let a = blocktri::generate::random_spd::<f64>(2, 40, 3, 1).unwrap();
+    for (s, got) in printed.iter().enumerate() {
+        let want: f64 = a.to_dense(s).cholesky().unwrap().l().diagonal().iter().map(|d| 2.0 * d.ln()).sum();
+        assert!((got - want).abs() < 1e-9 * want.abs(), "system {s}: {got} vs {want}");
+    }
+    assert_eq!(printed.len(), 2);
 }
 
 #[cfg(feature = "cli")] // the binary is built with the `cli` feature

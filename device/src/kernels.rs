@@ -74,6 +74,8 @@ pub mod names {
     pub const TILED_BACKWARD_DIAG: &str = "tiled_backward_diag";
     /// [`crate::batched::potrf_batched`].
     pub const POTRF_BATCHED: &str = "potrf_batched";
+    /// [`crate::logdet::log_det_parts`].
+    pub const LOG_DET_PARTS: &str = "log_det_parts";
     /// [`crate::tridiag::fused::leaves`].
     pub const TRI_FUSED_LEAVES: &str = "tri_fused_leaves";
     /// [`crate::tridiag::fused::merge`].
@@ -95,6 +97,7 @@ mod entry {
         FactorArgs, SolveArgs, factor_level, factor_panel, factor_prep, factor_rows, solve_backward_level, solve_backward_panel,
         solve_backward_rows, solve_forward_level, solve_forward_panel, solve_forward_rows,
     };
+    use crate::logdet::{LogDetArgs, log_det_parts};
     use crate::tiled::{TiledArgs, factor as tf, solve as ts};
     use crate::tridiag::{TridiagArgs, fused, stagewise};
 
@@ -194,6 +197,7 @@ mod entry {
     kernel!(factor_level_f64, factor_level_f32, factor_level, FactorArgs);
     kernel!(solve_forward_f64, solve_forward_f32, solve_forward_level, SolveArgs);
     kernel!(solve_backward_f64, solve_backward_f32, solve_backward_level, SolveArgs);
+    kernel!(log_det_parts_f64, log_det_parts_f32, log_det_parts, LogDetArgs);
     kernel!(tiled_prep_f64, tiled_prep_f32, tf::prep, TiledArgs);
     kernel!(tiled_potrf_f64, tiled_potrf_f32, tf::potrf, TiledArgs);
     kernel!(tiled_trsm_f64, tiled_trsm_f32, tf::trsm, TiledArgs);

@@ -6,6 +6,7 @@
 //! - [`tridiag`]: the Sherman–Morrison tridiagonal inverse (stagewise and fused);
 //! - [`tiled`]: the tiled engine for large blocks (any `n`; FP64 tensor-core products);
 //! - [`batched`]: batched Cholesky of independent tiles;
+//! - [`logdet`]: the log-determinant of every factored system;
 //! - [`layout`]: the nested-dissection numbering shared with the host plan;
 //! - [`kernels`]: the exported entry points (`extern "ptx-kernel"`, nvptx64 only).
 //!
@@ -24,6 +25,7 @@ pub mod batched;
 pub mod kernels;
 pub mod layout;
 pub mod level;
+pub mod logdet;
 pub mod team;
 pub mod tile;
 pub mod tiled;

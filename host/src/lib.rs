@@ -34,6 +34,7 @@ pub mod cuda;
 pub mod error;
 pub mod generate;
 pub mod io;
+mod logdet;
 pub mod matrix;
 pub mod plan;
 pub mod residual;

@@ -60,6 +60,23 @@ pub trait Factorization<T: Scalar> {
         crate::condition::estimate(self, a)
     }
 
+    /// `log det A` of every system of the current factorization: `2 sum log diag(L)`,
+    /// computed where the factor lives (on the GPU, one pass over the factored diagonal
+    /// blocks; no factor leaves the device). Fails with [`Error::NotFactored`] before a
+    /// successful factorization.
+    ///
+    /// ```
+    /// use blocktri::{generate, cpu::SequentialCholesky, Factorization};
+    /// let a = generate::random_spd::<f64>(2, 50, 4, 3).unwrap();
+    /// let mut f = SequentialCholesky::new();
+    /// f.factor(&a).unwrap();
+    /// let logdet = f.log_determinant().unwrap(); // one per system
+    /// let dense = a.to_dense(1).cholesky().unwrap();
+    /// let want: f64 = dense.l().diagonal().iter().map(|d| 2.0 * d.ln()).sum();
+    /// assert!((logdet[1] - want).abs() < 1e-10 * want.abs());
+    /// ```
+    fn log_determinant(&mut self) -> Result<Vec<f64>>;
+
     /// Shape of the current factorization, if any.
     fn shape(&self) -> Option<Shape>;
 
@@ -171,6 +188,10 @@ impl<T: Scalar> Solver<T> {
     pub fn condition_estimate(&mut self, a: &BlockTridiag<T>) -> Result<Vec<f64>> {
         self.inner.condition_estimate(a)
     }
+    /// See [`Factorization::log_determinant`].
+    pub fn log_determinant(&mut self) -> Result<Vec<f64>> {
+        self.inner.log_determinant()
+    }
     /// See [`Factorization::shape`].
     pub fn shape(&self) -> Option<Shape> {
         self.inner.shape()
@@ -193,6 +214,9 @@ impl<T: Scalar> Factorization<T> for Solver<T> {
     }
     fn condition_estimate(&mut self, a: &BlockTridiag<T>) -> Result<Vec<f64>> {
         self.inner.condition_estimate(a)
+    }
+    fn log_determinant(&mut self) -> Result<Vec<f64>> {
+        self.inner.log_determinant()
     }
     fn shape(&self) -> Option<Shape> {
         self.inner.shape()

@@ -74,6 +74,9 @@ struct SolveArgs {
     /// Seed of generated problems.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Also print log det A of every system (from the factor).
+    #[arg(long)]
+    logdet: bool,
 }
 
 #[derive(Args)]
@@ -235,6 +238,14 @@ fn parse_dims(s: &str) -> Result<(usize, usize, usize)> {
     }
 }
 
+/// Prints `log det A` per system (the first eight of a larger batch).
+fn print_log_determinants(logdet: &[f64]) {
+    const SHOWN: usize = 8;
+    let values: Vec<String> = logdet.iter().take(SHOWN).map(|v| format!("{v:.12e}")).collect();
+    let more = if logdet.len() > SHOWN { format!(", ... ({} systems)", logdet.len()) } else { String::new() };
+    println!("log det A = {}{more}", values.join(", "));
+}
+
 /// Prints the worst condition estimate and, when it allows a relative error above 1e-6
 /// in `precision`, a warning on stderr naming the system.
 fn warn_if_ill_conditioned(kappa: &[f64], precision: Precision) {
@@ -317,7 +328,12 @@ fn solve<T: Scalar>(args: &SolveArgs) -> Result<()> {
     let acc = residual::accuracy(&a, &x, &b)?;
     println!("relative residual ||AX - B|| / ||B|| = {:.3e}, backward error = {:.3e}", acc.relative_residual, acc.backward_error);
     if solver.shape().is_some() {
+        if args.logdet {
+            print_log_determinants(&solver.log_determinant()?);
+        }
         warn_if_ill_conditioned(&solver.condition_estimate(&a)?, T::PRECISION);
+    } else if args.logdet {
+        println!("log det A: not available (the batch ran in chunks; no factorization stays on the device)");
     }
     if let Some(out) = &args.out {
         io::write_npy(out, &x)?;

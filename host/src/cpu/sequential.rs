@@ -128,6 +128,19 @@ impl<T: Scalar> Factorization<T> for SequentialCholesky<T> {
         Ok(())
     }
 
+    fn log_determinant(&mut self) -> Result<Vec<f64>> {
+        let shape = self.shape.ok_or(Error::NotFactored)?;
+        let nb = shape.nblocks;
+        Ok((0..shape.batch)
+            .map(|s| {
+                self.diag[s * nb..(s + 1) * nb]
+                    .iter()
+                    .map(|l| crate::logdet::sum_of_diagonal_logs(l.as_slice(), 1, shape.block, shape.block))
+                    .sum()
+            })
+            .collect())
+    }
+
     fn shape(&self) -> Option<Shape> {
         self.shape
     }

@@ -292,6 +292,12 @@ impl<T: Scalar> Factorization<T> for ThreadedCholesky<T> {
         Ok(())
     }
 
+    fn log_determinant(&mut self) -> Result<Vec<f64>> {
+        let shape = self.shape.ok_or(Error::NotFactored)?;
+        let (nb, n) = (shape.nblocks, shape.block);
+        Ok(self.diag.chunks_exact(nb * n * n).map(|system| crate::logdet::sum_of_diagonal_logs(system, nb, n, n)).collect())
+    }
+
     fn shape(&self) -> Option<Shape> {
         self.shape
     }

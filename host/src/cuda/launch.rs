@@ -42,6 +42,8 @@ unsafe impl<T: Copy> KernelParam for blocktri_device::tridiag::TridiagArgs<T> {}
 unsafe impl<T: Copy> KernelParam for blocktri_device::tiled::TiledArgs<T> {}
 // SAFETY: as above.
 unsafe impl<T: Copy> KernelParam for blocktri_device::batched::PotrfBatchedArgs<T> {}
+// SAFETY: as above.
+unsafe impl<T: Copy> KernelParam for blocktri_device::logdet::LogDetArgs<T> {}
 
 /// A device address of a `T` array: passes as a `*const T` / `*mut T` kernel parameter.
 #[repr(transparent)]

@@ -23,14 +23,17 @@ mod tiled;
 
 use super::context::Gpu;
 use super::graph::Graph;
+use super::launch::LaunchConfig;
 use super::memory::DeviceBuffer;
 use super::transfer::{Columns, Staging};
 use crate::error::{Error, Result, shape_err};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use crate::scalar::Scalar;
 use crate::solver::Factorization;
+use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::round_up;
 use blocktri_device::level::{InfoCode, decode_info};
+use blocktri_device::logdet::{LOGDET_SHARED_BYTES, LOGDET_THREADS, LogDetArgs};
 use cudarc::driver::CudaStream;
 use fused::{Fused, Variant};
 use schedule::{Step, enqueue_all};
@@ -117,6 +120,8 @@ pub(super) struct Buffers<T> {
     dinv: Option<DeviceBuffer<T>>,
     info: DeviceBuffer<u64>,
     solve_info: DeviceBuffer<u64>,
+    /// Per system `(m, e)` of `prod diag(L) = m 2^e` ([`GpuCholesky::log_determinant`]).
+    logdet: DeviceBuffer<f64>,
 }
 
 /// The engine a plan runs.
@@ -210,13 +215,14 @@ impl<T: Scalar> std::fmt::Debug for GpuCholesky<T> {
 }
 
 /// Device bytes of a plan: input blocks (`2N - 1`), the factor (`3N`), the inverted
-/// diagonal tiles when `tiled`, `nrhs` right-hand-side columns, status words.
+/// diagonal tiles when `tiled`, `nrhs` right-hand-side columns, status words and the
+/// log-determinant parts (32 bytes per system).
 fn plan_bytes<T: Scalar>(shape: Shape, nrhs: usize, tiled: bool) -> usize {
     let ld = GpuCholesky::<T>::padded_ld(shape.block);
     let blk = ld * shape.block * T::BYTES;
     let blocks = shape.batch * (5 * shape.nblocks - 1);
     let dinv = if tiled { tiled::dinv_len(shape.batch, shape.nblocks, shape.block) * T::BYTES } else { 0 };
-    blocks * blk + dinv + shape.batch * shape.dim() * nrhs * T::BYTES + 16 * shape.batch
+    blocks * blk + dinv + shape.batch * shape.dim() * nrhs * T::BYTES + 32 * shape.batch
 }
 
 impl<T: Scalar> GpuCholesky<T> {
@@ -357,6 +363,7 @@ impl<T: Scalar> GpuCholesky<T> {
             dinv: if tiled { Some(DeviceBuffer::poisoned(st, tiled::dinv_len(s, nb, shape.block))?) } else { None },
             info: DeviceBuffer::poisoned(st, s)?,
             solve_info: DeviceBuffer::poisoned(st, s)?,
+            logdet: DeviceBuffer::poisoned(st, 2 * s)?,
         };
         self.plan = Some(Plan { bufs, engine, rhs: None, rhs_cols: 0, factor_graph: None, solve_graph: None, factor_solve_graph: None });
         Ok(())
@@ -738,6 +745,27 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
         self.download_rhs(&mut x)?;
         self.check_solve()?;
         Ok(x)
+    }
+
+    fn log_determinant(&mut self) -> Result<Vec<f64>> {
+        let plan = self.plan.as_ref().filter(|_| self.factored).ok_or(Error::NotFactored)?;
+        let b = &plan.bufs;
+        let kernel = self.gpu.kernel(kernel_name::<T>(names::LOG_DET_PARTS).as_str())?;
+        let args = LogDetArgs {
+            diag: b.diag.ptr().as_ptr(),
+            out: b.logdet.ptr().as_mut_ptr(),
+            ld: b.ld as u32,
+            n: b.shape.block as u32,
+            nblocks: b.shape.nblocks as u32,
+        };
+        let cfg = LaunchConfig::linear(b.shape.batch as u32, LOGDET_THREADS, LOGDET_SHARED_BYTES as u32);
+        // SAFETY: `diag` holds the plan's `S N` factored blocks of `ld x n` (factored: the
+        // diagonals are positive and finite), `logdet` two values per system; the launch
+        // shape is the kernel's.
+        unsafe { kernel.launch(&self.stream, cfg, (args,))? };
+        let mut parts = vec![0.0; 2 * b.shape.batch];
+        b.logdet.copy_to_host(&mut parts)?;
+        Ok(crate::logdet::from_mantissa_exponent(&parts))
     }
 
     fn shape(&self) -> Option<Shape> {

@@ -26,9 +26,16 @@ const MAX_GRID_Y: usize = 65_535;
 /// Largest block size the tiled engine launches (grid and shared-memory limits; device
 /// memory usually binds first).
 pub(super) fn max_tiled_block(smem: u32, elem_bytes: usize) -> usize {
+    // Every tiled kernel's shared memory is independent of `n`: a device that cannot give
+    // the largest of them runs none (0: no block size).
+    let kernels = [prep_shared_bytes, potrf_shared_bytes, product_kernel_shared_bytes, diag_solve_shared_bytes, couple_shared_bytes];
+    if kernels.iter().map(|bytes| bytes(elem_bytes)).max().unwrap_or(0) > smem as usize {
+        return 0;
+    }
+    // The tile pairs of one node's trailing update and neighbour products go on grid y.
     let fits = |n: usize| {
         let nt = tiles(n);
-        nt * (nt + 1) / 2 + nt * nt <= MAX_GRID_Y && diag_solve_shared_bytes(elem_bytes) <= smem as usize
+        nt * (nt + 1) / 2 + nt * nt <= MAX_GRID_Y
     };
     let mut n = 64;
     while fits(2 * n) {
@@ -64,7 +71,7 @@ impl Tiled {
     pub(super) fn new<T: Scalar>(gpu: &Gpu, n: usize) -> Result<Self> {
         let smem = gpu.info().max_shared_per_block;
         let max = max_tiled_block(smem, T::BYTES);
-        if n > max || (potrf_shared_bytes(T::BYTES) as u32) > smem {
+        if n > max {
             return Err(Error::Unsupported(format!(
                 "the tiled kernels support n <= {max} for {} on this device, got n = {n}",
                 T::PRECISION
