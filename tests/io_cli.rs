@@ -352,6 +352,29 @@ fn cli_warns_before_an_inaccurate_answer() {
 
 #[cfg(feature = "cli")] // the binary is built with the `cli` feature
 #[test]
+fn cli_writes_the_selected_inverse() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sigma.npz");
+    for backend in ["cpu", "cpu-sequential"] {
+        let (ok, stdout, stderr) =
+            blocktri(&["selinv", data("numpy_c.npz").to_str().unwrap(), "--backend", backend, "--out", out.to_str().unwrap()]);
+        assert!(ok, "{stdout}\n{stderr}");
+        let (sigma, _) = io::read_npz::<f64>(&out).unwrap();
+        let (a, _) = io::read_npz::<f64>(&data("numpy_c.npz")).unwrap();
+        let inv = a.to_dense(0).try_inverse().unwrap();
+        let n = a.shape().block;
+        for c in 0..inv.ncols() {
+            for r in (c / n) * n..((c / n + 2) * n).min(inv.nrows()) {
+                assert!((sigma.get(0, r, c) - inv[(r, c)]).abs() < 1e-12 * inv.amax(), "{backend} ({r}, {c})");
+            }
+        }
+    }
+    let (ok, _, stderr) = blocktri(&["selinv", data("numpy_c.npz").to_str().unwrap(), "--backend", "gpu"]);
+    assert!(!ok && stderr.contains("CPU backends"), "{stderr}");
+}
+
+#[cfg(feature = "cli")] // the binary is built with the `cli` feature
+#[test]
 fn cli_reports_bad_input_in_one_line_without_a_panic() {
     let (indefinite, mtx, missing) = (data("indefinite.npz"), data("scipy.mtx"), data("missing.npz"));
     let (indefinite, mtx, missing) = (indefinite.to_str().unwrap(), mtx.to_str().unwrap(), missing.to_str().unwrap());

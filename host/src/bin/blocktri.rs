@@ -4,7 +4,9 @@
 use blocktri::bench::{self, report};
 use blocktri::cuda::Gpu;
 use blocktri::tridiag::{Method, Tridiagonal, inverse_error, invert};
-use blocktri::{Backend, BlockTridiag, BlockVec, Error, Precision, Result, Scalar, Solver, condition, generate, io, residual};
+use blocktri::{
+    Backend, BlockTridiag, BlockVec, Error, Factorization, Precision, Result, Scalar, Solver, condition, generate, io, residual,
+};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -28,12 +30,33 @@ enum Command {
     Generate(GenerateArgs),
     /// Invert diagonally dominant tridiagonal matrices (recursive Sherman-Morrison).
     Invert(InvertArgs),
+    /// Selected inversion: the diagonal and sub-diagonal blocks of A^-1 (CPU backends).
+    Selinv(SelinvArgs),
     /// Compare this solver with cuSOLVER/cuBLAS, cuDSS and CPU solvers; tables, CSV, JSON, plots.
     Bench(BenchArgs),
     /// Show the GPU, the loaded kernels and the supported block sizes.
     Info(InfoArgs),
     /// Time every kernel launch of a factorization and solve (no graphs): where time goes.
     Profile(ProfileArgs),
+}
+
+#[derive(Args)]
+struct SelinvArgs {
+    /// Problem file: .npz (arrays diag, sub) or .mtx (needs --block-size).
+    input: PathBuf,
+    /// Block size n (for .mtx input).
+    #[arg(long)]
+    block_size: Option<usize>,
+    /// Write the blocks of A^-1 here (.npz with arrays diag and sub, the input's layout).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// cpu (nested dissection on the CPU threads) or cpu-sequential (the classical
+    /// recursion); the GPU has no selected inversion yet.
+    #[arg(long, default_value = "cpu")]
+    backend: String,
+    /// f64 or f32.
+    #[arg(long, default_value = "f64")]
+    precision: String,
 }
 
 #[derive(Args)]
@@ -537,6 +560,36 @@ fn profile<T: Scalar>(args: &ProfileArgs) -> Result<()> {
     Ok(())
 }
 
+fn selinv_cmd<T: Scalar>(args: &SelinvArgs) -> Result<()> {
+    if let Some(out) = &args.out {
+        io::check_writable(out)?;
+    }
+    let (a, _) = io::read_problem::<T>(&args.input, args.block_size)?;
+    let t = Instant::now();
+    let sigma = match args.backend.parse()? {
+        Backend::Cpu => {
+            let mut chol = blocktri::cpu::ThreadedCholesky::new();
+            chol.factor(&a)?;
+            chol.selected_inverse()?
+        }
+        Backend::CpuSequential => {
+            let mut chol = blocktri::cpu::SequentialCholesky::new();
+            chol.factor(&a)?;
+            chol.selected_inverse()?
+        }
+        other => {
+            return Err(Error::Unsupported(format!("selected inversion runs on the CPU backends (cpu, cpu-sequential), not {other:?}")));
+        }
+    };
+    println!("problem: {}, {}", a.shape(), T::PRECISION);
+    println!("factor + selected inversion ({}): {:.3} ms", args.backend, t.elapsed().as_secs_f64() * 1e3);
+    if let Some(out) = &args.out {
+        io::write_npz(out, &sigma, None)?;
+        println!("wrote {} (diag: blocks (A^-1)_ii, sub: blocks (A^-1)_(i+1,i))", out.display());
+    }
+    Ok(())
+}
+
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Solve(a) => match parse_precision(&a.precision)? {
@@ -550,6 +603,10 @@ fn run(cli: Cli) -> Result<()> {
         Command::Invert(a) => match parse_precision(&a.precision)? {
             Precision::F64 => invert_cmd::<f64>(&a),
             Precision::F32 => invert_cmd::<f32>(&a),
+        },
+        Command::Selinv(a) => match parse_precision(&a.precision)? {
+            Precision::F64 => selinv_cmd::<f64>(&a),
+            Precision::F32 => selinv_cmd::<f32>(&a),
         },
         Command::Bench(a) => bench_cmd(&a),
         Command::Info(a) => info(&a),

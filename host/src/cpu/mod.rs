@@ -1,6 +1,7 @@
 //! CPU backends: [`SequentialCholesky`] (the reference) and [`ThreadedCholesky`] (the
 //! default when no GPU is found).
 
+pub(crate) mod selinv;
 mod sequential;
 mod threaded;
 

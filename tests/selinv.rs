@@ -1,0 +1,69 @@
+//! Selected inversion on the CPU backends: the diagonal and sub-diagonal blocks of `A^-1`
+//! against the dense inverse (nalgebra, f64), on shapes with one block, two, powers of two
+//! and not, batches, and both precisions; the sequential recursion and the
+//! nested-dissection sweep agree.
+
+mod common;
+
+use blocktri::cpu::{SequentialCholesky, ThreadedCholesky};
+use blocktri::{BlockTridiag, Error, Factorization, Scalar, generate};
+use common::fresh_seed;
+
+/// Largest `|Sigma_ij - (A^-1)_ij|` over the block-tridiagonal pattern (lower band and
+/// whole diagonal blocks), relative to the largest `|(A^-1)_ij|`, per system.
+fn error_vs_dense<T: Scalar>(a: &BlockTridiag<T>, sigma: &BlockTridiag<T>) -> f64 {
+    let (a, sigma) = (a.cast::<f64>(), sigma.cast::<f64>());
+    let n = a.shape().block;
+    let mut worst = 0.0f64;
+    for s in 0..a.shape().batch {
+        let inv = a.to_dense(s).cholesky().expect("SPD").inverse();
+        let scale = inv.amax();
+        for c in 0..inv.ncols() {
+            for r in 0..inv.nrows() {
+                if r / n == c / n || r / n == c / n + 1 || c / n == r / n + 1 {
+                    worst = worst.max((sigma.get(s, r, c) - inv[(r, c)]).abs() / scale);
+                }
+            }
+        }
+    }
+    worst
+}
+
+const SHAPES: &[(usize, usize, usize)] =
+    &[(1, 1, 1), (1, 1, 5), (2, 2, 3), (1, 3, 4), (3, 8, 2), (1, 13, 6), (2, 64, 3), (1, 100, 1), (1, 37, 9)];
+
+fn check<T: Scalar>(tol: f64) {
+    let seed = fresh_seed();
+    for (i, &(s, nb, n)) in SHAPES.iter().enumerate() {
+        let a = generate::random_spd_conditioned::<T>(s, nb, n, 1e3, seed + i as u64).unwrap();
+        let mut seq = SequentialCholesky::new();
+        let mut thr = ThreadedCholesky::new();
+        assert!(matches!(seq.selected_inverse(), Err(Error::NotFactored)));
+        assert!(matches!(thr.selected_inverse(), Err(Error::NotFactored)));
+        seq.factor(&a).unwrap();
+        thr.factor(&a).unwrap();
+        for (name, sigma) in [("sequential", seq.selected_inverse().unwrap()), ("threaded", thr.selected_inverse().unwrap())] {
+            assert_eq!(sigma.shape(), a.shape());
+            let err = error_vs_dense(&a, &sigma);
+            assert!(err < tol, "{name} {} S={s} N={nb} n={n}: error {err:e} (seed {seed})", T::PRECISION);
+            // The diagonal blocks come out exactly symmetric.
+            for sys in 0..s {
+                for b in 0..nb {
+                    let d = sigma.diag_block(sys, b);
+                    let ld = sigma.ld();
+                    assert!((0..n).all(|r| (0..n).all(|c| d[c * ld + r] == d[r * ld + c])), "{name}: asymmetric block {b}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn selected_inverse_matches_the_dense_inverse_f64() {
+    check::<f64>(1e-11);
+}
+
+#[test]
+fn selected_inverse_matches_the_dense_inverse_f32() {
+    check::<f32>(1e-3);
+}
