@@ -258,3 +258,62 @@ fn check_failures(fam: Family) {
     let (level, code, block) = decode_info(d.info[0]).unwrap();
     assert_eq!((level, code, block), (2, InfoCode::NotSymmetric as u32, 3));
 }
+
+/// Selected inversion (`blocktri_device::selinv`) after the emulated factor, level by level
+/// from the top, against the CPU reference recursion; outputs poisoned with NaN.
+#[test]
+fn emulated_selected_inversion_matches_the_cpu_recursion() {
+    use blocktri::Factorization;
+    use blocktri::cpu::SequentialCholesky;
+    use blocktri_device::selinv::{SelinvArgs, selinv_level, selinv_shared_bytes, sub_diagonal_slot};
+    let seed = fresh_seed();
+    for (i, &(s, nb, n)) in [(1usize, 1usize, 3usize), (2, 2, 4), (1, 7, 5), (3, 16, 2), (1, 45, 6)].iter().enumerate() {
+        let (a, b) = problem::<f64>(s, nb, n, 1, seed + i as u64);
+        let ld = n + 1;
+        let mut d = upload(&a, &b, ld);
+        run_factor(&mut d, &a, GENERIC, 0);
+        let len = s * nb * ld * n;
+        let (mut sd, mut sl, mut sr) = (vec![f64::NAN; len], vec![f64::NAN; len], vec![f64::NAN; len]);
+        for m in (0..levels(nb as u32)).rev() {
+            let args = SelinvArgs {
+                diag: d.diag.as_ptr(),
+                left: d.left.as_ptr(),
+                right: d.right.as_ptr(),
+                sigma_diag: sd.as_mut_ptr(),
+                sigma_left: sl.as_mut_ptr(),
+                sigma_right: sr.as_mut_ptr(),
+                ld: ld as u32,
+                n: n as u32,
+                nblocks: nb as u32,
+                level: m,
+            };
+            let grid = s as u32 * nodes_in_level(nb as u32, m);
+            // SAFETY: the buffers are sized for the shape; higher levels ran before.
+            unsafe { emu::launch_unchecked(grid, 64, selinv_shared_bytes(n, 8), || selinv_level(&args)) };
+        }
+        let mut reference = SequentialCholesky::new();
+        reference.factor(&a).unwrap();
+        let want = reference.selected_inverse().unwrap();
+        let blk = |sys: usize, j: usize| (sys * nb + j) * ld * n;
+        let mut worst = 0.0f64;
+        for sys in 0..s {
+            for j in 0..nb {
+                for c in 0..n {
+                    for r in 0..n {
+                        worst = worst.max((sd[blk(sys, j) + c * ld + r] - want.diag_block(sys, j)[c * n + r]).abs());
+                        if j + 1 < nb {
+                            let (slot, transposed) = sub_diagonal_slot(j as u32 + 1);
+                            let got = if transposed {
+                                sr[blk(sys, slot as usize - 1) + r * ld + c]
+                            } else {
+                                sl[blk(sys, slot as usize - 1) + c * ld + r]
+                            };
+                            worst = worst.max((got - want.sub_block(sys, j)[c * n + r]).abs());
+                        }
+                    }
+                }
+            }
+        }
+        assert!(worst < 1e-12, "S={s} N={nb} n={n}: {worst:e} (seed {seed})");
+    }
+}

@@ -76,6 +76,8 @@ pub mod names {
     pub const POTRF_BATCHED: &str = "potrf_batched";
     /// [`crate::logdet::log_det_parts`].
     pub const LOG_DET_PARTS: &str = "log_det_parts";
+    /// [`crate::selinv::selinv_level`].
+    pub const SELINV_LEVEL: &str = "selinv_level";
     /// [`crate::tridiag::fused::leaves`].
     pub const TRI_FUSED_LEAVES: &str = "tri_fused_leaves";
     /// [`crate::tridiag::fused::merge`].
@@ -98,6 +100,7 @@ mod entry {
         solve_backward_rows, solve_forward_level, solve_forward_panel, solve_forward_rows,
     };
     use crate::logdet::{LogDetArgs, log_det_parts};
+    use crate::selinv::{SelinvArgs, selinv_level};
     use crate::tiled::{TiledArgs, factor as tf, solve as ts};
     use crate::tridiag::{TridiagArgs, fused, stagewise};
 
@@ -198,6 +201,7 @@ mod entry {
     kernel!(solve_forward_f64, solve_forward_f32, solve_forward_level, SolveArgs);
     kernel!(solve_backward_f64, solve_backward_f32, solve_backward_level, SolveArgs);
     kernel!(log_det_parts_f64, log_det_parts_f32, log_det_parts, LogDetArgs);
+    kernel!(selinv_level_f64, selinv_level_f32, selinv_level, SelinvArgs);
     kernel!(tiled_prep_f64, tiled_prep_f32, tf::prep, TiledArgs);
     kernel!(tiled_potrf_f64, tiled_potrf_f32, tf::potrf, TiledArgs);
     kernel!(tiled_trsm_f64, tiled_trsm_f32, tf::trsm, TiledArgs);

@@ -7,6 +7,7 @@
 //! - [`tiled`]: the tiled engine for large blocks (any `n`; FP64 tensor-core products);
 //! - [`batched`]: batched Cholesky of independent tiles;
 //! - [`logdet`]: the log-determinant of every factored system;
+//! - [`selinv`]: selected inversion (blocks of `A^-1`) from the nested-dissection factor;
 //! - [`layout`]: the nested-dissection numbering shared with the host plan;
 //! - [`kernels`]: the exported entry points (`extern "ptx-kernel"`, nvptx64 only).
 //!
@@ -26,6 +27,7 @@ pub mod kernels;
 pub mod layout;
 pub mod level;
 pub mod logdet;
+pub mod selinv;
 pub mod team;
 pub mod tile;
 pub mod tiled;

@@ -77,6 +77,23 @@ pub trait Factorization<T: Scalar> {
     /// ```
     fn log_determinant(&mut self) -> Result<Vec<f64>>;
 
+    /// Selected inversion: the diagonal blocks `(A^-1)_ii` and the sub-diagonal blocks
+    /// `(A^-1)_{i+1,i}` of every system (a Kalman smoother's posterior covariances, a
+    /// Gaussian Markov random field's marginal variances), in the [`BlockTridiag`] layout,
+    /// from the current factorization without forming `A^-1`. Fails with
+    /// [`Error::NotFactored`] before a successful factorization.
+    ///
+    /// ```
+    /// use blocktri::{generate, cpu::ThreadedCholesky, Factorization};
+    /// let a = generate::random_spd::<f64>(1, 30, 2, 9).unwrap();
+    /// let mut f = ThreadedCholesky::new();
+    /// f.factor(&a).unwrap();
+    /// let sigma = Factorization::selected_inverse(&mut f).unwrap();
+    /// let dense = a.to_dense(0).try_inverse().unwrap();
+    /// assert!((sigma.get(0, 11, 9) - dense[(11, 9)]).abs() < 1e-12);
+    /// ```
+    fn selected_inverse(&mut self) -> Result<BlockTridiag<T>>;
+
     /// Shape of the current factorization, if any.
     fn shape(&self) -> Option<Shape>;
 
@@ -192,6 +209,10 @@ impl<T: Scalar> Solver<T> {
     pub fn log_determinant(&mut self) -> Result<Vec<f64>> {
         self.inner.log_determinant()
     }
+    /// See [`Factorization::selected_inverse`].
+    pub fn selected_inverse(&mut self) -> Result<BlockTridiag<T>> {
+        self.inner.selected_inverse()
+    }
     /// See [`Factorization::shape`].
     pub fn shape(&self) -> Option<Shape> {
         self.inner.shape()
@@ -217,6 +238,9 @@ impl<T: Scalar> Factorization<T> for Solver<T> {
     }
     fn log_determinant(&mut self) -> Result<Vec<f64>> {
         self.inner.log_determinant()
+    }
+    fn selected_inverse(&mut self) -> Result<BlockTridiag<T>> {
+        self.inner.selected_inverse()
     }
     fn shape(&self) -> Option<Shape> {
         self.inner.shape()

@@ -4,9 +4,7 @@
 use blocktri::bench::{self, report};
 use blocktri::cuda::Gpu;
 use blocktri::tridiag::{Method, Tridiagonal, inverse_error, invert};
-use blocktri::{
-    Backend, BlockTridiag, BlockVec, Error, Factorization, Precision, Result, Scalar, Solver, condition, generate, io, residual,
-};
+use blocktri::{Backend, BlockTridiag, BlockVec, Error, Precision, Result, Scalar, Solver, condition, generate, io, residual};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -30,7 +28,7 @@ enum Command {
     Generate(GenerateArgs),
     /// Invert diagonally dominant tridiagonal matrices (recursive Sherman-Morrison).
     Invert(InvertArgs),
-    /// Selected inversion: the diagonal and sub-diagonal blocks of A^-1 (CPU backends).
+    /// Selected inversion: the diagonal and sub-diagonal blocks of A^-1.
     Selinv(SelinvArgs),
     /// Compare this solver with cuSOLVER/cuBLAS, cuDSS and CPU solvers; tables, CSV, JSON, plots.
     Bench(BenchArgs),
@@ -50,9 +48,9 @@ struct SelinvArgs {
     /// Write the blocks of A^-1 here (.npz with arrays diag and sub, the input's layout).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// cpu (nested dissection on the CPU threads) or cpu-sequential (the classical
-    /// recursion); the GPU has no selected inversion yet.
-    #[arg(long, default_value = "cpu")]
+    /// auto (GPU if present, else CPU), gpu, cpu (nested dissection on the CPU threads)
+    /// or cpu-sequential (the classical recursion).
+    #[arg(long, default_value = "auto")]
     backend: String,
     /// f64 or f32.
     #[arg(long, default_value = "f64")]
@@ -565,24 +563,15 @@ fn selinv_cmd<T: Scalar>(args: &SelinvArgs) -> Result<()> {
         io::check_writable(out)?;
     }
     let (a, _) = io::read_problem::<T>(&args.input, args.block_size)?;
+    let mut solver = Solver::<T>::new(args.backend.parse()?)?;
+    if let Some(why) = solver.fallback_reason() {
+        println!("backend: {} (no GPU found: {why}; running on the CPU backend)", solver.backend_name());
+    }
     let t = Instant::now();
-    let sigma = match args.backend.parse()? {
-        Backend::Cpu => {
-            let mut chol = blocktri::cpu::ThreadedCholesky::new();
-            chol.factor(&a)?;
-            chol.selected_inverse()?
-        }
-        Backend::CpuSequential => {
-            let mut chol = blocktri::cpu::SequentialCholesky::new();
-            chol.factor(&a)?;
-            chol.selected_inverse()?
-        }
-        other => {
-            return Err(Error::Unsupported(format!("selected inversion runs on the CPU backends (cpu, cpu-sequential), not {other:?}")));
-        }
-    };
+    solver.factor(&a)?;
+    let sigma = solver.selected_inverse()?;
     println!("problem: {}, {}", a.shape(), T::PRECISION);
-    println!("factor + selected inversion ({}): {:.3} ms", args.backend, t.elapsed().as_secs_f64() * 1e3);
+    println!("factor + selected inversion ({}): {:.3} ms (from host memory)", solver.backend_name(), t.elapsed().as_secs_f64() * 1e3);
     if let Some(out) = &args.out {
         io::write_npz(out, &sigma, None)?;
         println!("wrote {} (diag: blocks (A^-1)_ii, sub: blocks (A^-1)_(i+1,i))", out.display());

@@ -24,6 +24,7 @@ use crate::error::Result;
 use crate::matrix::{BlockTridiag, Shape};
 use crate::scalar::{Scalar, cast};
 use blocktri_device::layout::{left_of, level_of, levels, node_number, nodes_in_level, right_of};
+use blocktri_device::selinv::sub_diagonal_slot;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 
@@ -161,11 +162,11 @@ pub(crate) fn nested_dissection<T: Scalar>(shape: Shape, diag: &[T], ul: &[T], u
     for s in 0..batch {
         for b in 0..nb {
             let (d, _, right) = sigma[s * nb + b].as_ref().expect("every block eliminated");
-            // Sigma_{b+1,b}: with b when b goes first (b + 1 is its right neighbour), else
-            // the transpose of b + 1's left block.
+            // Sigma_{b+1,b}: with b when b goes first (b + 1 is its right neighbour, this
+            // node's Sigma_rb), else the transpose of b + 1's Sigma_{l,b+1}.
             let sub = if b + 1 == nb {
                 None
-            } else if level_of(b as u32 + 1) < level_of(b as u32 + 2) {
+            } else if sub_diagonal_slot(b as u32 + 1).1 {
                 right.clone()
             } else {
                 sigma[s * nb + b + 1].as_ref().and_then(|c| c.1.as_ref()).map(|m| m.transpose())
@@ -174,4 +175,26 @@ pub(crate) fn nested_dissection<T: Scalar>(shape: Shape, diag: &[T], ul: &[T], u
         }
     }
     Ok(out)
+}
+
+/// The output of the GPU sweep (`blocktri_device::selinv`): `Sigma_ii`, `Sigma_{i,l}` and
+/// `Sigma_{i,r}` per block at leading dimension `ld`, assembled into the block-tridiagonal
+/// layout (`Sigma_{i+1,i}` from whichever of the two blocks was eliminated first).
+pub(crate) fn assemble<T: Scalar>(shape: Shape, ld: usize, diag: Vec<T>, left: &[T], right: &[T]) -> Result<BlockTridiag<T>> {
+    let (n, nb) = (shape.block, shape.nblocks);
+    let blk = ld * n;
+    let mut sub = crate::error::host_vec(Some(shape.batch * (nb - 1) * blk), T::zero())?;
+    for s in 0..shape.batch {
+        for i in 0..nb - 1 {
+            let (slot, transposed) = sub_diagonal_slot(i as u32 + 1);
+            let src = (s * nb + slot as usize - 1) * blk;
+            let dst = &mut sub[(s * (nb - 1) + i) * blk..][..blk];
+            for c in 0..n {
+                for r in 0..n {
+                    dst[c * ld + r] = if transposed { right[src + r * ld + c] } else { left[src + c * ld + r] };
+                }
+            }
+        }
+    }
+    BlockTridiag::from_parts(shape, ld, diag, sub)
 }

@@ -159,6 +159,10 @@ impl<T: Scalar> Factorization<T> for SequentialCholesky<T> {
             .collect())
     }
 
+    fn selected_inverse(&mut self) -> Result<BlockTridiag<T>> {
+        SequentialCholesky::selected_inverse(self)
+    }
+
     fn shape(&self) -> Option<Shape> {
         self.shape
     }

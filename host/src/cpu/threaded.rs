@@ -317,6 +317,10 @@ impl<T: Scalar> Factorization<T> for ThreadedCholesky<T> {
         Ok(self.diag.chunks_exact(nb * n * n).map(|system| crate::logdet::sum_of_diagonal_logs(system, nb, n, n)).collect())
     }
 
+    fn selected_inverse(&mut self) -> Result<BlockTridiag<T>> {
+        ThreadedCholesky::selected_inverse(self)
+    }
+
     fn shape(&self) -> Option<Shape> {
         self.shape
     }

@@ -44,6 +44,8 @@ unsafe impl<T: Copy> KernelParam for blocktri_device::tiled::TiledArgs<T> {}
 unsafe impl<T: Copy> KernelParam for blocktri_device::batched::PotrfBatchedArgs<T> {}
 // SAFETY: as above.
 unsafe impl<T: Copy> KernelParam for blocktri_device::logdet::LogDetArgs<T> {}
+// SAFETY: as above.
+unsafe impl<T: Copy> KernelParam for blocktri_device::selinv::SelinvArgs<T> {}
 
 /// A device address of a `T` array: passes as a `*const T` / `*mut T` kernel parameter.
 #[repr(transparent)]

@@ -32,8 +32,10 @@ use crate::scalar::Scalar;
 use crate::solver::Factorization;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::round_up;
+use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{InfoCode, decode_info};
 use blocktri_device::logdet::{LOGDET_SHARED_BYTES, LOGDET_THREADS, LogDetArgs};
+use blocktri_device::selinv::{SELINV_THREADS, SelinvArgs, selinv_shared_bytes};
 use cudarc::driver::CudaStream;
 use fused::{Fused, Variant};
 use schedule::{Step, enqueue_all};
@@ -766,6 +768,46 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
         let mut parts = vec![0.0; 2 * b.shape.batch];
         b.logdet.copy_to_host(&mut parts)?;
         Ok(crate::logdet::from_mantissa_exponent(&parts))
+    }
+
+    fn selected_inverse(&mut self) -> Result<BlockTridiag<T>> {
+        let plan = self.plan.as_ref().filter(|_| self.factored).ok_or(Error::NotFactored)?;
+        let b = &plan.bufs;
+        let (shape, ld) = (b.shape, b.ld);
+        let (n, nb) = (shape.block, shape.nblocks as u32);
+        let len = shape.batch * shape.nblocks * ld * n;
+        self.gpu.check_memory(3 * len * T::BYTES)?;
+        let st = &self.stream;
+        let (sigma_diag, sigma_left, sigma_right) =
+            (DeviceBuffer::<T>::poisoned(st, len)?, DeviceBuffer::<T>::poisoned(st, len)?, DeviceBuffer::<T>::poisoned(st, len)?);
+        let kernel = self.gpu.kernel(kernel_name::<T>(names::SELINV_LEVEL).as_str())?;
+        for level in (0..levels(nb)).rev() {
+            let args = SelinvArgs {
+                diag: b.diag.ptr().as_ptr(),
+                left: b.left.ptr().as_ptr(),
+                right: b.right.ptr().as_ptr(),
+                sigma_diag: sigma_diag.ptr().as_mut_ptr(),
+                sigma_left: sigma_left.ptr().as_mut_ptr(),
+                sigma_right: sigma_right.ptr().as_mut_ptr(),
+                ld: ld as u32,
+                n: n as u32,
+                nblocks: nb,
+                level,
+            };
+            let grid = shape.batch as u32 * nodes_in_level(nb, level);
+            let cfg = LaunchConfig::linear(grid, SELINV_THREADS, selinv_shared_bytes(n, T::BYTES) as u32);
+            // SAFETY: the factor's three buffers and the three outputs hold `S N` blocks of
+            // `ld x n`; levels run top down on one stream, so every launch finds the
+            // higher levels' blocks written; the grid is the level's nodes.
+            unsafe { kernel.launch(st, cfg, (args,))? };
+        }
+        let host = |buf: &DeviceBuffer<T>| -> Result<Vec<T>> {
+            let mut v = crate::error::host_vec(Some(len), T::zero())?;
+            buf.copy_to_host(&mut v)?;
+            Ok(v)
+        };
+        let (diag, left, right) = (host(&sigma_diag)?, host(&sigma_left)?, host(&sigma_right)?);
+        crate::cpu::selinv::assemble(shape, ld, diag, &left, &right)
     }
 
     fn shape(&self) -> Option<Shape> {
