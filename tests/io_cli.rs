@@ -376,6 +376,9 @@ fn cli_writes_the_selected_inverse() {
 fn cli_reports_bad_input_in_one_line_without_a_panic() {
     let (indefinite, mtx, missing) = (data("indefinite.npz"), data("scipy.mtx"), data("missing.npz"));
     let (indefinite, mtx, missing) = (indefinite.to_str().unwrap(), mtx.to_str().unwrap(), missing.to_str().unwrap());
+    // A report directory under a file: refused before any measurement.
+    let under_a_file = data("rhs.npy").join("reports");
+    let under_a_file = under_a_file.to_str().unwrap();
     let cases: &[(&[&str], &str)] = &[
         (&["solve", indefinite, "--backend", "cpu-sequential"], "system 0, block 4"),
         (&["solve", indefinite, "--backend", "cpu"], "system 0, block 4"),
@@ -385,6 +388,7 @@ fn cli_reports_bad_input_in_one_line_without_a_panic() {
         (&["solve", missing], "missing.npz"),
         (&["solve", "--generate", "10,4", "--precision", "f16"], "f16"),
         (&["solve", "--generate", "10,4", "--backend", "tpu"], "tpu"),
+        (&["bench", "--out-dir", under_a_file], "rhs.npy"),
     ];
     for (args, needle) in cases {
         let (ok, stdout, stderr) = blocktri(args);

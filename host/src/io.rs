@@ -366,13 +366,19 @@ fn temp_sibling(path: &Path) -> std::path::PathBuf {
 /// Runs `write` on a temporary file next to `path` and renames it into place when it
 /// succeeds; on any failure the temporary file is removed, so an existing file at `path`
 /// stays as it was and no partial file is left.
-fn write_atomically(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+pub(crate) fn write_atomically(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     let tmp = temp_sibling(path);
     let result = write(&tmp).and_then(|()| std::fs::rename(&tmp, path).map_err(io_err(path)));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// `bytes` into `path` through [`write_atomically`].
+#[cfg_attr(not(feature = "bench"), allow(dead_code))] // the benchmark's reports
+pub(crate) fn write_bytes_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomically(path, |tmp| std::fs::write(tmp, bytes).map_err(io_err(tmp)))
 }
 
 /// Reads a `.npy` array of floats (`f32` or `f64`, any shape, C or Fortran order): its

@@ -119,11 +119,7 @@ pub fn table_row(r: &Row) -> String {
 
 /// Writes `rows.csv`, `report.json`, the plots and `report.md` into `dir`.
 pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<String>> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::Io { path: dir.display().to_string(), source: e })?;
-    let io = |p: &Path| {
-        let p = p.display().to_string();
-        move |e: std::io::Error| Error::Io { path: p.clone(), source: e }
-    };
+    prepare_dir(dir)?;
     let mut written = Vec::new();
     let csv_path = dir.join("rows.csv");
     let mut csv = String::from(
@@ -153,18 +149,26 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<String>> {
             r.note.replace('"', "'")
         );
     }
-    std::fs::write(&csv_path, csv).map_err(io(&csv_path))?;
+    crate::io::write_bytes_atomically(&csv_path, csv.as_bytes())?;
     written.push(csv_path.display().to_string());
     let json_path = dir.join("report.json");
     let json =
         serde_json::to_string_pretty(report).map_err(|e| Error::Format { path: json_path.display().to_string(), msg: e.to_string() })?;
-    std::fs::write(&json_path, json).map_err(io(&json_path))?;
+    crate::io::write_bytes_atomically(&json_path, json.as_bytes())?;
     written.push(json_path.display().to_string());
     let md_path = dir.join("report.md");
-    std::fs::write(&md_path, markdown(report)).map_err(io(&md_path))?;
+    crate::io::write_bytes_atomically(&md_path, markdown(report).as_bytes())?;
     written.push(md_path.display().to_string());
     written.extend(plots(report, dir)?);
     Ok(written)
+}
+
+/// Creates the report directory and checks that files can be written there: called
+/// before a run, so that hours of measurements do not end in an unwritable directory.
+/// (Every file of the report is then written whole or not at all.)
+pub fn prepare_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::Io { path: dir.display().to_string(), source: e })?;
+    crate::io::check_writable(&dir.join("report.md"))
 }
 
 /// Markdown tables, one per suite and precision, with every method side by side.
@@ -219,10 +223,23 @@ fn line_plot(path: &Path, title: &str, xlabel: &str, ylabel: &str, series: &Seri
     if pts.is_empty() {
         return Ok(());
     }
+    crate::io::write_atomically(path, |tmp| draw_line_plot(tmp, path, title, (xlabel, ylabel), series, log_x, pts))
+}
+
+/// [`line_plot`]'s drawing into `tmp` (errors name `path`).
+fn draw_line_plot(
+    tmp: &Path,
+    path: &Path,
+    title: &str,
+    (xlabel, ylabel): (&str, &str),
+    series: &Series,
+    log_x: bool,
+    pts: Vec<(f64, f64)>,
+) -> Result<()> {
     let (x0, x1) = pts.iter().fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.0), a.1.max(p.0)));
     let (y0, y1) = pts.iter().fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.1), a.1.max(p.1)));
     let err = |e: String| Error::Format { path: path.display().to_string(), msg: e };
-    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
+    let root = SVGBackend::new(tmp, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
     let x_range = (x0 * 0.8)..(x1 * 1.25);
     let y_range = (y0 * 0.7)..(y1 * 1.4);

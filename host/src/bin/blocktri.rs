@@ -440,6 +440,7 @@ fn invert_cmd<T: Scalar>(args: &InvertArgs) -> Result<()> {
 }
 
 fn bench_cmd(args: &BenchArgs) -> Result<()> {
+    report::prepare_dir(&args.out_dir)?;
     let mut config = if args.full { bench::Config::full() } else { bench::Config::quick() };
     if !args.suites.is_empty() {
         config.suites = args.suites.clone();
