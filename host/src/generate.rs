@@ -213,6 +213,61 @@ impl KalmanModel {
         Ok((a, b))
     }
 
+    /// The Rauch–Tung–Striebel smoother on the CPU in `f64` (information-form filter, so
+    /// only `n x n` inverses even when `m > n`): the reference for the block-tridiagonal
+    /// solution. Its means solve [`Self::smoothing_system`], its covariances are the
+    /// diagonal blocks of that system's inverse and its lag-one cross-covariances
+    /// `Cov(x_{k+1}, x_k)` the sub-diagonal blocks.
+    ///
+    /// ```
+    /// let model = blocktri::generate::kalman_model(4, 6, 1).unwrap();
+    /// let (_, z) = model.simulate(20, 2);
+    /// let rts = model.rts_smoother(&z).unwrap();
+    /// assert_eq!((rts.means.len(), rts.covariances.len(), rts.cross_covariances.len()), (20, 20, 19));
+    /// ```
+    pub fn rts_smoother(&self, z: &[DVector<f64>]) -> Result<RtsSmoothed> {
+        let n = self.g.nrows();
+        let inverse = |m: &DMatrix<f64>, what: &str| -> Result<DMatrix<f64>> {
+            match m.clone().cholesky() {
+                Some(c) => Ok(c.inverse()),
+                None => shape_err!("RTS smoother: {what} is not positive definite"),
+            }
+        };
+        let (ri, nb) = (inverse(&self.r, "R")?, z.len());
+        let hrh = self.h.transpose() * &ri * &self.h;
+        // Forward: predicted (mean, covariance) and filtered ones.
+        let (mut predicted, mut filtered) = (Vec::with_capacity(nb), Vec::with_capacity(nb));
+        let (mut mean, mut cov) = (self.x0.clone(), DMatrix::<f64>::zeros(n, n));
+        for zk in z {
+            let (mp, pp) = (&self.g * &mean, &self.g * &cov * self.g.transpose() + &self.q);
+            let ppi = inverse(&pp, "a predicted covariance")?;
+            cov = inverse(&(&ppi + &hrh), "a filtered information matrix")?;
+            mean = &cov * (&ppi * &mp + self.h.transpose() * &ri * zk);
+            predicted.push((mp, pp, ppi));
+            filtered.push((mean.clone(), cov.clone()));
+        }
+        // Backward: smoothed means, covariances and lag-one cross-covariances.
+        let mut out =
+            RtsSmoothed { means: vec![DVector::zeros(0); nb], covariances: vec![DMatrix::zeros(0, 0); nb], cross_covariances: Vec::new() };
+        let (mut ms, mut ps) = filtered[nb - 1].clone();
+        out.means[nb - 1] = ms.clone();
+        out.covariances[nb - 1] = ps.clone();
+        let mut cross = Vec::with_capacity(nb.saturating_sub(1));
+        for k in (0..nb.saturating_sub(1)).rev() {
+            let (mf, pf) = &filtered[k];
+            let (mp, pp, ppi) = &predicted[k + 1];
+            let gain = pf * self.g.transpose() * ppi;
+            cross.push(&ps * gain.transpose()); // Cov(x_{k+1}, x_k)
+            ms = mf + &gain * (&ms - mp);
+            ps = pf + &gain * (&ps - pp) * gain.transpose();
+            out.means[k] = ms.clone();
+            out.covariances[k] = ps.clone();
+        }
+        cross.reverse();
+        out.cross_covariances = cross;
+        Ok(out)
+    }
+
     /// Simulates `N` steps: `(states x_1..x_N, measurements z_1..z_N)`.
     pub fn simulate(&self, nsteps: usize, seed: u64) -> (Vec<DVector<f64>>, Vec<DVector<f64>>) {
         let mut r = rng(seed);
@@ -230,6 +285,17 @@ impl KalmanModel {
         }
         (xs, zs)
     }
+}
+
+/// The output of [`KalmanModel::rts_smoother`], per step `k = 1..N`.
+#[derive(Clone, Debug)]
+pub struct RtsSmoothed {
+    /// `E[x_k | z_1..z_N]`.
+    pub means: Vec<DVector<f64>>,
+    /// `Cov(x_k | z_1..z_N)`.
+    pub covariances: Vec<DMatrix<f64>>,
+    /// `Cov(x_{k+1}, x_k | z_1..z_N)`, `N - 1` of them.
+    pub cross_covariances: Vec<DMatrix<f64>>,
 }
 
 /// The neuroscience-style model of the second paper's experiment: latent dimension `n`
