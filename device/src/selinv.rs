@@ -58,8 +58,17 @@ pub const fn sub_diagonal_slot(i: u32) -> (u32, bool) {
     if level_of(i) < level_of(i + 1) { (i, true) } else { (i + 1, false) }
 }
 
-/// Threads of a [`selinv_level`] block.
-pub const SELINV_THREADS: u32 = 128;
+/// Threads of a [`selinv_level`] block for block size `n`: more warps for larger blocks,
+/// whose `n^3` products one block computes alone on the top levels.
+pub const fn selinv_threads(n: usize) -> u32 {
+    if n <= 32 {
+        128
+    } else if n <= 96 {
+        256
+    } else {
+        512
+    }
+}
 
 /// Shared memory of [`selinv_level`] in bytes: the reciprocals of `L_ii`'s diagonal.
 pub const fn selinv_shared_bytes(n: usize, elem_bytes: usize) -> usize {

@@ -35,7 +35,7 @@ use blocktri_device::layout::round_up;
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{InfoCode, decode_info};
 use blocktri_device::logdet::{LOGDET_SHARED_BYTES, LOGDET_THREADS, LogDetArgs};
-use blocktri_device::selinv::{SELINV_THREADS, SelinvArgs, selinv_shared_bytes};
+use blocktri_device::selinv::{SelinvArgs, selinv_shared_bytes, selinv_threads};
 use cudarc::driver::CudaStream;
 use fused::{Fused, Variant};
 use schedule::{Step, enqueue_all};
@@ -795,7 +795,7 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
                 level,
             };
             let grid = shape.batch as u32 * nodes_in_level(nb, level);
-            let cfg = LaunchConfig::linear(grid, SELINV_THREADS, selinv_shared_bytes(n, T::BYTES) as u32);
+            let cfg = LaunchConfig::linear(grid, selinv_threads(n), selinv_shared_bytes(n, T::BYTES) as u32);
             // SAFETY: the factor's three buffers and the three outputs hold `S N` blocks of
             // `ld x n`; levels run top down on one stream, so every launch finds the
             // higher levels' blocks written; the grid is the level's nodes.
