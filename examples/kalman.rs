@@ -76,7 +76,7 @@ fn main() -> Result<()> {
     }
     println!("  RTS smoother (CPU, f64)           {:9.2} ms", ms(rts_time));
 
-    let (mean_error, cov_error) = compare(&x.as_slice()[..], &sigma, &rts, n);
+    let (mean_error, cov_error) = compare(x.as_slice(), &sigma, &rts, n);
     println!("max |mean - RTS mean| / max |RTS mean|       = {mean_error:.2e}");
     println!("max |covariance - RTS| / max |RTS covariance| = {cov_error:.2e}");
     let path = std::env::var("KALMAN_SVG").unwrap_or_else(|_| "kalman.svg".into());

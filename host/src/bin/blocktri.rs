@@ -48,8 +48,15 @@ struct SelinvArgs {
     /// Write the blocks of A^-1 here (.npz with arrays diag and sub, the input's layout).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// auto (GPU if present, else CPU), gpu, cpu (nested dissection on the CPU threads)
-    /// or cpu-sequential (the classical recursion).
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// Where and in which precision a command runs.
+#[derive(Args)]
+struct RunArgs {
+    /// auto (GPU if present, else CPU), gpu, cpu (nested dissection on the CPU threads),
+    /// cpu-sequential (the reference).
     #[arg(long, default_value = "auto")]
     backend: String,
     /// f64 or f32.
@@ -86,12 +93,8 @@ struct SolveArgs {
     /// Write the solution here (.npy).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// auto (GPU if present, else CPU), gpu, cpu, cpu-sequential.
-    #[arg(long, default_value = "auto")]
-    backend: String,
-    /// f64 or f32.
-    #[arg(long, default_value = "f64")]
-    precision: String,
+    #[command(flatten)]
+    run: RunArgs,
     /// Seed of generated problems.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -288,7 +291,7 @@ fn solve<T: Scalar>(args: &SolveArgs) -> Result<()> {
     if let Some(out) = &args.out {
         io::check_writable(out)?;
     }
-    let backend: Backend = args.backend.parse()?;
+    let backend: Backend = args.run.backend.parse()?;
     let (a, b): (BlockTridiag<T>, BlockVec<T>) = match (&args.input, &args.generate) {
         (Some(_), Some(_)) => return Err(Error::Shape("give an input file or --generate, not both".into())),
         (None, None) => return Err(Error::Shape("give an input file (.npz or .mtx) or --generate N,n".into())),
@@ -564,7 +567,7 @@ fn selinv_cmd<T: Scalar>(args: &SelinvArgs) -> Result<()> {
         io::check_writable(out)?;
     }
     let (a, _) = io::read_problem::<T>(&args.input, args.block_size)?;
-    let mut solver = Solver::<T>::new(args.backend.parse()?)?;
+    let mut solver = Solver::<T>::new(args.run.backend.parse()?)?;
     if let Some(why) = solver.fallback_reason() {
         println!("backend: {} (no GPU found: {why}; running on the CPU backend)", solver.backend_name());
     }
@@ -582,7 +585,7 @@ fn selinv_cmd<T: Scalar>(args: &SelinvArgs) -> Result<()> {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Solve(a) => match parse_precision(&a.precision)? {
+        Command::Solve(a) => match parse_precision(&a.run.precision)? {
             Precision::F64 => solve::<f64>(&a),
             Precision::F32 => solve::<f32>(&a),
         },
@@ -594,7 +597,7 @@ fn run(cli: Cli) -> Result<()> {
             Precision::F64 => invert_cmd::<f64>(&a),
             Precision::F32 => invert_cmd::<f32>(&a),
         },
-        Command::Selinv(a) => match parse_precision(&a.precision)? {
+        Command::Selinv(a) => match parse_precision(&a.run.precision)? {
             Precision::F64 => selinv_cmd::<f64>(&a),
             Precision::F32 => selinv_cmd::<f32>(&a),
         },
