@@ -95,7 +95,7 @@ impl<T: Scalar> ThreadedCholesky<T> {
     /// chol.factor(&a).unwrap();
     /// let sigma = chol.selected_inverse().unwrap();
     /// let dense = a.to_dense(1).try_inverse().unwrap();
-    /// assert!((sigma.get(1, 9, 5) - dense[(9, 5)]).abs() < 1e-12);
+    /// assert!((sigma.get(1, 9, 7) - dense[(9, 7)]).abs() < 1e-12); // (A^-1)_{3,2}, entry (0, 1)
     /// ```
     pub fn selected_inverse(&self) -> Result<BlockTridiag<T>> {
         let shape = self.shape.ok_or(Error::NotFactored)?;
