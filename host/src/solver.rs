@@ -88,7 +88,7 @@ pub trait Factorization<T: Scalar> {
     /// let a = generate::random_spd::<f64>(1, 30, 2, 9).unwrap();
     /// let mut f = ThreadedCholesky::new();
     /// f.factor(&a).unwrap();
-    /// let sigma = Factorization::selected_inverse(&mut f).unwrap();
+    /// let sigma = f.selected_inverse().unwrap();
     /// let dense = a.to_dense(0).try_inverse().unwrap();
     /// assert!((sigma.get(0, 11, 9) - dense[(11, 9)]).abs() < 1e-12);
     /// ```

@@ -28,9 +28,8 @@ use blocktri_device::selinv::sub_diagonal_slot;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 
-/// `Sigma` on the pattern of one factor column: `(Sigma_lb, Sigma_rb, Sigma_bb)` from
-/// `L_bb`, the couplings `U_l`, `U_r` (`L_lb = U_l^T`) and the neighbours' blocks of
-/// `Sigma` (`Sigma_ll`, `Sigma_rr` and `Sigma_rl`; `None` where a neighbour is absent).
+/// A neighbour `n` of the column being inverted: its coupling and its diagonal block of
+/// `Sigma`.
 struct Neighbour<'a, T: Scalar> {
     /// `U` (`L_nb = U^T`).
     u: &'a DMatrix<T>,
@@ -38,6 +37,9 @@ struct Neighbour<'a, T: Scalar> {
     sigma: &'a DMatrix<T>,
 }
 
+/// `Sigma` on the pattern of one factor column: `(Sigma_lb, Sigma_rb, Sigma_bb)` from
+/// `L_bb`, the couplings `U_l`, `U_r` (`L_lb = U_l^T`) and the neighbours' blocks of
+/// `Sigma` (`Sigma_ll`, `Sigma_rr` and `Sigma_rl`; `None` where a neighbour is absent).
 fn column<T: Scalar>(
     l_bb: &DMatrix<T>,
     left: Option<Neighbour<'_, T>>,

@@ -43,24 +43,6 @@ impl<T: Scalar> SequentialCholesky<T> {
         let shape = self.shape?;
         self.sub.get(s * (shape.nblocks - 1) + i)
     }
-
-    /// Selected inversion: the diagonal blocks `(A^-1)_ii` and the sub-diagonal blocks
-    /// `(A^-1)_{i+1,i}` of every system, in the [`BlockTridiag`] layout, by the classical
-    /// backward recursion over the factor (the reference; see `cpu::selinv`).
-    ///
-    /// ```
-    /// use blocktri::{cpu::SequentialCholesky, generate, Factorization};
-    /// let a = generate::random_spd::<f64>(1, 20, 3, 5).unwrap();
-    /// let mut chol = SequentialCholesky::new();
-    /// chol.factor(&a).unwrap();
-    /// let sigma = chol.selected_inverse().unwrap();
-    /// let dense = a.to_dense(0).try_inverse().unwrap();
-    /// assert!((sigma.get(0, 7, 4) - dense[(7, 4)]).abs() < 1e-12); // (A^-1)_{2,1}, entry (1, 1)
-    /// ```
-    pub fn selected_inverse(&self) -> Result<BlockTridiag<T>> {
-        let shape = self.shape.ok_or(Error::NotFactored)?;
-        super::selinv::sequential(shape, &self.diag, &self.sub)
-    }
 }
 
 fn block_to_matrix<T: Scalar>(blk: &[T], n: usize, ld: usize) -> DMatrix<T> {
@@ -160,7 +142,8 @@ impl<T: Scalar> Factorization<T> for SequentialCholesky<T> {
     }
 
     fn selected_inverse(&mut self) -> Result<BlockTridiag<T>> {
-        SequentialCholesky::selected_inverse(self)
+        let shape = self.shape.ok_or(Error::NotFactored)?;
+        super::selinv::sequential(shape, &self.diag, &self.sub)
     }
 
     fn shape(&self) -> Option<Shape> {

@@ -83,25 +83,6 @@ impl<T: Scalar> ThreadedCholesky<T> {
         Ok(ThreadedCholesky { pool: Some(pool), ..Self::new() })
     }
 
-    /// Selected inversion: the diagonal blocks `(A^-1)_ii` and the sub-diagonal blocks
-    /// `(A^-1)_{i+1,i}` of every system, in the [`BlockTridiag`] layout, by the top-down
-    /// sweep over the nested-dissection factor (the nodes of a level in parallel; see
-    /// `cpu::selinv`).
-    ///
-    /// ```
-    /// use blocktri::{cpu::ThreadedCholesky, generate, Factorization};
-    /// let a = generate::random_spd::<f64>(2, 20, 3, 5).unwrap();
-    /// let mut chol = ThreadedCholesky::new();
-    /// chol.factor(&a).unwrap();
-    /// let sigma = chol.selected_inverse().unwrap();
-    /// let dense = a.to_dense(1).try_inverse().unwrap();
-    /// assert!((sigma.get(1, 9, 7) - dense[(9, 7)]).abs() < 1e-12); // (A^-1)_{3,2}, entry (0, 1)
-    /// ```
-    pub fn selected_inverse(&self) -> Result<BlockTridiag<T>> {
-        let shape = self.shape.ok_or(Error::NotFactored)?;
-        self.run(|| super::selinv::nested_dissection(shape, &self.diag, &self.ul, &self.ur))
-    }
-
     fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
         match &self.pool {
             Some(p) => p.install(f),
@@ -318,7 +299,8 @@ impl<T: Scalar> Factorization<T> for ThreadedCholesky<T> {
     }
 
     fn selected_inverse(&mut self) -> Result<BlockTridiag<T>> {
-        ThreadedCholesky::selected_inverse(self)
+        let shape = self.shape.ok_or(Error::NotFactored)?;
+        self.run(|| super::selinv::nested_dissection(shape, &self.diag, &self.ul, &self.ur))
     }
 
     fn shape(&self) -> Option<Shape> {

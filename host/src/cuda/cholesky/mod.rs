@@ -276,6 +276,11 @@ impl<T: Scalar> GpuCholesky<T> {
         &self.stream
     }
 
+    /// The plan, when it holds a successful factorization.
+    fn factored_plan(&self) -> Option<&Plan<T>> {
+        self.plan.as_ref().filter(|_| self.factored)
+    }
+
     /// How many launch graphs this solver has captured: one per kind of call (factor,
     /// solve, factor + solve) and shape, again only when the shape or the number of
     /// right-hand-side columns changes. A `refactor` + `solve` loop of one shape replays.
@@ -750,7 +755,7 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
     }
 
     fn log_determinant(&mut self) -> Result<Vec<f64>> {
-        let plan = self.plan.as_ref().filter(|_| self.factored).ok_or(Error::NotFactored)?;
+        let plan = self.factored_plan().ok_or(Error::NotFactored)?;
         let b = &plan.bufs;
         let kernel = self.gpu.kernel(kernel_name::<T>(names::LOG_DET_PARTS).as_str())?;
         let args = LogDetArgs {
@@ -765,13 +770,11 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
         // diagonals are positive and finite), `logdet` two values per system; the launch
         // shape is the kernel's.
         unsafe { kernel.launch(&self.stream, cfg, (args,))? };
-        let mut parts = vec![0.0; 2 * b.shape.batch];
-        b.logdet.copy_to_host(&mut parts)?;
-        Ok(crate::logdet::from_mantissa_exponent(&parts))
+        Ok(crate::logdet::from_mantissa_exponent(&b.logdet.to_vec()?))
     }
 
     fn selected_inverse(&mut self) -> Result<BlockTridiag<T>> {
-        let plan = self.plan.as_ref().filter(|_| self.factored).ok_or(Error::NotFactored)?;
+        let plan = self.factored_plan().ok_or(Error::NotFactored)?;
         let b = &plan.bufs;
         let (shape, ld) = (b.shape, b.ld);
         let (n, nb) = (shape.block, shape.nblocks as u32);
@@ -801,17 +804,11 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
             // higher levels' blocks written; the grid is the level's nodes.
             unsafe { kernel.launch(st, cfg, (args,))? };
         }
-        let host = |buf: &DeviceBuffer<T>| -> Result<Vec<T>> {
-            let mut v = crate::error::host_vec(Some(len), T::zero())?;
-            buf.copy_to_host(&mut v)?;
-            Ok(v)
-        };
-        let (diag, left, right) = (host(&sigma_diag)?, host(&sigma_left)?, host(&sigma_right)?);
-        crate::cpu::selinv::assemble(shape, ld, diag, &left, &right)
+        crate::cpu::selinv::assemble(shape, ld, sigma_diag.to_vec()?, &sigma_left.to_vec()?, &sigma_right.to_vec()?)
     }
 
     fn shape(&self) -> Option<Shape> {
-        self.plan.as_ref().filter(|_| self.factored).map(|p| p.bufs.shape)
+        self.factored_plan().map(|p| p.bufs.shape)
     }
 
     fn name(&self) -> &'static str {
