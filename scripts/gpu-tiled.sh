@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The tiled engine on the GPU machine, in one call:
-#   bash scripts/gpu-tiled.sh [tests] [cholesky] [soak] [ncu] [sanitize] [profile] [bench] [families]
+#   bash scripts/gpu-tiled.sh [tests] [cholesky] [soak] [ncu] [sanitize] [profile] [bench] [families] [chain]
 # tests: every GPU test executable; cholesky: only tests/gpu_cholesky.rs; soak: the ignored
 # 100 000-cycle refactor + solve run (tests/gpu_soak.rs, CYCLES to change); ncu: stalls of one
 # neighbour-product launch; profile: kernel
 # sums of one factor + solve (PROFILE="N,n ..."); sanitize: compute-sanitizer memcheck/racecheck/synccheck
 # on the tiled sanitizer cases; bench: the FP64 sweep (N n = 262144, n = 32..2048) with the
-# GPU peers in the same run (PREC=f64,f32 for both); families: fused vs tiled at n <= 128.
+# GPU peers in the same run (PREC=f64,f32 for both); families: fused vs tiled at n <= 128;
+# chain: batches (S = 64 .. 4096, N = 64) on the chain engine, nested dissection and the peers.
 set -u
 source "$(dirname "$0")/gpu-env.sh"
 steps=${*:-tests sanitize bench}
@@ -37,7 +38,16 @@ for step in $steps; do
     sanitize)
       san=$(ls .gpu/tests/gpu_sanitize-* | head -1)
       for tool in memcheck racecheck synccheck; do
-        echo "== $tool"; timeout ${TS:-90} compute-sanitizer --tool $tool --error-exitcode 9 $san --test-threads=1 tiled 2>&1 | tail -3 | tee -a "$OUT/sanitizer.log"
+        echo "== $tool"; timeout ${TS:-90} compute-sanitizer --tool $tool --error-exitcode 9 $san --test-threads=1 ${SAN_FILTER:-tiled} 2>&1 | tail -3 | tee -a "$OUT/sanitizer.log"
+      done ;;
+    chain)
+      # Batches: the chain engine against nested dissection (rows / panel) and the peers.
+      for fam in ${FAMS:-auto chain rows panel}; do
+        case $fam in rows) ns=16 ;; panel) ns=32,64 ;; *) ns=${NS:-16,32,64} ;; esac
+        m=blocktri-gpu; [ $fam = auto ] && m=${METHODS:-blocktri-gpu,vendor-seq,vendor-schur,cudss}
+        timeout ${T:-200} $b bench --full --suites batch --batches ${BATCHES:-64,132,264,528,1024,4096} --nblocks ${NBS:-64} \
+          --block-sizes $ns --precision ${PREC:-f64} --methods $m --kernels $fam --runs ${RUNS:-5} --out-dir "$OUT/bench-chain-$fam" > "$OUT/bench-chain-$fam.log" 2>&1
+        echo "### $fam"; grep -E "^\|" "$OUT/bench-chain-$fam/report.md" 2>/dev/null | head -70
       done ;;
     bench)
       timeout ${T:-540} $b bench --full --suites fp64-sweep --block-sizes ${SIZES:-32,64,128,256,512,1024,2048} --precision ${PREC:-f64} \

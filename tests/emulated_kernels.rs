@@ -6,6 +6,10 @@
 mod common;
 
 use blocktri::{BlockTridiag, BlockVec};
+use blocktri_device::chain::{
+    CHAIN_ROWS_WARPS, chain_threads, factor_chain, factor_chain_rows, factor_chain_rows_shared_bytes, factor_chain_shared_bytes,
+    solve_backward_chain, solve_backward_chain_rows, solve_chain_shared_bytes, solve_forward_chain, solve_forward_chain_rows,
+};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{
     FactorArgs, INFO_OK, InfoCode, ROW_THREADS, SolveArgs, decode_info, factor_level, factor_panel, factor_panel_shared_bytes, factor_prep,
@@ -66,17 +70,22 @@ fn factor_args(d: &mut Device, a: &BlockTridiag<f64>, level: u32, nrhs: u32) -> 
 }
 
 /// Which kernels run: the generic ones with `threads` threads, the register-resident
-/// ones, or the shared-memory panel ones.
-#[derive(Clone, Copy, Debug)]
+/// ones, the shared-memory panel ones, or the chain kernels (one block per system, no
+/// levels).
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Family {
     Generic(u32),
     Rows,
     Panel,
+    Chain,
+    ChainRows,
 }
 
 const GENERIC: Family = Family::Generic(64);
 const ROWS: Family = Family::Rows;
 const PANEL: Family = Family::Panel;
+const CHAIN: Family = Family::Chain;
+const CHAIN_ROWS: Family = Family::ChainRows;
 
 /// Runs the panel kernel of padded size `np` (32, 64 or 96).
 macro_rules! panel_kernel {
@@ -105,6 +114,21 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
     let shape = a.shape();
     let (nb, s) = (shape.nblocks as u32, shape.batch as u32);
     let args = factor_args(d, a, 0, nrhs);
+    if fam == CHAIN_ROWS {
+        assert_eq!(nrhs, 0, "the register-resident chain kernels do not interlace right-hand sides");
+        let np = row_size(shape.block).unwrap();
+        let smem = factor_chain_rows_shared_bytes(np, 8);
+        let grid = s.div_ceil(CHAIN_ROWS_WARPS);
+        // SAFETY: as below; one warp per system.
+        unsafe { emu::launch_unchecked(grid, 32 * CHAIN_ROWS_WARPS, smem, || rows_kernel!(np, factor_chain_rows, &args)) };
+        return;
+    }
+    if fam == CHAIN {
+        let smem = factor_chain_shared_bytes(shape.block, nrhs as usize, 8);
+        // SAFETY: the arguments point to buffers sized for the shape; one block per system.
+        unsafe { emu::launch_unchecked(s, chain_threads(shape.block), smem, || factor_chain(&args)) };
+        return;
+    }
     // SAFETY (all launches): the arguments point to buffers sized for the shape; the
     // closures only pass them to the kernels.
     unsafe { emu::launch_unchecked((s * (nb / 2)).max(1), 128, 0, || factor_prep(&args)) };
@@ -127,6 +151,7 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
                 let smem = factor_shared_bytes(shape.block, nrhs as usize, 8);
                 unsafe { emu::launch_unchecked(grid, threads, smem, || factor_level(&args)) };
             }
+            Family::Chain | Family::ChainRows => unreachable!("launched above"),
         }
     }
 }
@@ -147,6 +172,7 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         level,
         nrhs: k as u32,
         chunk,
+        systems: s,
     };
     let np = row_size(shape.block).unwrap_or(32);
     let pp = panel_size(shape.block).unwrap_or(96);
@@ -154,6 +180,8 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         Family::Rows => (solve_rows_shared_bytes(np, 8), ROW_THREADS),
         Family::Panel => (solve_panel_shared_bytes(pp, 8), panel_threads(pp)),
         Family::Generic(_) => (solve_shared_bytes(shape.block, chunk as usize, 8), 64),
+        Family::Chain => (solve_chain_shared_bytes(shape.block, chunk as usize, 8), chain_threads(shape.block)),
+        Family::ChainRows => (0, 32 * CHAIN_ROWS_WARPS),
     };
     let launch = |a: &SolveArgs<f64>, grid: u32, forward: bool| match (fam, forward) {
         (Family::Rows, true) => unsafe { emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_forward_rows, a)) },
@@ -162,7 +190,24 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         (Family::Panel, false) => unsafe { emu::launch_unchecked(grid, threads, smem, || panel_kernel!(pp, solve_backward_panel, a)) },
         (Family::Generic(_), true) => unsafe { emu::launch_unchecked(grid, threads, smem, || solve_forward_level(a)) },
         (Family::Generic(_), false) => unsafe { emu::launch_unchecked(grid, threads, smem, || solve_backward_level(a)) },
+        (Family::Chain, true) => unsafe { emu::launch_unchecked(grid, threads, smem, || solve_forward_chain(a)) },
+        (Family::Chain, false) => unsafe { emu::launch_unchecked(grid, threads, smem, || solve_backward_chain(a)) },
+        (Family::ChainRows, true) => unsafe {
+            emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_forward_chain_rows, a))
+        },
+        (Family::ChainRows, false) => unsafe {
+            emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_backward_chain_rows, a))
+        },
     };
+    if matches!(fam, Family::Chain | Family::ChainRows) {
+        // One launch per sweep: one block per system, or one warp per system.
+        let grid = if fam == CHAIN_ROWS { s.div_ceil(CHAIN_ROWS_WARPS) } else { s };
+        if forward {
+            launch(&args(d, 0), grid, true);
+        }
+        launch(&args(d, 0), grid, false);
+        return;
+    }
     if forward {
         for m in 0..levels(nb) {
             launch(&args(d, m), s * nodes_in_level(nb, m), true);
@@ -184,6 +229,11 @@ fn emulated_factor_and_solve_match_the_dense_reference() {
     check_factor_and_solve(PANEL, CASES);
     check_factor_and_solve(PANEL, PANEL_CASES);
     check_factor_and_solve(GENERIC, PANEL_CASES);
+    check_factor_and_solve(CHAIN, CASES);
+    check_factor_and_solve(CHAIN, PANEL_CASES);
+    check_factor_and_solve(CHAIN_ROWS, CASES);
+    // Every padded size, batches that leave warps of the last block idle.
+    check_factor_and_solve(CHAIN_ROWS, &[(5, 4, 2, 1), (6, 7, 7, 2), (3, 3, 13, 3), (1, 6, 24, 1), (2, 3, 32, 2)]);
 }
 
 /// Block sizes that pick each padded panel size (32, 64, 96), including the edges.
@@ -206,7 +256,7 @@ fn check_factor_and_solve(fam: Family, cases: &[(usize, usize, usize, usize)]) {
 
 #[test]
 fn emulated_interlaced_factor_forward_then_backward() {
-    for fam in [Family::Generic(96), ROWS] {
+    for fam in [Family::Generic(96), ROWS, CHAIN] {
         check_interlaced(fam);
     }
 }
@@ -226,12 +276,14 @@ fn check_interlaced(fam: Family) {
 
 #[test]
 fn emulated_failures_name_the_system_and_block() {
-    for fam in [GENERIC, ROWS, PANEL] {
+    for fam in [GENERIC, ROWS, PANEL, CHAIN, CHAIN_ROWS] {
         check_failures(fam);
     }
 }
 
 fn check_failures(fam: Family) {
+    // The level of a failure; the chain kernels record every failure on level 0.
+    let lv = |level: u32| if matches!(fam, Family::Chain | Family::ChainRows) { 0 } else { level };
     // System 1 of 2 gets an indefinite diagonal block 5 (level 1): reported there.
     let (mut a, b) = problem::<f64>(2, 9, 3, 1, 7);
     a.set_diag(1, 5, 1, 1, -100.0);
@@ -239,7 +291,7 @@ fn check_failures(fam: Family) {
     run_factor(&mut d, &a, fam, 0);
     assert_eq!(d.info[0], INFO_OK);
     let (level, code, block) = decode_info(d.info[1]).unwrap();
-    assert_eq!((level, code, block), (1, InfoCode::NotPositiveDefinite as u32, 5));
+    assert_eq!((level, code, block), (lv(1), InfoCode::NotPositiveDefinite as u32, 5));
 
     // A NaN in sub-diagonal block 2 of system 0 (coupling of level-0 node block 2).
     let (mut a, b) = problem::<f64>(2, 6, 2, 1, 8);
@@ -256,7 +308,7 @@ fn check_failures(fam: Family) {
     let mut d = upload(&a, &b, 8);
     run_factor(&mut d, &a, fam, 0);
     let (level, code, block) = decode_info(d.info[0]).unwrap();
-    assert_eq!((level, code, block), (2, InfoCode::NotSymmetric as u32, 3));
+    assert_eq!((level, code, block), (lv(2), InfoCode::NotSymmetric as u32, 3));
 }
 
 /// Selected inversion (`blocktri_device::selinv`) after the emulated factor, level by level
@@ -265,16 +317,19 @@ fn check_failures(fam: Family) {
 fn emulated_selected_inversion_matches_the_cpu_recursion() {
     use blocktri::Factorization;
     use blocktri::cpu::SequentialCholesky;
-    use blocktri_device::selinv::{SelinvArgs, selinv_level, selinv_shared_bytes, sub_diagonal_slot};
+    use blocktri_device::selinv::{SelinvArgs, selinv_chain, selinv_level, selinv_shared_bytes, sub_diagonal_slot};
     let seed = fresh_seed();
-    for (i, &(s, nb, n)) in [(1usize, 1usize, 3usize), (2, 2, 4), (1, 7, 5), (3, 16, 2), (1, 45, 6)].iter().enumerate() {
+    let cases = [(1usize, 1usize, 3usize), (2, 2, 4), (1, 7, 5), (3, 16, 2), (1, 45, 6)];
+    for (i, &((s, nb, n), fam)) in cases.iter().flat_map(|c| [(*c, GENERIC), (*c, CHAIN)]).collect::<Vec<_>>().iter().enumerate() {
         let (a, b) = problem::<f64>(s, nb, n, 1, seed + i as u64);
         let ld = n + 1;
         let mut d = upload(&a, &b, ld);
-        run_factor(&mut d, &a, GENERIC, 0);
+        run_factor(&mut d, &a, fam, 0);
         let len = s * nb * ld * n;
         let (mut sd, mut sl, mut sr) = (vec![f64::NAN; len], vec![f64::NAN; len], vec![f64::NAN; len]);
-        for m in (0..levels(nb as u32)).rev() {
+        // Nested dissection: one launch per level from the top; chain: one launch.
+        let launches: Vec<u32> = if fam == CHAIN { vec![0] } else { (0..levels(nb as u32)).rev().collect() };
+        for m in launches {
             let args = SelinvArgs {
                 diag: d.diag.as_ptr(),
                 left: d.left.as_ptr(),
@@ -287,9 +342,14 @@ fn emulated_selected_inversion_matches_the_cpu_recursion() {
                 nblocks: nb as u32,
                 level: m,
             };
-            let grid = s as u32 * nodes_in_level(nb as u32, m);
+            let smem = selinv_shared_bytes(n, 8);
             // SAFETY: the buffers are sized for the shape; higher levels ran before.
-            unsafe { emu::launch_unchecked(grid, 64, selinv_shared_bytes(n, 8), || selinv_level(&args)) };
+            if fam == CHAIN {
+                unsafe { emu::launch_unchecked(s as u32, 64, smem, || selinv_chain(&args)) };
+            } else {
+                let grid = s as u32 * nodes_in_level(nb as u32, m);
+                unsafe { emu::launch_unchecked(grid, 64, smem, || selinv_level(&args)) };
+            }
         }
         let mut reference = SequentialCholesky::new();
         reference.factor(&a).unwrap();
@@ -302,7 +362,7 @@ fn emulated_selected_inversion_matches_the_cpu_recursion() {
                     for r in 0..n {
                         worst = worst.max((sd[blk(sys, j) + c * ld + r] - want.diag_block(sys, j)[c * n + r]).abs());
                         if j + 1 < nb {
-                            let (slot, transposed) = sub_diagonal_slot(j as u32 + 1);
+                            let (slot, transposed) = if fam == CHAIN { (j as u32 + 1, true) } else { sub_diagonal_slot(j as u32 + 1) };
                             let got = if transposed {
                                 sr[blk(sys, slot as usize - 1) + r * ld + c]
                             } else {
@@ -314,6 +374,6 @@ fn emulated_selected_inversion_matches_the_cpu_recursion() {
                 }
             }
         }
-        assert!(worst < 1e-12, "S={s} N={nb} n={n}: {worst:e} (seed {seed})");
+        assert!(worst < 1e-12, "{fam:?} S={s} N={nb} n={n}: {worst:e} (seed {seed})");
     }
 }

@@ -173,6 +173,59 @@ fn both_kernel_families_agree() {
     }
 }
 
+/// The chain engine (one block per system, natural order) on the grid of shapes,
+/// chosen explicitly and by `Auto` for a batch that fills the device; failures named with
+/// system and block; results bitwise the same run to run (no atomics).
+#[test]
+fn chain_engine_every_shape() {
+    let Some(g) = gpu() else { return };
+    let seed = fresh_seed();
+    let options = GpuOptions { kernels: KernelFamily::Chain, ..GpuOptions::default() };
+    let mut s64 = GpuCholesky::<f64>::with_gpu(g.clone(), options).unwrap();
+    let mut s32 = GpuCholesky::<f32>::with_gpu(g.clone(), options).unwrap();
+    for (i, &n) in [1usize, 2, 8, 16, 33, 64, 65, 96].iter().enumerate() {
+        for (j, &nb) in [1usize, 2, 3, 64, 1000].iter().enumerate() {
+            for (q, &batch) in [1usize, 7].iter().enumerate() {
+                let k = [1, 3, 16][(i + j + q) % 3];
+                let case = seed + (100 * i + 10 * j + q) as u64;
+                residual_check(batch, nb, n, k, case, 1e-12, &mut s64);
+                residual_check(batch, nb, n, k, case, 1e-5, &mut s32);
+                let (a, b) = problem::<f64>(batch, nb, n, k, case);
+                let x = s64.factor_solve(&a, &b).unwrap();
+                assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12, "chain interlaced S={batch} N={nb} n={n}");
+                let again = s64.factor_solve(&a, &b).unwrap();
+                assert_eq!(
+                    x.as_slice().iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    again.as_slice().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                );
+            }
+        }
+    }
+    // Auto on a batch of 8 systems per multiprocessor takes the chain engine.
+    let batch = 8 * g.info().multiprocessors as usize;
+    let mut auto = GpuCholesky::<f64>::with_gpu(g.clone(), GpuOptions::default()).unwrap();
+    for n in [3, 8, 16] {
+        residual_check(batch, 16, n, 1, seed + n as u64, 1e-12, &mut auto);
+    }
+    // Failures: not positive definite at system 5, block 40; non-finite in system 2.
+    let (mut a, b) = problem::<f64>(7, 64, 16, 1, seed);
+    a.set_diag(5, 40, 3, 3, -1e3);
+    match s64.factor(&a) {
+        Err(Error::NotPositiveDefinite { system: 5, block: 40, level: 0 }) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(s64.solve(&b), Err(Error::NotFactored)));
+    let (mut a, _) = problem::<f64>(7, 64, 16, 1, seed);
+    a.sub_block_mut(2, 10)[5] = f64::INFINITY;
+    match s64.factor(&a) {
+        Err(Error::NonFinite { system: 2, block: 10, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    // Blocks that do not fit in shared memory: a clear error, not a launch failure.
+    let (a, _) = problem::<f64>(1, 2, 200, 1, seed);
+    assert!(matches!(s64.factor(&a), Err(Error::Unsupported(_))));
+}
+
 #[test]
 fn matches_the_cpu_reference_solution() {
     let Some(g) = gpu() else { return };

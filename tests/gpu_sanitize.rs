@@ -65,6 +65,22 @@ fn sanitize_cholesky_large() {
 }
 
 #[test]
+fn sanitize_cholesky_chain() {
+    let Some(g) = gpu() else { return };
+    // Small and large blocks, a batch, right-hand sides over several solve passes.
+    family_case::<f64>(&g, KernelFamily::Chain, (3, 20, 27, 2), 1e-12);
+    family_case::<f32>(&g, KernelFamily::Chain, (2, 9, 8, 3), 1e-5);
+    family_case::<f64>(&g, KernelFamily::Chain, (2, 6, 96, 40), 1e-12);
+    // Selected inversion and log-determinant of the chain factor.
+    let (a, _) = problem::<f64>(2, 7, 12, 1, 5);
+    let mut solver =
+        GpuCholesky::<f64>::with_gpu(g, GpuOptions { graphs: false, kernels: KernelFamily::Chain, ..Default::default() }).unwrap();
+    solver.factor(&a).unwrap();
+    assert!(solver.selected_inverse().unwrap().diag_block(1, 6).iter().all(|v| v.is_finite()));
+    assert!(solver.log_determinant().unwrap().iter().all(|v| v.is_finite()));
+}
+
+#[test]
 fn sanitize_cholesky_tiled() {
     let Some(g) = gpu() else { return };
     // Small: one partial tile, a batch, the fused range forced onto the tiled engine.

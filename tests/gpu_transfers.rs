@@ -78,8 +78,7 @@ fn page_locked_inputs_take_the_direct_path() {
 }
 
 /// Chunked factor + solve against one call on the whole batch: the same bits with the
-/// deterministic tiled engine, the same values up to the order of two atomic additions
-/// with the fused kernels.
+/// deterministic tiled and chain engines, the same values up to rounding with the others.
 #[test]
 fn chunked_batches_match_the_single_shot() {
     let Some(g) = gpu() else { return };
@@ -91,6 +90,7 @@ fn chunked_batches_match_the_single_shot() {
         (KernelFamily::Auto, 3, 33, 8, 1, 2),
         (KernelFamily::Auto, 1000, 16, 8, 2, 96),
         (KernelFamily::Auto, 1000, 9, 16, 1, 333),
+        (KernelFamily::Chain, 40, 9, 16, 2, 7),
     ] {
         let (a, b) = problem::<f64>(s, nb, n, k, seed + (s * n) as u64);
         let mut whole = solver::<f64>(&g, kernels, None);
@@ -98,10 +98,12 @@ fn chunked_batches_match_the_single_shot() {
         let mut chunked = solver::<f64>(&g, kernels, Some(cap));
         let x = chunked.factor_solve(&a, &b).unwrap();
         let what = format!("{kernels:?} S={s} N={nb} n={n} k={k} cap={cap} (seed {seed})");
-        if kernels == KernelFamily::Tiled {
+        if matches!(kernels, KernelFamily::Tiled | KernelFamily::Chain) {
             assert_eq!(bits(&x), bits(&x_ref), "{what}");
         } else {
-            assert!(rel_diff(&x, &x_ref) < 1e-13, "{what}: {:e}", rel_diff(&x, &x_ref));
+            // `Auto` may run the whole batch on the chain engine and its chunks with nested
+            // dissection (the choice follows the batch size): a different rounding order.
+            assert!(rel_diff(&x, &x_ref) < 1e-11, "{what}: {:e}", rel_diff(&x, &x_ref));
         }
         assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12, "{what}");
         // Twice: the partner plan and graphs are reused.

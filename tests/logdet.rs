@@ -53,7 +53,11 @@ fn gpu_log_determinants_match_the_dense_reference() {
     // Fused kernels and, with n = 130, the tiled engine.
     let shapes: Vec<_> = SHAPES.iter().copied().chain([(2, 5, 130), (1, 3, 200)]).collect();
     check::<f64>(&mut GpuCholesky::<f64>::with_gpu(g.clone(), Default::default()).unwrap(), &shapes, seed);
-    check::<f32>(&mut GpuCholesky::<f32>::with_gpu(g, Default::default()).unwrap(), &shapes, seed);
+    check::<f32>(&mut GpuCholesky::<f32>::with_gpu(g.clone(), Default::default()).unwrap(), &shapes, seed);
+    // The chain engine's factor (natural order).
+    let chain = blocktri::cuda::GpuOptions { kernels: blocktri::cuda::KernelFamily::Chain, ..Default::default() };
+    check::<f64>(&mut GpuCholesky::<f64>::with_gpu(g.clone(), chain).unwrap(), SHAPES, seed);
+    check::<f32>(&mut GpuCholesky::<f32>::with_gpu(g, chain).unwrap(), SHAPES, seed);
 }
 
 #[test]

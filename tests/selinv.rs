@@ -90,3 +90,26 @@ fn gpu_selected_inverse_matches_the_dense_inverse() {
         assert!(err < 1e-3, "gpu f32 S={s} N={nb} n={n}: error {err:e} (seed {seed})");
     }
 }
+
+#[test]
+fn gpu_selected_inverse_of_the_chain_factor() {
+    use blocktri::cuda::{GpuOptions, KernelFamily};
+    let Some(g) = gpu() else { return };
+    let seed = fresh_seed();
+    let options = GpuOptions { kernels: KernelFamily::Chain, ..Default::default() };
+    for (i, &(s, nb, n)) in SHAPES.iter().chain(&[(7, 9, 33), (2, 5, 64)]).enumerate() {
+        let a = generate::random_spd_conditioned::<f64>(s, nb, n, 1e3, seed + i as u64).unwrap();
+        let mut solver = GpuCholesky::<f64>::with_gpu(g.clone(), options).unwrap();
+        solver.factor(&a).unwrap();
+        let sigma = solver.selected_inverse().unwrap();
+        // Every stored value is finite, the blocks' padding rows included.
+        assert!(sigma.diag().iter().chain(sigma.sub()).all(|v| v.is_finite()));
+        let err = error_vs_dense(&a, &sigma);
+        assert!(err < 1e-11, "chain f64 S={s} N={nb} n={n}: error {err:e} (seed {seed})");
+        let a32 = a.cast::<f32>();
+        let mut solver = GpuCholesky::<f32>::with_gpu(g.clone(), options).unwrap();
+        solver.factor(&a32).unwrap();
+        let err = error_vs_dense(&a32, &solver.selected_inverse().unwrap());
+        assert!(err < 1e-3, "chain f32 S={s} N={nb} n={n}: error {err:e} (seed {seed})");
+    }
+}

@@ -50,6 +50,20 @@ pub mod names {
     pub const SOLVE_FORWARD_PANEL: &str = "solve_forward_panel";
     /// [`crate::level::solve_backward_panel`] (`solve_backward_panel64_f64`).
     pub const SOLVE_BACKWARD_PANEL: &str = "solve_backward_panel";
+    /// [`crate::chain::factor_chain`].
+    pub const FACTOR_CHAIN: &str = "factor_chain";
+    /// [`crate::chain::solve_forward_chain`].
+    pub const SOLVE_FORWARD_CHAIN: &str = "solve_forward_chain";
+    /// [`crate::chain::solve_backward_chain`].
+    pub const SOLVE_BACKWARD_CHAIN: &str = "solve_backward_chain";
+    /// [`crate::chain::factor_chain_rows`]; the padded size follows: `factor_chain_rows16_f64`.
+    pub const FACTOR_CHAIN_ROWS: &str = "factor_chain_rows";
+    /// [`crate::chain::solve_forward_chain_rows`] (`solve_forward_chain_rows16_f64`).
+    pub const SOLVE_FORWARD_CHAIN_ROWS: &str = "solve_forward_chain_rows";
+    /// [`crate::chain::solve_backward_chain_rows`] (`solve_backward_chain_rows16_f64`).
+    pub const SOLVE_BACKWARD_CHAIN_ROWS: &str = "solve_backward_chain_rows";
+    /// [`crate::selinv::selinv_chain`].
+    pub const SELINV_CHAIN: &str = "selinv_chain";
     /// [`crate::level::solve_forward_level`].
     pub const SOLVE_FORWARD: &str = "solve_forward";
     /// [`crate::level::solve_backward_level`].
@@ -95,12 +109,15 @@ pub mod names {
 #[cfg(target_arch = "nvptx64")]
 mod entry {
     use crate::batched::{PotrfBatchedArgs, potrf_batched};
+    use crate::chain::{
+        factor_chain, factor_chain_rows, solve_backward_chain, solve_backward_chain_rows, solve_forward_chain, solve_forward_chain_rows,
+    };
     use crate::level::{
         FactorArgs, SolveArgs, factor_level, factor_panel, factor_prep, factor_rows, solve_backward_level, solve_backward_panel,
         solve_backward_rows, solve_forward_level, solve_forward_panel, solve_forward_rows,
     };
     use crate::logdet::{LogDetArgs, log_det_parts};
-    use crate::selinv::{SelinvArgs, selinv_level};
+    use crate::selinv::{SelinvArgs, selinv_chain, selinv_level};
     use crate::tiled::{TiledArgs, factor as tf, solve as ts};
     use crate::tridiag::{TridiagArgs, fused, stagewise};
 
@@ -162,6 +179,49 @@ mod entry {
         solve_backward_rows32_f64,
         solve_backward_rows32_f32
     );
+    macro_rules! chain_rows_kernels {
+        ($np:literal, $f64f:ident, $f32f:ident, $f64s:ident, $f32s:ident, $f64b:ident, $f32b:ident) => {
+            kernel!($f64f, $f32f, factor_chain_rows::<_, $np>, FactorArgs);
+            kernel!($f64s, $f32s, solve_forward_chain_rows::<_, $np>, SolveArgs);
+            kernel!($f64b, $f32b, solve_backward_chain_rows::<_, $np>, SolveArgs);
+        };
+    }
+    chain_rows_kernels!(
+        4,
+        factor_chain_rows4_f64,
+        factor_chain_rows4_f32,
+        solve_forward_chain_rows4_f64,
+        solve_forward_chain_rows4_f32,
+        solve_backward_chain_rows4_f64,
+        solve_backward_chain_rows4_f32
+    );
+    chain_rows_kernels!(
+        8,
+        factor_chain_rows8_f64,
+        factor_chain_rows8_f32,
+        solve_forward_chain_rows8_f64,
+        solve_forward_chain_rows8_f32,
+        solve_backward_chain_rows8_f64,
+        solve_backward_chain_rows8_f32
+    );
+    chain_rows_kernels!(
+        16,
+        factor_chain_rows16_f64,
+        factor_chain_rows16_f32,
+        solve_forward_chain_rows16_f64,
+        solve_forward_chain_rows16_f32,
+        solve_backward_chain_rows16_f64,
+        solve_backward_chain_rows16_f32
+    );
+    chain_rows_kernels!(
+        32,
+        factor_chain_rows32_f64,
+        factor_chain_rows32_f32,
+        solve_forward_chain_rows32_f64,
+        solve_forward_chain_rows32_f32,
+        solve_backward_chain_rows32_f64,
+        solve_backward_chain_rows32_f32
+    );
     macro_rules! panel_kernels {
         ($np:literal, $f64f:ident, $f32f:ident, $f64s:ident, $f32s:ident, $f64b:ident, $f32b:ident) => {
             kernel!($f64f, $f32f, factor_panel::<_, $np>, FactorArgs);
@@ -202,6 +262,10 @@ mod entry {
     kernel!(solve_backward_f64, solve_backward_f32, solve_backward_level, SolveArgs);
     kernel!(log_det_parts_f64, log_det_parts_f32, log_det_parts, LogDetArgs);
     kernel!(selinv_level_f64, selinv_level_f32, selinv_level, SelinvArgs);
+    kernel!(selinv_chain_f64, selinv_chain_f32, selinv_chain, SelinvArgs);
+    kernel!(factor_chain_f64, factor_chain_f32, factor_chain, FactorArgs);
+    kernel!(solve_forward_chain_f64, solve_forward_chain_f32, solve_forward_chain, SolveArgs);
+    kernel!(solve_backward_chain_f64, solve_backward_chain_f32, solve_backward_chain, SolveArgs);
     kernel!(tiled_prep_f64, tiled_prep_f32, tf::prep, TiledArgs);
     kernel!(tiled_potrf_f64, tiled_potrf_f32, tf::potrf, TiledArgs);
     kernel!(tiled_trsm_f64, tiled_trsm_f32, tf::trsm, TiledArgs);

@@ -3,11 +3,12 @@
 //! - [`tile`]: potrf (fused with trsm), trsm and products on small column-major tiles,
 //!   generic over the [`team::Team`] executing them (a CUDA block or one CPU thread);
 //! - [`level`]: the fused nested-dissection factor and solve kernels (one launch per level);
+//! - [`chain`]: sequential block Cholesky, one thread block per system (large batches);
 //! - [`tridiag`]: the Sherman–Morrison tridiagonal inverse (stagewise and fused);
 //! - [`tiled`]: the tiled engine for large blocks (any `n`; FP64 tensor-core products);
 //! - [`batched`]: batched Cholesky of independent tiles;
 //! - [`logdet`]: the log-determinant of every factored system;
-//! - [`selinv`]: selected inversion (blocks of `A^-1`) from the nested-dissection factor;
+//! - [`selinv`]: selected inversion (blocks of `A^-1`) from the nested-dissection or chain factor;
 //! - [`layout`]: the nested-dissection numbering shared with the host plan;
 //! - [`kernels`]: the exported entry points (`extern "ptx-kernel"`, nvptx64 only).
 //!
@@ -23,6 +24,7 @@
 extern crate std;
 
 pub mod batched;
+pub mod chain;
 pub mod kernels;
 pub mod layout;
 pub mod level;

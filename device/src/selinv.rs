@@ -1,6 +1,7 @@
 //! Selected inversion on the GPU: the blocks of `Sigma = A^-1` on the pattern of the
 //! nested-dissection factor, one launch per level from the top level down, one thread
-//! block per node (the host's `cpu::selinv` is the reference and derives the equations).
+//! block per node (or, for the chain factor, one launch and one block per system walking
+//! its blocks from the last: [`selinv_chain`]) (the host's `cpu::selinv` is the reference and derives the equations).
 //!
 //! For node `i` eliminated on level `m`, with `L_ii`, `L_li`, `L_ri` from the
 //! factorization and the neighbours `l`, `r` (eliminated on higher levels, so their blocks
@@ -82,30 +83,66 @@ pub const fn selinv_shared_bytes(n: usize, elem_bytes: usize) -> usize {
 /// memory; the buffers as [`SelinvArgs`] describes, the factor successful, and the
 /// launches of every higher level finished before this one starts.
 pub unsafe fn selinv_level<T: Real>(args: &SelinvArgs<T>) {
-    let team = Block;
-    let (ld, n, nb, m) = (args.ld as usize, args.n as usize, args.nblocks, args.level);
+    let (nb, m) = (args.nblocks, args.level);
     let count = nodes_in_level(nb, m) as usize;
     let job = block_idx_x() as usize;
     let (s, t) = (job / count, job % count);
     let i = node_number(m, t as u32);
     let (li, ri) = (left_of(i, m), right_of(i, m, nb));
+    // Sigma_rl of the two neighbours, from whichever was eliminated first.
+    let sigma_rl = match (li, ri) {
+        (Some(l), Some(r)) if level_of(r) < level_of(l) => Some(view(args, args.sigma_left, s, r)),
+        (Some(l), Some(_)) => Some(view(args, args.sigma_right, s, l).t()),
+        _ => None,
+    };
+    // SAFETY: the caller's contract; node `i` of this launch's level.
+    unsafe { selinv_node(args, s, i, li, ri, sigma_rl) };
+}
+
+/// Selected inversion of the chain factor ([`crate::chain`]): one block per system (grid
+/// `x` = systems) walks its blocks from the last to the first. Block `i` (1-based) has the
+/// right neighbour `i + 1` only, so `Sigma_{i,i+1}` lands in `sigma_right[i]`.
+///
+/// # Safety
+/// As [`selinv_level`], with the factor of [`crate::chain::factor_chain`]; one launch.
+pub unsafe fn selinv_chain<T: Real>(args: &SelinvArgs<T>) {
+    let nb = args.nblocks;
+    let s = block_idx_x() as usize;
+    for i in (1..=nb).rev() {
+        let ri = if i < nb { Some(i + 1) } else { None };
+        // SAFETY: the caller's contract; `selinv_node` ends with a barrier, so block
+        // `i + 1`'s outputs are complete before block `i` reads them.
+        unsafe { selinv_node(args, s, i, None, ri, None) };
+    }
+}
+
+/// Block `j` (1-based) of system `s` in one of the buffers, as a column-major view.
+#[inline(always)]
+fn view<T: Real>(args: &SelinvArgs<T>, p: *const T, s: usize, j: u32) -> MatRef<T> {
+    let at = (s * args.nblocks as usize + (j - 1) as usize) * args.ld as usize * args.n as usize;
+    MatRef::col_major(unsafe { p.add(at) }, args.ld as usize)
+}
+
+/// The equations of the module docs for node `i` of system `s` with neighbours `li`,
+/// `ri` (1-based) and `Sigma_rl` when both exist; ends with a barrier.
+///
+/// # Safety
+/// As [`selinv_level`]: the neighbours' blocks of `Sigma` are complete, this node's are
+/// written by this thread block alone.
+#[inline(always)]
+unsafe fn selinv_node<T: Real>(args: &SelinvArgs<T>, s: usize, i: u32, li: Option<u32>, ri: Option<u32>, sigma_rl: Option<MatRef<T>>) {
+    let team = Block;
+    let (ld, n, nb) = (args.ld as usize, args.n as usize, args.nblocks);
     // Block `j` (1-based) of system `s` in a buffer.
     let at = |j: u32| (s * nb as usize + (j - 1) as usize) * ld * n;
-    let view = |p: *const T, j: u32| MatRef::col_major(unsafe { p.add(at(j)) }, ld);
     let l_ii = unsafe { args.diag.add(at(i)) };
     let inv = shared::dynamic_shared::<T>();
     // SAFETY (all tile calls): every block is `n x n` at `ld` inside its buffer; the
     // blocks written here (this node's three outputs) are written by this block alone and
     // read by no other block of the launch; the blocks read from `sigma_*` belong to
-    // higher levels, finished by earlier launches.
+    // nodes eliminated later, finished by earlier launches or earlier iterations.
     unsafe { invert_diagonal(team, l_ii, ld, n, inv) };
-    // Sigma_rl of the two neighbours, from whichever was eliminated first.
-    let sigma_rl = match (li, ri) {
-        (Some(l), Some(r)) if level_of(r) < level_of(l) => Some(view(args.sigma_left, r)),
-        (Some(l), Some(_)) => Some(view(args.sigma_right, l).t()),
-        _ => None,
-    };
-    let (u, v) = (view(args.left, i).t(), view(args.right, i).t());
+    let (u, v) = (view(args, args.left, s, i).t(), view(args, args.right, s, i).t());
     // Sigma_il, Sigma_ir: the two products (same thread per entry in both, so no barrier
     // between them), then the transposed triangular solve.
     for (neighbour, out, near, far, far_sigma) in
@@ -113,7 +150,7 @@ pub unsafe fn selinv_level<T: Real>(args: &SelinvArgs<T>) {
     {
         let Some(j) = neighbour else { continue };
         let x = unsafe { out.add(at(i)) };
-        unsafe { product(team, n, n, n, near, view(args.sigma_diag, j), |r, c, val| *x.add(c * ld + r) = -val) };
+        unsafe { product(team, n, n, n, near, view(args, args.sigma_diag, s, j), |r, c, val| *x.add(c * ld + r) = -val) };
         if let Some(other) = far_sigma {
             unsafe { product(team, n, n, n, far, other, |r, c, val| *x.add(c * ld + r) -= val) };
         }
@@ -127,7 +164,7 @@ pub unsafe fn selinv_level<T: Real>(args: &SelinvArgs<T>) {
     unsafe { trsm_lower(team, l_ii, ld, n, y, ld, n, inv) };
     for (neighbour, couple, sigma) in [(li, u, args.sigma_left), (ri, v, args.sigma_right)] {
         if neighbour.is_some() {
-            unsafe { product(team, n, n, n, couple, view(sigma, i).t(), |r, c, val| *y.add(c * ld + r) -= val) };
+            unsafe { product(team, n, n, n, couple, view(args, sigma, s, i).t(), |r, c, val| *y.add(c * ld + r) -= val) };
         }
     }
     team.sync();

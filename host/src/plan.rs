@@ -57,6 +57,7 @@ pub struct Plan {
     ld: usize,
     elem_bytes: usize,
     levels: Vec<Level>,
+    chain: bool,
 }
 
 impl Plan {
@@ -85,7 +86,30 @@ impl Plan {
                     .collect(),
             })
             .collect();
-        Ok(Plan { shape, ld, elem_bytes, levels })
+        Ok(Plan { shape, ld, elem_bytes, levels, chain: false })
+    }
+
+    /// The schedule of the chain engine (`blocktri_device::chain`): the blocks in natural
+    /// order, one per "level", each with its right neighbour only and no fill; the
+    /// couplings are the input sub-diagonal blocks. Same storage and replay as
+    /// [`Plan::new`].
+    ///
+    /// ```
+    /// use blocktri::{plan::Plan, Shape, Precision};
+    /// let plan = Plan::chain(Shape::new(1, 5, 3).unwrap(), Precision::F64).unwrap();
+    /// assert_eq!(plan.levels().len(), 5);
+    /// assert_eq!(plan.levels()[1].nodes[0].right, Some(2));
+    /// // Sequential block Cholesky: n^3 / 3 + 2 n^3 per block with a successor.
+    /// assert_eq!(plan.factor_flops(), 4.0 * (9.0 + 54.0) + 9.0);
+    /// ```
+    pub fn chain(shape: Shape, precision: Precision) -> Result<Self> {
+        let mut plan = Self::new(shape, precision)?;
+        let nb = shape.nblocks;
+        plan.levels = (0..nb)
+            .map(|b| Level { index: b, nodes: vec![Node { block: b, left: None, right: (b + 1 < nb).then_some(b + 1), fill: None }] })
+            .collect();
+        plan.chain = true;
+        Ok(plan)
     }
 
     /// The shape.
@@ -175,12 +199,14 @@ impl Plan {
                 for node in &level.nodes {
                     let at = |b: usize| (s * nb + b) * blk;
                     let rows = n * (1 + node.left.is_some() as usize + node.right.is_some() as usize);
+                    // The couplings are input blocks on level 0 and everywhere in a chain.
+                    let input_couplings = level.index == 0 || self.chain;
                     let (lrow, rrow) = (n, n * (1 + node.left.is_some() as usize));
                     for c in 0..n {
                         for r in 0..n {
                             panel[c * rows + r] = diag[at(node.block) + c * ld + r];
                             if node.left.is_some() {
-                                let v = if level.index == 0 {
+                                let v = if input_couplings {
                                     a.sub_block(s, node.block - 1)[c * a.ld() + r]
                                 } else {
                                     left[at(node.block) + c * ld + r]
@@ -188,7 +214,7 @@ impl Plan {
                                 panel[r * rows + lrow + c] = v;
                             }
                             if node.right.is_some() {
-                                let v = if level.index == 0 {
+                                let v = if input_couplings {
                                     a.sub_block(s, node.block)[c * a.ld() + r]
                                 } else {
                                     right[at(node.block) + c * ld + r]
@@ -200,7 +226,8 @@ impl Plan {
                     // SAFETY: buffers sized for a rows x n panel, 2n pivots, one status word.
                     let failed = unsafe { potrf_panel(Solo, panel.as_mut_ptr(), rows, n, rows, piv.as_mut_ptr(), &mut status) };
                     if failed != NO_FAILURE {
-                        return Err(Error::NotPositiveDefinite { system: s, block: node.block, level: level.index });
+                        let level = if self.chain { 0 } else { level.index };
+                        return Err(Error::NotPositiveDefinite { system: s, block: node.block, level });
                     }
                     for c in 0..n {
                         for r in 0..n {

@@ -7,7 +7,7 @@
 //! `s * nblocks * n * nrhs` in the right-hand sides.
 
 pub mod factor;
-mod node;
+pub(crate) mod node;
 pub mod panel;
 pub mod rows;
 pub mod solve;

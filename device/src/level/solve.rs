@@ -35,6 +35,8 @@ pub struct SolveArgs<T> {
     pub nrhs: u32,
     /// Columns processed per pass (bounds shared memory).
     pub chunk: u32,
+    /// Systems in the batch (the kernels with several systems per block stop there).
+    pub systems: u32,
 }
 
 /// Shared memory of the solve kernels in bytes: `L_ii`, `L_li`, `L_ri` (`n x n` each,

@@ -41,6 +41,7 @@ pub fn bench<T: Scalar>(
         KernelFamily::Rows => "blocktri-gpu-rows",
         KernelFamily::Panel => "blocktri-gpu-panel",
         KernelFamily::Tiled => "blocktri-gpu-tiled",
+        KernelFamily::Chain => "blocktri-gpu-chain",
     };
     let options = GpuOptions { kernels: config.kernels, ..Default::default() };
     let row = |phase: &str| Row::new(suite, name, T::PRECISION, cfg, phase);

@@ -181,7 +181,7 @@ struct ProfileArgs {
     /// Repetitions (the last one is printed).
     #[arg(long, default_value_t = 3)]
     repeat: usize,
-    /// Kernel family: auto, generic, rows.
+    /// Kernel family: auto, generic, rows, panel, tiled, chain.
     #[arg(long, default_value = "auto")]
     kernels: String,
 }
@@ -212,7 +212,7 @@ struct BenchArgs {
     /// Start no new configuration after this many minutes (the report says what was left out).
     #[arg(long)]
     max_minutes: Option<f64>,
-    /// Level-kernel family of blocktri-gpu (auto, generic, rows, panel, tiled).
+    /// Level-kernel family of blocktri-gpu (auto, generic, rows, panel, tiled, chain).
     #[arg(long, default_value = "auto")]
     kernels: String,
     /// Systems per batch S, comma-separated: replaces the horizon and batch sweeps' lists.
@@ -245,7 +245,8 @@ fn parse_family(s: &str) -> Result<blocktri::cuda::KernelFamily> {
         "rows" => Ok(KernelFamily::Rows),
         "panel" => Ok(KernelFamily::Panel),
         "tiled" => Ok(KernelFamily::Tiled),
-        other => Err(Error::Shape(format!("unknown kernel family {other:?} (auto, generic, rows, panel, tiled)"))),
+        "chain" => Ok(KernelFamily::Chain),
+        other => Err(Error::Shape(format!("unknown kernel family {other:?} (auto, generic, rows, panel, tiled, chain)"))),
     }
 }
 

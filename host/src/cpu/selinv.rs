@@ -179,16 +179,41 @@ pub(crate) fn nested_dissection<T: Scalar>(shape: Shape, diag: &[T], ul: &[T], u
     Ok(out)
 }
 
+/// The elimination order of a GPU factor, which decides where the GPU sweep leaves
+/// `Sigma_{i+1,i}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Order {
+    /// Nested dissection (`blocktri_device::layout`): with whichever of the two blocks was
+    /// eliminated first.
+    NestedDissection,
+    /// The chain kernels' natural order: `Sigma_{i,i+1}` with block `i`.
+    Chain,
+}
+
 /// The output of the GPU sweep (`blocktri_device::selinv`): `Sigma_ii`, `Sigma_{i,l}` and
 /// `Sigma_{i,r}` per block at leading dimension `ld`, assembled into the block-tridiagonal
-/// layout (`Sigma_{i+1,i}` from whichever of the two blocks was eliminated first).
-pub(crate) fn assemble<T: Scalar>(shape: Shape, ld: usize, diag: Vec<T>, left: &[T], right: &[T]) -> Result<BlockTridiag<T>> {
+/// layout.
+pub(crate) fn assemble<T: Scalar>(
+    shape: Shape,
+    ld: usize,
+    order: Order,
+    mut diag: Vec<T>,
+    left: &[T],
+    right: &[T],
+) -> Result<BlockTridiag<T>> {
     let (n, nb) = (shape.block, shape.nblocks);
     let blk = ld * n;
+    // The padding rows of the device blocks were never written (poisoned): zero them.
+    for col in diag.chunks_mut(ld) {
+        col[n..].fill(T::zero());
+    }
     let mut sub = crate::error::host_vec(Some(shape.batch * (nb - 1) * blk), T::zero())?;
     for s in 0..shape.batch {
         for i in 0..nb - 1 {
-            let (slot, transposed) = sub_diagonal_slot(i as u32 + 1);
+            let (slot, transposed) = match order {
+                Order::NestedDissection => sub_diagonal_slot(i as u32 + 1),
+                Order::Chain => (i as u32 + 1, true),
+            };
             let src = (s * nb + slot as usize - 1) * blk;
             let dst = &mut sub[(s * (nb - 1) + i) * blk..][..blk];
             for c in 0..n {

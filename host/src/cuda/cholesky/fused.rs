@@ -11,8 +11,8 @@ use crate::scalar::Scalar;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{
-    FactorArgs, PANEL_SIZES, ROW_THREADS, SolveArgs, factor_panel_shared_bytes, factor_rows_shared_bytes, factor_shared_bytes, panel_size,
-    panel_threads, row_size, solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes,
+    PANEL_SIZES, ROW_THREADS, factor_panel_shared_bytes, factor_rows_shared_bytes, factor_shared_bytes, panel_size, panel_threads,
+    row_size, solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes,
 };
 
 /// The fused kernels a plan runs, with their padded block size.
@@ -33,6 +33,9 @@ impl Variant {
             KernelFamily::Rows => Some(Variant::Rows(row_size(n).ok_or_else(|| unsupported("register-resident", 32))?)),
             KernelFamily::Panel => Some(Variant::Panel(panel_size(n).ok_or_else(|| unsupported("panel", 96))?)),
             KernelFamily::Tiled => None,
+            // The executor picks the chain engine before asking (`chain::prefers_chain`);
+            // answered for the buffer layout, which is the fused engine's.
+            KernelFamily::Chain => Some(Variant::Generic),
             KernelFamily::Auto => {
                 let rows_limit = if T::BYTES == 4 { 32 } else { 16 };
                 match (row_size(n), panel_size(n)) {
@@ -176,25 +179,6 @@ impl Fused {
         self.variant.interlaces() && self.variant.factor_smem(n, nrhs, elem) <= self.max_shared
     }
 
-    fn factor_args<T: Scalar>(&self, b: &Buffers<T>, level: u32, rhs: Option<&SolveTarget<T>>) -> FactorArgs<T> {
-        FactorArgs {
-            diag_in: b.diag_in.ptr().as_ptr(),
-            diag: b.diag.ptr().as_mut_ptr(),
-            left: b.left.ptr().as_mut_ptr(),
-            right: b.right.ptr().as_mut_ptr(),
-            sub: b.sub_in.ptr().as_ptr(),
-            info: b.info.ptr().as_mut_ptr(),
-            rhs: rhs.map_or(std::ptr::null_mut(), |r| r.rhs),
-            sym_tol: T::symmetry_tolerance(),
-            ld: b.ld as u32,
-            n: b.shape.block as u32,
-            nblocks: b.shape.nblocks as u32,
-            systems: b.shape.batch as u32,
-            level,
-            nrhs: rhs.map_or(0, |r| r.k as u32),
-        }
-    }
-
     /// The factorization: reset the status words, zero the update accumulators, one
     /// launch per level; with `rhs`, the factor kernels also do the forward substitution.
     pub(super) fn factor_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, rhs: Option<&SolveTarget<T>>) -> Vec<Step<'k, T>> {
@@ -206,7 +190,7 @@ impl Fused {
             kernel: &self.prep,
             level: 0,
             cfg: LaunchConfig::linear((s * (nb / 2)).max(1), 128, 0),
-            args: Args::Factor(self.factor_args(b, 0, rhs)),
+            args: Args::Factor(b.factor_args(0, rhs)),
         }];
         for m in 0..levels(nb) {
             let grid = s * nodes_in_level(nb, m);
@@ -214,7 +198,7 @@ impl Fused {
                 kernel: &self.factor,
                 level: m,
                 cfg: LaunchConfig::linear(grid, self.factor_threads, smem),
-                args: Args::Factor(self.factor_args(b, m, rhs)),
+                args: Args::Factor(b.factor_args(m, rhs)),
             });
         }
         steps
@@ -226,19 +210,7 @@ impl Fused {
         let shape = b.shape;
         let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
         let chunk = self.chunk(n, target.k, T::BYTES);
-        let args = |level| SolveArgs {
-            diag: b.diag.ptr().as_ptr(),
-            left: b.left.ptr().as_ptr(),
-            right: b.right.ptr().as_ptr(),
-            rhs: target.rhs,
-            info: target.info,
-            ld: b.ld as u32,
-            n: n as u32,
-            nblocks: nb,
-            level,
-            nrhs: target.k as u32,
-            chunk: chunk as u32,
-        };
+        let args = |level| b.solve_args(target, level, chunk);
         let cfg = |m| {
             let grid = s * nodes_in_level(nb, m);
             match self.variant {

@@ -7,7 +7,9 @@
 //! - [`fused`]: the fused engine (one launch per level, a node per thread block; rows,
 //!   panel and generic families, `n <= 96` by default);
 //! - [`tiled`]: the tiled engine (a node's tiles over many thread blocks, products on
-//!   FP64 tensor cores; any `n`, the default above 96).
+//!   FP64 tensor cores; any `n`, the default above 96);
+//! - [`chain`]: the chain engine (sequential block Cholesky, one warp or one thread block
+//!   per system; the default for batches of six or more systems per SM with `n <= 16`).
 //!
 //! Per shape the solver owns a plan: device buffers for the input blocks, the factor
 //! (`L_ii`, `L_li`, `L_ri` per node, leading dimension padded to 64 bytes; the tiled
@@ -16,6 +18,7 @@
 //! copy and one graph launch; `refactor` with new values and repeated `solve` calls reuse
 //! everything.
 
+mod chain;
 mod chunked;
 mod fused;
 mod schedule;
@@ -33,9 +36,10 @@ use crate::solver::Factorization;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::round_up;
 use blocktri_device::layout::{levels, nodes_in_level};
-use blocktri_device::level::{InfoCode, decode_info};
+use blocktri_device::level::{FactorArgs, InfoCode, SolveArgs, decode_info};
 use blocktri_device::logdet::{LOGDET_SHARED_BYTES, LOGDET_THREADS, LogDetArgs};
 use blocktri_device::selinv::{SelinvArgs, selinv_shared_bytes, selinv_threads};
+use chain::Chain;
 use cudarc::driver::CudaStream;
 use fused::{Fused, Variant};
 use schedule::{Step, enqueue_all};
@@ -95,6 +99,11 @@ pub enum KernelFamily {
     /// The tiled engine (`blocktri_device::tiled`): `64 x 64` tiles over many thread blocks
     /// per node, FP64 tensor-core products; any `n`.
     Tiled,
+    /// The chain kernels (`blocktri_device::chain`): sequential block Cholesky, one thread
+    /// block per system, no nested dissection; an error when the blocks do not fit in
+    /// shared memory (`n` above about 120 in `f64`). `Auto` takes them for batches of at
+    /// least six systems per multiprocessor with `n <= 16` (measured crossovers).
+    Chain,
 }
 
 /// One launch of [`GpuCholesky::profile`]: `(kernel, level, grid, threads, shared bytes,
@@ -126,10 +135,53 @@ pub(super) struct Buffers<T> {
     logdet: DeviceBuffer<f64>,
 }
 
+impl<T: Scalar> Buffers<T> {
+    /// The arguments of the fused and chain factor kernels for `level`, with `rhs` for
+    /// an interlaced forward substitution.
+    fn factor_args(&self, level: u32, rhs: Option<&SolveTarget<T>>) -> FactorArgs<T> {
+        FactorArgs {
+            diag_in: self.diag_in.ptr().as_ptr(),
+            diag: self.diag.ptr().as_mut_ptr(),
+            left: self.left.ptr().as_mut_ptr(),
+            right: self.right.ptr().as_mut_ptr(),
+            sub: self.sub_in.ptr().as_ptr(),
+            info: self.info.ptr().as_mut_ptr(),
+            rhs: rhs.map_or(std::ptr::null_mut(), |r| r.rhs),
+            sym_tol: T::symmetry_tolerance(),
+            ld: self.ld as u32,
+            n: self.shape.block as u32,
+            nblocks: self.shape.nblocks as u32,
+            systems: self.shape.batch as u32,
+            level,
+            nrhs: rhs.map_or(0, |r| r.k as u32),
+        }
+    }
+
+    /// The arguments of the fused and chain solve kernels for `level`, `chunk` columns
+    /// per pass.
+    fn solve_args(&self, target: &SolveTarget<T>, level: u32, chunk: usize) -> SolveArgs<T> {
+        SolveArgs {
+            diag: self.diag.ptr().as_ptr(),
+            left: self.left.ptr().as_ptr(),
+            right: self.right.ptr().as_ptr(),
+            rhs: target.rhs,
+            info: target.info,
+            ld: self.ld as u32,
+            n: self.shape.block as u32,
+            nblocks: self.shape.nblocks as u32,
+            level,
+            nrhs: target.k as u32,
+            chunk: chunk as u32,
+            systems: self.shape.batch as u32,
+        }
+    }
+}
+
 /// The engine a plan runs.
 enum Engine {
     Fused(Box<Fused>),
     Tiled(Box<Tiled>),
+    Chain(Box<Chain>),
 }
 
 impl Engine {
@@ -138,6 +190,7 @@ impl Engine {
         match self {
             Engine::Fused(f) => f.interlaces(n, nrhs, T::BYTES),
             Engine::Tiled(_) => false,
+            Engine::Chain(c) => c.interlaces(n, nrhs, T::BYTES),
         }
     }
 
@@ -147,6 +200,7 @@ impl Engine {
         match self {
             Engine::Fused(f) => f.factor_steps(b, rhs),
             Engine::Tiled(t) => t.factor_steps(b),
+            Engine::Chain(c) => c.factor_steps(b, rhs),
         }
     }
 
@@ -155,6 +209,7 @@ impl Engine {
         match self {
             Engine::Fused(f) => f.solve_steps(b, target, forward),
             Engine::Tiled(t) => t.solve_steps(b, target),
+            Engine::Chain(c) => c.solve_steps(b, target, forward),
         }
     }
 }
@@ -319,7 +374,16 @@ impl<T: Scalar> GpuCholesky<T> {
 
     /// Whether blocks of size `n` run on the tiled engine with this solver's options.
     fn is_tiled(&self, n: usize) -> Result<bool> {
+        if self.options.kernels == KernelFamily::Chain {
+            return Ok(false);
+        }
         Ok(Variant::choose::<T>(self.options.kernels, n)?.is_none())
+    }
+
+    /// Whether a batch of `shape` runs on the chain engine with this solver's options.
+    fn uses_chain(&self, shape: Shape) -> Result<bool> {
+        let info = self.gpu.info();
+        chain::prefers_chain(self.options.kernels, shape.batch, shape.block, info.multiprocessors, info.max_shared_per_block, T::BYTES)
     }
 
     /// Device bytes held by this solver's plans (its own and its chunk partner's).
@@ -345,9 +409,13 @@ impl<T: Scalar> GpuCholesky<T> {
         if shape.batch * shape.nblocks > u32::MAX as usize / 2 {
             shape_err!("{shape}: too many blocks for one launch grid");
         }
-        let engine = match Variant::choose::<T>(self.options.kernels, shape.block)? {
-            Some(variant) => Engine::Fused(Box::new(Fused::new::<T>(&self.gpu, &self.options, variant, shape.block)?)),
-            None => Engine::Tiled(Box::new(Tiled::new::<T>(&self.gpu, shape.block)?)),
+        let engine = if self.uses_chain(shape)? {
+            Engine::Chain(Box::new(Chain::new::<T>(&self.gpu, shape.block, self.options.rhs_chunk)?))
+        } else {
+            match Variant::choose::<T>(self.options.kernels, shape.block)? {
+                Some(variant) => Engine::Fused(Box::new(Fused::new::<T>(&self.gpu, &self.options, variant, shape.block)?)),
+                None => Engine::Tiled(Box::new(Tiled::new::<T>(&self.gpu, shape.block)?)),
+            }
         };
         let tiled = matches!(engine, Engine::Tiled(_));
         let nt = blocktri_device::tiled::tiles(shape.block);
@@ -783,28 +851,36 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
         let st = &self.stream;
         let (sigma_diag, sigma_left, sigma_right) =
             (DeviceBuffer::<T>::poisoned(st, len)?, DeviceBuffer::<T>::poisoned(st, len)?, DeviceBuffer::<T>::poisoned(st, len)?);
-        let kernel = self.gpu.kernel(kernel_name::<T>(names::SELINV_LEVEL).as_str())?;
-        for level in (0..levels(nb)).rev() {
-            let args = SelinvArgs {
-                diag: b.diag.ptr().as_ptr(),
-                left: b.left.ptr().as_ptr(),
-                right: b.right.ptr().as_ptr(),
-                sigma_diag: sigma_diag.ptr().as_mut_ptr(),
-                sigma_left: sigma_left.ptr().as_mut_ptr(),
-                sigma_right: sigma_right.ptr().as_mut_ptr(),
-                ld: ld as u32,
-                n: n as u32,
-                nblocks: nb,
-                level,
-            };
-            let grid = shape.batch as u32 * nodes_in_level(nb, level);
-            let cfg = LaunchConfig::linear(grid, selinv_threads(n), selinv_shared_bytes(n, T::BYTES) as u32);
-            // SAFETY: the factor's three buffers and the three outputs hold `S N` blocks of
-            // `ld x n`; levels run top down on one stream, so every launch finds the
-            // higher levels' blocks written; the grid is the level's nodes.
-            unsafe { kernel.launch(st, cfg, (args,))? };
+        let chain = matches!(plan.engine, Engine::Chain(_));
+        let args = |level| SelinvArgs {
+            diag: b.diag.ptr().as_ptr(),
+            left: b.left.ptr().as_ptr(),
+            right: b.right.ptr().as_ptr(),
+            sigma_diag: sigma_diag.ptr().as_mut_ptr(),
+            sigma_left: sigma_left.ptr().as_mut_ptr(),
+            sigma_right: sigma_right.ptr().as_mut_ptr(),
+            ld: ld as u32,
+            n: n as u32,
+            nblocks: nb,
+            level,
+        };
+        let cfg = |grid| LaunchConfig::linear(grid, selinv_threads(n), selinv_shared_bytes(n, T::BYTES) as u32);
+        if chain {
+            let kernel = self.gpu.kernel(kernel_name::<T>(names::SELINV_CHAIN).as_str())?;
+            // SAFETY: the chain factor's buffers and the three outputs hold `S N` blocks of
+            // `ld x n`; one block per system walks its chain alone.
+            unsafe { kernel.launch(st, cfg(shape.batch as u32), (args(0),))? };
+        } else {
+            let kernel = self.gpu.kernel(kernel_name::<T>(names::SELINV_LEVEL).as_str())?;
+            for level in (0..levels(nb)).rev() {
+                // SAFETY: the factor's three buffers and the three outputs hold `S N` blocks
+                // of `ld x n`; levels run top down on one stream, so every launch finds the
+                // higher levels' blocks written; the grid is the level's nodes.
+                unsafe { kernel.launch(st, cfg(shape.batch as u32 * nodes_in_level(nb, level)), (args(level),))? };
+            }
         }
-        crate::cpu::selinv::assemble(shape, ld, sigma_diag.to_vec()?, &sigma_left.to_vec()?, &sigma_right.to_vec()?)
+        let order = if chain { crate::cpu::selinv::Order::Chain } else { crate::cpu::selinv::Order::NestedDissection };
+        crate::cpu::selinv::assemble(shape, ld, order, sigma_diag.to_vec()?, &sigma_left.to_vec()?, &sigma_right.to_vec()?)
     }
 
     fn shape(&self) -> Option<Shape> {

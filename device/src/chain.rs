@@ -1,0 +1,627 @@
+//! Chain kernels: one thread block per system eliminates the system's blocks in their
+//! natural order, `0, 1, ..., N - 1` (sequential block Cholesky), its working blocks in
+//! shared memory; the solves walk the chain forward and back the same way.
+//!
+//! Why: nested dissection buys parallelism inside one system with extra work. Every
+//! interior node updates two neighbours and creates a fill block, so it executes about
+//! `19/3 n^3` flops per block against `7/3 n^3` for the sequential order, plus one launch
+//! per level. When the batch alone fills the GPU (many systems, `S` thread blocks or more
+//! busy on every SM), that parallelism is not needed and the chain does 2.7x fewer flops
+//! in one launch, with no atomics and no fill. (A chain *between* two separators would
+//! not save flops: eliminating it creates a fill block coupling each of its blocks to a
+//! separator, the same `19/3 n^3` per block as nested dissection; see
+//! `docs/perf-notes.md`, entry 10.)
+//!
+//! Storage is that of the level kernels ([`crate::layout`]) for the elimination order
+//! `0, 1, ..., N - 1`: at the elimination of block `b` its only remaining neighbour is
+//! `b + 1`, so `diag[b] = L_bb`, `right[b] = L_{b+1,b}` and `left` is not used. Arguments
+//! and status words are those of the level kernels ([`FactorArgs`], [`SolveArgs`];
+//! `level` is ignored and failures are recorded on level 0), so the host treats both
+//! alike, and the log-determinant reads the same `L_bb`.
+
+use crate::level::{FactorArgs, INFO_OK, InfoCode, SolveArgs, align_elems, info_key};
+use crate::team::{Block, Team};
+use crate::tile::trsm::invert_diagonal;
+use crate::tile::{MatRef, NO_FAILURE, copy_batched, for_each_entry, for_each_rc, potrf_panel, product, trsm_lower, trsm_lower_transposed};
+use blocktri_prims::memory::load_readonly;
+use blocktri_prims::{Real, atomic, block_idx_x, shared, sync_warp};
+
+/// Threads per block of the chain kernels for block size `n`: the panel of a step is
+/// `2n x n`; more threads than its columns can keep busy only wait at the barriers.
+pub const fn chain_threads(n: usize) -> u32 {
+    if n <= 8 {
+        64
+    } else if n <= 32 {
+        128
+    } else {
+        256
+    }
+}
+
+/// Shared memory of [`factor_chain`] in bytes: the `2n x n` panel `[D_b; A[b+1, b]]`,
+/// `2n` pivot values, an `n x nrhs` right-hand-side tile, the status word.
+pub const fn factor_chain_shared_bytes(n: usize, nrhs: usize, elem_bytes: usize) -> usize {
+    (align_elems(2 * n * n, elem_bytes) + align_elems(2 * n, elem_bytes) + align_elems(n * nrhs, elem_bytes)) * elem_bytes + 16
+}
+
+/// Shared memory of [`solve_forward_chain`] / [`solve_backward_chain`] in bytes: `L_bb`,
+/// its `n` reciprocal pivots, two `n x chunk` right-hand-side tiles.
+pub const fn solve_chain_shared_bytes(n: usize, chunk: usize, elem_bytes: usize) -> usize {
+    (align_elems(n * n, elem_bytes) + align_elems(n, elem_bytes) + 2 * align_elems(n * chunk, elem_bytes)) * elem_bytes
+}
+
+/// Factors system `block_idx_x` (grid `x` = systems): for `b = 0 .. N - 1`
+///
+/// 1. the panel holds `D_b = A_bb - L_{b,b-1} L_{b,b-1}^T` (computed by step `b - 1`);
+///    the coupling `A[b+1, b]` is loaded below it; both are checked (finite, `D_b`
+///    symmetric within `sym_tol`);
+/// 2. [`potrf_panel`] gives `L_bb` and `L_{b+1,b} = A[b+1, b] L_bb^-T`, stored to
+///    `diag[b]` and `right[b]`;
+/// 3. with `nrhs > 0`, the forward substitution of the step: `y_b = L_bb^-1 r_b`,
+///    `r_{b+1} -= L_{b+1,b} y_b`, in place in `rhs`;
+/// 4. `D_{b+1} = A_{b+1,b+1} - L_{b+1,b} L_{b+1,b}^T` into the panel for the next step.
+///
+/// The block also writes the system's status word (first [`INFO_OK`], then the key of
+/// the first failure, after which it stops): no reset launch is needed.
+///
+/// # Safety
+/// A 1-D block of a multiple of 32 threads, grid `x` = `args.systems`,
+/// [`factor_chain_shared_bytes`]`(n, nrhs)` of dynamic shared memory; the arrays of
+/// [`FactorArgs`] with their documented sizes (`left` is not touched).
+pub unsafe fn factor_chain<T: Real>(args: &FactorArgs<T>) {
+    let team = Block;
+    let a = *args;
+    let (n, ld, nb, k) = (a.n as usize, a.ld as usize, a.nblocks as usize, a.nrhs as usize);
+    let s = block_idx_x() as usize;
+    let blk = ld * n;
+    let ldp = 2 * n;
+    let smem = shared::dynamic_shared::<T>();
+    let p = smem;
+    let piv = unsafe { smem.add(align_elems(2 * n * n, T::BYTES)) };
+    let rhs_sh = unsafe { piv.add(align_elems(2 * n, T::BYTES)) };
+    let status = unsafe { rhs_sh.add(align_elems(n * k, T::BYTES)) } as *mut u32;
+    let info = unsafe { a.info.add(s) };
+    // SAFETY (all pointers below): blocks of system `s` inside the arrays (caller's contract).
+    let block = |base: *mut T, b: usize| unsafe { base.add((s * nb + b) * blk) };
+    let diag_in = |b: usize| unsafe { a.diag_in.add((s * nb + b) * blk) };
+    let sub = |b: usize| unsafe { a.sub.add((s * (nb - 1) + b) * blk) };
+    let ldb = nb * n;
+    let rhs_sys = if k > 0 { unsafe { a.rhs.add(s * ldb * k) } } else { core::ptr::null_mut() };
+    let fail = move |code: InfoCode, b: usize| {
+        if team.rank() == 0 {
+            unsafe { atomic::atomic_min_u64(info, info_key(0, code, b as u32)) };
+        }
+    };
+    if team.rank() == 0 {
+        unsafe { *info = INFO_OK };
+    }
+    // D_0: the input block.
+    let d0 = diag_in(0);
+    copy_batched(team, n, n, |r, c| unsafe { load_readonly(d0.add(c * ld + r)) }, |r, c, v| unsafe { *p.add(c * ldp + r) = v });
+    for b in 0..nb {
+        let has_next = b + 1 < nb;
+        let rows = if has_next { 2 * n } else { n };
+        if has_next {
+            let src = sub(b);
+            copy_batched(
+                team,
+                n,
+                n,
+                |r, c| unsafe { load_readonly(src.add(c * ld + r)) },
+                |r, c, v| unsafe { *p.add(c * ldp + n + r) = v },
+            );
+        }
+        if team.rank() == 0 {
+            unsafe { *status = NO_FAILURE };
+        }
+        team.sync();
+
+        // 1. Checks (the same rule as the level kernels: `node::entry_status`).
+        for_each_rc(team, n, n, |r, c| unsafe {
+            let d = *p.add(c * ldp + r);
+            let coupling = if has_next { *p.add(c * ldp + n + r) } else { T::ZERO };
+            let code = crate::level::node::entry_status(
+                d,
+                coupling,
+                T::ZERO,
+                *p.add(r * ldp + c),
+                *p.add(r * ldp + r),
+                *p.add(c * ldp + c),
+                r,
+                c,
+                a.sym_tol,
+            );
+            if code != u32::MAX {
+                atomic::atomic_min_u32(status, code);
+            }
+        });
+        team.sync();
+        let input_status = unsafe { *status };
+        if input_status != NO_FAILURE {
+            fail(InfoCode::from_u32(input_status).unwrap_or(InfoCode::NonFinite), b);
+            return;
+        }
+        team.sync(); // everyone has read `status` before potrf_panel resets it
+
+        // 2. Factor the panel, store L_bb and L_{b+1,b}.
+        if unsafe { potrf_panel(team, p, ldp, n, rows, piv, status) } != NO_FAILURE {
+            fail(InfoCode::NotPositiveDefinite, b);
+            return;
+        }
+        let (d_dst, r_dst) = (block(a.diag, b), block(a.right, b));
+        for_each_rc(team, n, n, |r, c| unsafe {
+            *d_dst.add(c * ld + r) = if r >= c { *p.add(c * ldp + r) } else { T::ZERO };
+            if has_next {
+                *r_dst.add(c * ld + r) = *p.add(c * ldp + n + r);
+            }
+        });
+        let kr = MatRef::col_major(unsafe { p.add(n) } as *const T, ldp);
+
+        // 3. Interlaced forward substitution (reads L_bb from the panel before step 4
+        //    overwrites it).
+        if k > 0 {
+            let rb = unsafe { rhs_sys.add(b * n) };
+            for_each_entry(team, n, k, |r, c| unsafe { *rhs_sh.add(c * n + r) = *rb.add(c * ldb + r) });
+            team.sync();
+            // L's diagonal is sqrt(d); its reciprocal is the pivot's 1/sqrt(d) in `piv`.
+            unsafe { trsm_lower(team, p, ldp, n, rhs_sh, n, k, piv) };
+            for_each_entry(team, n, k, |r, c| unsafe { *rb.add(c * ldb + r) = *rhs_sh.add(c * n + r) });
+            if has_next {
+                let next = unsafe { rb.add(n) };
+                let y = MatRef::col_major(rhs_sh as *const T, n);
+                // One writer per entry (this block owns the system), so no atomics.
+                unsafe { product(team, n, k, n, kr, y, |r, c, v| *next.add(c * ldb + r) -= v) };
+            }
+        }
+
+        // 4. D_{b+1} into the panel's top (the product reads only the rows below it),
+        //    once every thread has stored its part of L_bb from there.
+        team.sync();
+        if has_next {
+            let d_next = diag_in(b + 1);
+            unsafe { product(team, n, n, n, kr, kr.t(), |r, c, v| *p.add(c * ldp + r) = load_readonly(d_next.add(c * ld + r)) - v) };
+            team.sync(); // the coupling rows are read by the product before the next load
+        }
+    }
+}
+
+/// The chain walk of the solves: per column chunk, the blocks in `order`; for each, `z`
+/// = the right-hand-side block, `couple(z, prev, b)` subtracts the neighbour's
+/// contribution (`prev` holds the previous block's result), `L_bb` is staged in shared
+/// memory and `finish(l, inv, z)` applies the triangular solve; the result is stored (and,
+/// in the backward sweep, checked for non-finite values, as the level kernels do).
+///
+/// # Safety
+/// As [`solve_forward_chain`].
+#[inline(always)]
+unsafe fn solve_chain<T: Real>(
+    a: &SolveArgs<T>,
+    backward: bool,
+    couple: impl Fn(*mut T, *const T, usize, usize),
+    finish: impl Fn(*const T, *const T, *mut T, usize),
+) {
+    let team = Block;
+    let (n, ld, nb, k) = (a.n as usize, a.ld as usize, a.nblocks as usize, a.nrhs as usize);
+    let chunk = (a.chunk as usize).max(1);
+    let s = block_idx_x() as usize;
+    let blk = ld * n;
+    let ldb = nb * n;
+    let smem = shared::dynamic_shared::<T>();
+    let l_sh = smem;
+    let inv = unsafe { l_sh.add(align_elems(n * n, T::BYTES)) };
+    let tiles =
+        [unsafe { inv.add(align_elems(n, T::BYTES)) }, unsafe { inv.add(align_elems(n, T::BYTES) + align_elems(n * chunk, T::BYTES)) }];
+    let rhs_sys = unsafe { a.rhs.add(s * ldb * k) };
+    let mut c0 = 0;
+    while c0 < k {
+        let kc = chunk.min(k - c0);
+        for step in 0..nb {
+            let b = if backward { nb - 1 - step } else { step };
+            let (z, prev) = (tiles[step % 2], tiles[(step + 1) % 2]);
+            let rb = unsafe { rhs_sys.add(c0 * ldb + b * n) };
+            let lb = unsafe { a.diag.add((s * nb + b) * blk) };
+            copy_batched(team, n, n, |r, c| unsafe { load_readonly(lb.add(c * ld + r)) }, |r, c, v| unsafe { *l_sh.add(c * n + r) = v });
+            for_each_entry(team, n, kc, |r, c| unsafe { *z.add(c * n + r) = *rb.add(c * ldb + r) });
+            team.sync();
+            if step > 0 {
+                couple(z, prev, b, kc);
+                team.sync();
+            }
+            unsafe { invert_diagonal(team, l_sh, n, n, inv) };
+            finish(l_sh, inv, z, kc);
+            let mut finite = true;
+            for_each_entry(team, n, kc, |r, c| unsafe {
+                let v = *z.add(c * n + r);
+                finite &= v.is_finite();
+                *rb.add(c * ldb + r) = v;
+            });
+            if backward && !finite {
+                unsafe { atomic::atomic_min_u64(a.info.add(s), info_key(0, InfoCode::NonFiniteSolution, b as u32)) };
+            }
+            team.sync();
+        }
+        c0 += kc;
+    }
+}
+
+/// Forward substitution of system `block_idx_x` along its chain:
+/// `y_b = L_bb^-1 (r_b - L_{b,b-1} y_{b-1})`, in place in `rhs`, `chunk` columns at a time.
+///
+/// # Safety
+/// A 1-D block of a multiple of 32 threads, grid `x` = systems,
+/// [`solve_chain_shared_bytes`]`(n, chunk)` of dynamic shared memory; the factor written
+/// by [`factor_chain`] (stream order) and the arrays of [`SolveArgs`] with their sizes.
+pub unsafe fn solve_forward_chain<T: Real>(args: &SolveArgs<T>) {
+    let a = *args;
+    let (n, ld, nb) = (a.n as usize, a.ld as usize, a.nblocks as usize);
+    let s = block_idx_x() as usize;
+    unsafe {
+        solve_chain(
+            &a,
+            false,
+            |z, prev, b, kc| {
+                // L_{b,b-1} = right[b - 1].
+                let kb = MatRef::col_major(a.right.add((s * nb + b - 1) * ld * n), ld);
+                product(Block, n, kc, n, kb, MatRef::col_major(prev, n), |r, c, v| *z.add(c * n + r) -= v);
+            },
+            |l, inv, z, kc| trsm_lower(Block, l, n, n, z, n, kc, inv),
+        )
+    }
+}
+
+/// Backward substitution of system `block_idx_x` along its chain (after the forward one):
+/// `x_b = L_bb^-T (y_b - L_{b+1,b}^T x_{b+1})`; records
+/// [`InfoCode::NonFiniteSolution`] for a non-finite `x_b`.
+///
+/// # Safety
+/// As [`solve_forward_chain`].
+pub unsafe fn solve_backward_chain<T: Real>(args: &SolveArgs<T>) {
+    let a = *args;
+    let (n, ld, nb) = (a.n as usize, a.ld as usize, a.nblocks as usize);
+    let s = block_idx_x() as usize;
+    unsafe {
+        solve_chain(
+            &a,
+            true,
+            |z, prev, b, kc| {
+                // L_{b+1,b}^T, with L_{b+1,b} = right[b].
+                let kb = MatRef::col_major(a.right.add((s * nb + b) * ld * n), ld).t();
+                product(Block, n, kc, n, kb, MatRef::col_major(prev, n), |r, c, v| *z.add(c * n + r) -= v);
+            },
+            |l, inv, z, kc| trsm_lower_transposed(Block, l, n, n, z, n, kc, inv),
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Register-resident chain kernels: one warp per system, `n <= NP <= 32`.
+// ---------------------------------------------------------------------------------------
+
+/// Systems (warps) per thread block of the register-resident chain kernels.
+pub const CHAIN_ROWS_WARPS: u32 = 4;
+
+/// Leading dimension of a warp's shared tile (`NP + 1`: column reads hit distinct banks).
+const fn chain_ldt(np: usize) -> usize {
+    np + 1
+}
+
+/// Shared memory of [`factor_chain_rows`] in bytes: per warp an `NP x NP` tile and `NP`
+/// reciprocal pivots.
+pub const fn factor_chain_rows_shared_bytes(np: usize, elem_bytes: usize) -> usize {
+    CHAIN_ROWS_WARPS as usize * (align_elems(chain_ldt(np) * np, elem_bytes) + align_elems(np, elem_bytes)) * elem_bytes
+}
+
+/// Row `lane` of the `n x n` column-major block at `src` (leading dimension `ld`), or with
+/// `transposed` its column `lane` (a row of the transpose), padded to `NP`: identity
+/// (`identity`) or zero outside `n x n`. Rows: consecutive lanes read consecutive
+/// addresses of each column (coalesced); columns: each lane reads its own column (strided
+/// across lanes, served by L2 and L1).
+///
+/// # Safety
+/// `src` holds an `n x n` block at `ld` (not read when `n == 0`).
+#[inline(always)]
+unsafe fn load_lane<T: Real, const NP: usize>(
+    src: *const T,
+    ld: usize,
+    n: usize,
+    lane: usize,
+    identity: bool,
+    transposed: bool,
+) -> [T; NP] {
+    let mut row = [T::ZERO; NP];
+    for c in 0..NP {
+        row[c] = if lane < n && c < n {
+            let at = if transposed { lane * ld + c } else { c * ld + lane };
+            unsafe { load_readonly(src.add(at)) }
+        } else if identity && c == lane {
+            T::ONE
+        } else {
+            T::ZERO
+        };
+    }
+    row
+}
+
+/// Row `lane` of the block ([`load_lane`]).
+///
+/// # Safety
+/// As [`load_lane`].
+#[inline(always)]
+unsafe fn load_row<T: Real, const NP: usize>(src: *const T, ld: usize, n: usize, lane: usize, identity: bool) -> [T; NP] {
+    unsafe { load_lane(src, ld, n, lane, identity, false) }
+}
+
+/// Column `lane` of the block ([`load_lane`]).
+///
+/// # Safety
+/// As [`load_lane`].
+#[inline(always)]
+unsafe fn load_column<T: Real, const NP: usize>(src: *const T, ld: usize, n: usize, lane: usize, identity: bool) -> [T; NP] {
+    unsafe { load_lane(src, ld, n, lane, identity, true) }
+}
+
+/// The smallest `u32` over the warp.
+#[inline(always)]
+fn warp_min_u32(mut v: u32) -> u32 {
+    let mut m = 16;
+    while m > 0 {
+        v = v.min(blocktri_prims::warp::shfl_xor_u32(v, m));
+        m /= 2;
+    }
+    v
+}
+
+/// [`factor_chain`] with one warp per system and the step's blocks in registers, lane `i`
+/// holding row `i` of `D_b` and of the coupling `A[b+1, b]` (the fused `rows` kernels'
+/// layout): the Cholesky factorization broadcasts by shuffles, the triangular solve and
+/// `D_{b+1} = A_{b+1,b+1} - L_{b+1,b} L_{b+1,b}^T` read the other rows from the warp's
+/// shared tile (broadcast reads), so a step needs no block barrier, only warp
+/// synchronization; the next coupling is loaded while the step computes. No interlaced
+/// right-hand sides. Same storage, checks and status words as [`factor_chain`]
+/// (`D_{b+1}`'s symmetry is checked as it is formed: the update is bitwise symmetric, so
+/// this is the input's symmetry).
+///
+/// # Safety
+/// A block of [`CHAIN_ROWS_WARPS`] warps, grid `x` = `ceil(systems / CHAIN_ROWS_WARPS)`,
+/// [`factor_chain_rows_shared_bytes`]`(NP)` of dynamic shared memory, `n <= NP <= 32`,
+/// `nrhs == 0`; the arrays of [`FactorArgs`] with their documented sizes.
+pub unsafe fn factor_chain_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) {
+    let a = *args;
+    let (n, ld, nb) = (a.n as usize, a.ld as usize, a.nblocks as usize);
+    let (warp, lane) = (blocktri_prims::warp_id() as usize, blocktri_prims::lane_id() as usize);
+    let s = block_idx_x() as usize * CHAIN_ROWS_WARPS as usize + warp;
+    if s >= a.systems as usize {
+        return; // a whole warp: no block barrier below
+    }
+    let t = chain_ldt(NP);
+    let per_warp = align_elems(t * NP, T::BYTES) + align_elems(NP, T::BYTES);
+    let tile = unsafe { shared::dynamic_shared::<T>().add(warp * per_warp) };
+    let inv = unsafe { tile.add(align_elems(t * NP, T::BYTES)) };
+    let info = unsafe { a.info.add(s) };
+    let blk = ld * n;
+    // SAFETY (all block pointers): blocks of system `s` inside the arrays (caller's contract).
+    let diag_in = |b: usize| unsafe { a.diag_in.add((s * nb + b) * blk) };
+    let sub = |b: usize| unsafe { a.sub.add((s * (nb - 1) + b) * blk) };
+    let out = |base: *mut T, b: usize| unsafe { base.add((s * nb + b) * blk) };
+    let fail = move |code: InfoCode, b: usize| {
+        if lane == 0 {
+            unsafe { atomic::atomic_min_u64(info, info_key(0, code, b as u32)) };
+        }
+    };
+    if lane == 0 {
+        unsafe { *info = INFO_OK };
+    }
+    let mut d: [T; NP] = unsafe { load_row(diag_in(0), ld, n, lane, true) };
+    let mut cpl: [T; NP] = if nb > 1 { unsafe { load_row(sub(0), ld, n, lane, false) } } else { [T::ZERO; NP] };
+    for b in 0..nb {
+        let has_next = b + 1 < nb;
+        // The next step's coupling, in flight during this step; not for 32 f64 values per
+        // row, where a third row of registers per lane spills (measured 52 us per step).
+        let prefetch = NP * T::BYTES <= 128;
+        let cpl_next: [T; NP] = if prefetch && b + 2 < nb { unsafe { load_row(sub(b + 1), ld, n, lane, false) } } else { [T::ZERO; NP] };
+
+        // 1. Checks: finite values; D_b symmetric (the mirror entry from the tile).
+        if lane < NP {
+            for c in 0..NP {
+                unsafe { *tile.add(c * t + lane) = d[c] };
+            }
+        }
+        sync_warp();
+        let mut code = u32::MAX;
+        if lane < n {
+            let drr = unsafe { *tile.add(lane * t + lane) };
+            for c in 0..NP {
+                if c < n {
+                    let (mirror, dcc) = unsafe { (*tile.add(lane * t + c), *tile.add(c * t + c)) };
+                    code = code.min(crate::level::node::entry_status(d[c], cpl[c], T::ZERO, mirror, drr, dcc, lane, c, a.sym_tol));
+                }
+            }
+        }
+        let code = warp_min_u32(code);
+        if code != u32::MAX {
+            fail(InfoCode::from_u32(code).unwrap_or(InfoCode::NonFinite), b);
+            return;
+        }
+
+        // 2. Cholesky of D_b by shuffles (the rows kernels' warp 0).
+        let mut failed = false;
+        for k in 0..NP {
+            let dk = d[k].shfl_idx(k as u32);
+            failed |= !(dk > T::ZERO && dk.is_finite());
+            let rs = dk.rsqrt_fast();
+            if lane == k {
+                unsafe { *inv.add(k) = rs };
+            }
+            let l = d[k] * rs;
+            d[k] = l;
+            for j in 0..NP {
+                if j > k {
+                    let ljk = l.shfl_idx(j as u32);
+                    d[j] = (-l).mul_add(ljk, d[j]);
+                }
+            }
+        }
+        if failed {
+            fail(InfoCode::NotPositiveDefinite, b);
+            return;
+        }
+        let l_dst = out(a.diag, b);
+        for c in 0..NP {
+            if lane < n && c < n {
+                unsafe { *l_dst.add(c * ld + lane) = if c <= lane { d[c] } else { T::ZERO } };
+            }
+        }
+        if !has_next {
+            return;
+        }
+
+        // 3. L_{b+1,b} = A[b+1, b] L_bb^-T along each lane's row, L from the tile.
+        sync_warp(); // everyone has read the tile's D_b
+        if lane < NP {
+            for c in 0..NP {
+                unsafe { *tile.add(c * t + lane) = d[c] };
+            }
+        }
+        sync_warp();
+        for c in 0..NP {
+            let x = cpl[c] * unsafe { *inv.add(c) };
+            cpl[c] = x;
+            for q in 0..NP {
+                if q > c {
+                    cpl[q] = (-x).mul_add(unsafe { *tile.add(c * t + q) }, cpl[q]);
+                }
+            }
+        }
+        let r_dst = out(a.right, b);
+        for c in 0..NP {
+            if lane < n && c < n {
+                unsafe { *r_dst.add(c * ld + lane) = cpl[c] };
+            }
+        }
+
+        // 4. D_{b+1} = A_{b+1,b+1} - K K^T, K = L_{b+1,b}: row `lane` against every row.
+        sync_warp();
+        if lane < NP {
+            for c in 0..NP {
+                unsafe { *tile.add(c * t + lane) = cpl[c] };
+            }
+        }
+        sync_warp();
+        d = unsafe { load_row(diag_in(b + 1), ld, n, lane, true) };
+        for j in 0..NP {
+            let mut acc = T::ZERO;
+            for q in 0..NP {
+                acc = cpl[q].mul_add(unsafe { *tile.add(q * t + j) }, acc);
+            }
+            d[j] -= acc;
+        }
+        sync_warp(); // the tile is rewritten by the next step's check
+        cpl = if prefetch || b + 2 >= nb { cpl_next } else { unsafe { load_row(sub(b + 1), ld, n, lane, false) } };
+    }
+}
+
+/// [`solve_forward_chain`] with one warp per system (grid and block as
+/// [`factor_chain_rows`], no shared memory): per block `b` lane `i` holds row `i` of
+/// `L_bb` and of `L_{b,b-1}` in registers; per right-hand-side column,
+/// `z = r_b - L_{b,b-1} y_{b-1}` and the forward substitution run by shuffles.
+///
+/// # Safety
+/// As [`factor_chain_rows`], after it (stream order); the arrays of [`SolveArgs`].
+pub unsafe fn solve_forward_chain_rows<T: Real, const NP: usize>(args: &SolveArgs<T>) {
+    let a = *args;
+    let (n, ld, nb, k) = (a.n as usize, a.ld as usize, a.nblocks as usize, a.nrhs as usize);
+    let (warp, lane) = (blocktri_prims::warp_id() as usize, blocktri_prims::lane_id() as usize);
+    let s = block_idx_x() as usize * CHAIN_ROWS_WARPS as usize + warp;
+    if s >= a.systems as usize {
+        return;
+    }
+    let blk = ld * n;
+    let ldb = nb * n;
+    let rhs = unsafe { a.rhs.add(s * ldb * k) };
+    for b in 0..nb {
+        let l: [T; NP] = unsafe { load_row(a.diag.add((s * nb + b) * blk), ld, n, lane, true) };
+        let cpl: [T; NP] = if b > 0 { unsafe { load_row(a.right.add((s * nb + b - 1) * blk), ld, n, lane, false) } } else { [T::ZERO; NP] };
+        let mut inv = [T::ZERO; NP];
+        for r in 0..NP {
+            inv[r] = T::ONE / l[r].shfl_idx(r as u32);
+        }
+        for c in 0..k {
+            let col = unsafe { rhs.add(c * ldb) };
+            let mut z = if lane < n { unsafe { *col.add(b * n + lane) } } else { T::ZERO };
+            if b > 0 {
+                let yp = if lane < n { unsafe { *col.add((b - 1) * n + lane) } } else { T::ZERO };
+                for j in 0..NP {
+                    z = (-cpl[j]).mul_add(yp.shfl_idx(j as u32), z);
+                }
+            }
+            for r in 0..NP {
+                let yr = z.shfl_idx(r as u32) * inv[r];
+                if lane > r {
+                    z = (-l[r]).mul_add(yr, z);
+                } else if lane == r {
+                    z = yr;
+                }
+            }
+            if lane < n {
+                unsafe { *col.add(b * n + lane) = z };
+            }
+        }
+        sync_warp(); // y_b written by each lane is read by the others in the next step
+    }
+}
+
+/// [`solve_backward_chain`] with one warp per system: lane `i` holds column `i` of `L_bb`
+/// and of `L_{b+1,b}`; `z = y_b - L_{b+1,b}^T x_{b+1}`, then the backward substitution by
+/// shuffles. Records [`InfoCode::NonFiniteSolution`] for a non-finite `x_b`.
+///
+/// # Safety
+/// As [`solve_forward_chain_rows`], after it.
+pub unsafe fn solve_backward_chain_rows<T: Real, const NP: usize>(args: &SolveArgs<T>) {
+    let a = *args;
+    let (n, ld, nb, k) = (a.n as usize, a.ld as usize, a.nblocks as usize, a.nrhs as usize);
+    let (warp, lane) = (blocktri_prims::warp_id() as usize, blocktri_prims::lane_id() as usize);
+    let s = block_idx_x() as usize * CHAIN_ROWS_WARPS as usize + warp;
+    if s >= a.systems as usize {
+        return;
+    }
+    let blk = ld * n;
+    let ldb = nb * n;
+    let rhs = unsafe { a.rhs.add(s * ldb * k) };
+    for step in 0..nb {
+        let b = nb - 1 - step;
+        let lcol: [T; NP] = unsafe { load_column(a.diag.add((s * nb + b) * blk), ld, n, lane, true) };
+        let ccol: [T; NP] =
+            if b + 1 < nb { unsafe { load_column(a.right.add((s * nb + b) * blk), ld, n, lane, false) } } else { [T::ZERO; NP] };
+        let mut inv = [T::ZERO; NP];
+        for r in 0..NP {
+            inv[r] = T::ONE / lcol[r].shfl_idx(r as u32);
+        }
+        let mut finite = true;
+        for c in 0..k {
+            let col = unsafe { rhs.add(c * ldb) };
+            let mut z = if lane < n { unsafe { *col.add(b * n + lane) } } else { T::ZERO };
+            if b + 1 < nb {
+                let xn = if lane < n { unsafe { *col.add((b + 1) * n + lane) } } else { T::ZERO };
+                for j in 0..NP {
+                    z = (-ccol[j]).mul_add(xn.shfl_idx(j as u32), z);
+                }
+            }
+            for r in (0..NP).rev() {
+                let xr = z.shfl_idx(r as u32) * inv[r];
+                if lane < r {
+                    z = (-lcol[r]).mul_add(xr, z);
+                } else if lane == r {
+                    z = xr;
+                }
+            }
+            if lane < n {
+                finite &= z.is_finite();
+                unsafe { *col.add(b * n + lane) = z };
+            }
+        }
+        if !finite {
+            unsafe { atomic::atomic_min_u64(a.info.add(s), info_key(0, InfoCode::NonFiniteSolution, b as u32)) };
+        }
+        sync_warp();
+    }
+}
