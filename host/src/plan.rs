@@ -65,8 +65,6 @@ impl Plan {
     /// elements.
     pub fn new(shape: Shape, precision: Precision) -> Result<Self> {
         let nb = u32::try_from(shape.nblocks).map_err(|_| Error::Shape(format!("{shape}: too many blocks")))?;
-        let elem_bytes = if precision == Precision::F64 { 8 } else { 4 };
-        let ld = round_up(shape.block as u32, (64 / elem_bytes) as u32) as usize;
         let levels = (0..levels(nb))
             .map(|m| Level {
                 index: m as usize,
@@ -86,7 +84,14 @@ impl Plan {
                     .collect(),
             })
             .collect();
-        Ok(Plan { shape, ld, elem_bytes, levels, chain: false })
+        Ok(Self::with_levels(shape, precision, levels, false))
+    }
+
+    /// A plan of `levels`, its device layout from `shape` and `precision`.
+    fn with_levels(shape: Shape, precision: Precision, levels: Vec<Level>, chain: bool) -> Self {
+        let elem_bytes = if precision == Precision::F64 { 8 } else { 4 };
+        let ld = round_up(shape.block as u32, (64 / elem_bytes) as u32) as usize;
+        Plan { shape, ld, elem_bytes, levels, chain }
     }
 
     /// The schedule of the chain engine (`blocktri_device::chain`): the blocks in natural
@@ -103,13 +108,12 @@ impl Plan {
     /// assert_eq!(plan.factor_flops(), 4.0 * (9.0 + 54.0) + 9.0);
     /// ```
     pub fn chain(shape: Shape, precision: Precision) -> Result<Self> {
-        let mut plan = Self::new(shape, precision)?;
         let nb = shape.nblocks;
-        plan.levels = (0..nb)
+        u32::try_from(nb).map_err(|_| Error::Shape(format!("{shape}: too many blocks")))?;
+        let levels = (0..nb)
             .map(|b| Level { index: b, nodes: vec![Node { block: b, left: None, right: (b + 1 < nb).then_some(b + 1), fill: None }] })
             .collect();
-        plan.chain = true;
-        Ok(plan)
+        Ok(Self::with_levels(shape, precision, levels, true))
     }
 
     /// The shape.

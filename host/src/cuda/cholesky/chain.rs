@@ -122,8 +122,7 @@ impl Chain {
     pub(super) fn solve_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>, forward: bool) -> Vec<Step<'k, T>> {
         let shape = b.shape;
         let n = shape.block;
-        let wanted = (target.k as u32).min(self.rhs_chunk.max(1)).max(1) as usize;
-        let chunk = (1..=wanted).rev().find(|&c| solve_chain_shared_bytes(n, c, T::BYTES) <= self.max_shared as usize).unwrap_or(1);
+        let chunk = super::fused::fitting_chunk(target.k, self.rhs_chunk, self.max_shared, |c| solve_chain_shared_bytes(n, c, T::BYTES));
         let args = b.solve_args(target, 0, chunk);
         let smem = if self.rows.is_some() { 0 } else { solve_chain_shared_bytes(n, chunk, T::BYTES) as u32 };
         let cfg = LaunchConfig::linear(self.grid(shape.batch), self.threads, smem);

@@ -34,7 +34,7 @@ impl Variant {
             KernelFamily::Panel => Some(Variant::Panel(panel_size(n).ok_or_else(|| unsupported("panel", 96))?)),
             KernelFamily::Tiled => None,
             // The executor picks the chain engine before asking (`chain::prefers_chain`);
-            // answered for the buffer layout, which is the fused engine's.
+            // answered for the buffer layout (`is_tiled`), which is the fused engine's.
             KernelFamily::Chain => Some(Variant::Generic),
             KernelFamily::Auto => {
                 let rows_limit = if T::BYTES == 4 { 32 } else { 16 };
@@ -100,10 +100,12 @@ pub(super) fn max_generic_block(smem: u32, elem_bytes: usize) -> usize {
     (1..=512).take_while(|&n| fits(n)).last().unwrap_or(0)
 }
 
-/// The largest number of right-hand-side columns per pass, at most `wanted`, for which the
-/// generic solve kernels of block size `n` fit in `smem` bytes (at least 1).
-pub(super) fn fitting_chunk(n: usize, wanted: usize, elem_bytes: usize, smem: u32) -> usize {
-    (1..=wanted.max(1)).rev().find(|&c| solve_shared_bytes(n, c, elem_bytes) <= smem as usize).unwrap_or(1)
+/// The largest number of right-hand-side columns per pass, at most `k` and the option's
+/// `rhs_chunk`, for which a solve kernel needing `bytes(columns)` of shared memory fits in
+/// `smem` bytes (at least 1).
+pub(super) fn fitting_chunk(k: usize, rhs_chunk: u32, smem: u32, bytes: impl Fn(usize) -> usize) -> usize {
+    let wanted = (k as u32).min(rhs_chunk.max(1)).max(1) as usize;
+    (1..=wanted).rev().find(|&c| bytes(c) <= smem as usize).unwrap_or(1)
 }
 
 /// Largest block size some fused family supports with `smem` bytes of shared memory per
@@ -170,8 +172,7 @@ impl Fused {
 
     /// Right-hand-side columns per pass of the generic solve kernels.
     fn chunk(&self, n: usize, k: usize, elem: usize) -> usize {
-        let wanted = (k as u32).min(self.rhs_chunk.max(1)).max(1) as usize;
-        fitting_chunk(n, wanted, elem, self.max_shared)
+        fitting_chunk(k, self.rhs_chunk, self.max_shared, |c| solve_shared_bytes(n, c, elem))
     }
 
     /// Whether the factor kernels can also do the forward substitution of `nrhs` columns.
@@ -260,10 +261,10 @@ mod tests {
         let generic = max_generic_block(HOPPER_SMEM, 8);
         assert!((96..128).contains(&generic));
         assert!(Variant::Generic.min_smem(generic + 1, 8) > HOPPER_SMEM as usize);
-        let chunk = fitting_chunk(96, 16, 8, HOPPER_SMEM);
+        let chunk = fitting_chunk(16, 32, HOPPER_SMEM, |c| solve_shared_bytes(96, c, 8));
         assert!(chunk < 16 && solve_shared_bytes(96, chunk, 8) <= HOPPER_SMEM as usize);
         assert!(solve_shared_bytes(96, chunk + 1, 8) > HOPPER_SMEM as usize);
-        assert_eq!(fitting_chunk(8, 16, 8, HOPPER_SMEM), 16);
+        assert_eq!(fitting_chunk(16, 32, HOPPER_SMEM, |c| solve_shared_bytes(8, c, 8)), 16);
         assert_eq!(max_fused_block(HOPPER_SMEM, 8), generic);
         assert!(max_fused_block(HOPPER_SMEM, 4) > 96);
         assert_eq!(max_fused_block(0, 8), 0);

@@ -99,9 +99,10 @@ pub enum KernelFamily {
     /// The tiled engine (`blocktri_device::tiled`): `64 x 64` tiles over many thread blocks
     /// per node, FP64 tensor-core products; any `n`.
     Tiled,
-    /// The chain kernels (`blocktri_device::chain`): sequential block Cholesky, one thread
-    /// block per system, no nested dissection; an error when the blocks do not fit in
-    /// shared memory (`n` above about 120 in `f64`). `Auto` takes them for batches of at
+    /// The chain kernels (`blocktri_device::chain`): sequential block Cholesky, no nested
+    /// dissection; one warp per system for `n <= 32`, one thread block per system above
+    /// (an error when the blocks do not fit in shared memory: `n` above about 120 in
+    /// `f64`). `Auto` takes them for batches of at
     /// least six systems per multiprocessor with `n <= 16` (measured crossovers).
     Chain,
 }
@@ -374,9 +375,6 @@ impl<T: Scalar> GpuCholesky<T> {
 
     /// Whether blocks of size `n` run on the tiled engine with this solver's options.
     fn is_tiled(&self, n: usize) -> Result<bool> {
-        if self.options.kernels == KernelFamily::Chain {
-            return Ok(false);
-        }
         Ok(Variant::choose::<T>(self.options.kernels, n)?.is_none())
     }
 
