@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The tiled engine on the GPU machine, in one call:
-#   bash scripts/gpu-tiled.sh [tests] [cholesky] [soak] [ncu] [sanitize] [profile] [bench] [families] [chain]
+#   bash scripts/gpu-tiled.sh [tests] [cholesky] [soak] [ncu] [sanitize] [profile] [bench] [families] [chain] [tf32] [mixed]
 # tests: every GPU test executable; cholesky: only tests/gpu_cholesky.rs; soak: the ignored
 # 100 000-cycle refactor + solve run (tests/gpu_soak.rs, CYCLES to change); ncu: stalls of one
 # neighbour-product launch; profile: kernel
 # sums of one factor + solve (PROFILE="N,n ..."); sanitize: compute-sanitizer memcheck/racecheck/synccheck
 # on the tiled sanitizer cases; bench: the FP64 sweep (N n = 262144, n = 32..2048) with the
 # GPU peers in the same run (PREC=f64,f32 for both); families: fused vs tiled at n <= 128;
-# chain: batches (S = 64 .. 4096, N = 64) on the chain engine, nested dissection and the peers.
+# chain: batches (S = 64 .. 4096, N = 64) on the chain engine, nested dissection and the peers;
+# tf32: the f32 FP64-sweep sizes with each f32 tile product (fma, tf32, tf32x3) and the f32
+# peer; mixed: f64 sizes with the mixed-precision solver (f32 factor + refinement) next to
+# the f64 one and the peers. SAN_FILTER may name several test filters (space-separated).
 set -u
 source "$(dirname "$0")/gpu-env.sh"
 steps=${*:-tests sanitize bench}
@@ -37,8 +40,25 @@ for step in $steps; do
       grep -E "Stall|Throughput|Pipe|Occupancy|Registers|Issue|Hit Rate|Warp Cycles" "$OUT/ncu-neighbours.txt" | head -40 ;;
     sanitize)
       san=$(ls .gpu/tests/gpu_sanitize-* | head -1)
-      for tool in memcheck racecheck synccheck; do
-        echo "== $tool"; timeout ${TS:-90} compute-sanitizer --tool $tool --error-exitcode 9 $san --test-threads=1 ${SAN_FILTER:-tiled} 2>&1 | tail -3 | tee -a "$OUT/sanitizer.log"
+      for filter in ${SAN_FILTER:-tiled}; do
+        for tool in memcheck racecheck synccheck; do
+          echo "== $tool $filter" | tee -a "$OUT/sanitizer.log"
+          timeout ${TS:-90} compute-sanitizer --tool $tool --error-exitcode 9 $san --test-threads=1 $filter 2>&1 | tail -3 | tee -a "$OUT/sanitizer.log"
+        done
+      done ;;
+    tf32)
+      for p in ${PRODUCTS:-fma tf32 tf32x3}; do
+        m=blocktri-gpu; [ $p = fma ] && m=${METHODS:-blocktri-gpu,vendor-schur}
+        timeout ${T:-200} $b bench --full --suites fp64-sweep --block-sizes ${SIZES:-128,256,512,1024,2048} --precision f32 --methods $m \
+          --f32-products $p --runs ${RUNS:-3} --out-dir "$OUT/bench-f32-$p" > "$OUT/bench-f32-$p.log" 2>&1
+        echo "### f32 $p"; grep -E "^\|" "$OUT/bench-f32-$p/report.md" 2>/dev/null | head -40
+      done ;;
+    mixed)
+      for p in ${PRODUCTS:-fma tf32x3}; do
+        m=blocktri-gpu-mixed; [ $p = fma ] && m=${METHODS:-blocktri-gpu,blocktri-gpu-mixed,vendor-schur,cudss}
+        timeout ${T:-200} $b bench --full --suites fp64-sweep --block-sizes ${SIZES:-128,256,512,1024} --precision f64 --methods $m \
+          --f32-products $p --runs ${RUNS:-3} --out-dir "$OUT/bench-mixed-$p" > "$OUT/bench-mixed-$p.log" 2>&1
+        echo "### mixed $p"; grep -E "^\|" "$OUT/bench-mixed-$p/report.md" 2>/dev/null | head -40
       done ;;
     chain)
       # Batches: the chain engine against nested dissection (rows / panel) and the peers.

@@ -14,7 +14,7 @@ use blocktri_device::tiled::factor::{
 use blocktri_device::tiled::solve::{
     MAX_CHUNK, SOLVE_THREADS, backward_couple, backward_diag, couple_shared_bytes, diag_solve_shared_bytes, forward_couple, forward_diag,
 };
-use blocktri_device::tiled::{PRODUCT_THREADS, TileScalar, TiledArgs, dinv_elems, tiles};
+use blocktri_device::tiled::{Native, PRODUCT_THREADS, Tf32, Tf32x3, TileMac, TiledArgs, dinv_elems, tiles};
 use blocktri_prims::emu;
 use common::{dense_solution, error_vs_reference, fresh_seed, problem};
 
@@ -81,8 +81,8 @@ fn args<T: Scalar>(
     }
 }
 
-/// The factor launches of `Tiled::factor_steps`, in order.
-fn run_factor<T: Scalar + TileScalar>(d: &mut Device<T>, a: &BlockTridiag<T>) {
+/// The factor launches of `Tiled::factor_steps`, in order, with the products of `M`.
+fn run_factor<T: Scalar, M: TileMac<T>>(d: &mut Device<T>, a: &BlockTridiag<T>) {
     let shape = a.shape();
     let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
     let nt = tiles(n);
@@ -98,17 +98,23 @@ fn run_factor<T: Scalar + TileScalar>(d: &mut Device<T>, a: &BlockTridiag<T>) {
             let x = args(d, a, m, k as u32, 0, None);
             unsafe {
                 if k > 0 {
-                    emu::launch_unchecked(nodes * (3 * nt - k) as u32, PRODUCT_THREADS, product_kernel_shared_bytes(e), || update(&x));
+                    emu::launch_unchecked(nodes * (3 * nt - k) as u32, PRODUCT_THREADS, product_kernel_shared_bytes(e), || {
+                        update::<T, M>(&x)
+                    });
                 }
                 emu::launch_unchecked(nodes, WIDE_THREADS, potrf_shared_bytes(e), || potrf(&x));
-                emu::launch_unchecked(nodes * (nt - k - 1 + 2 * nt) as u32, PRODUCT_THREADS, product_kernel_shared_bytes(e), || trsm(&x));
+                emu::launch_unchecked(nodes * (nt - k - 1 + 2 * nt) as u32, PRODUCT_THREADS, product_kernel_shared_bytes(e), || {
+                    trsm::<T, M>(&x)
+                });
             }
         }
         if m + 1 < top {
             let pairs = nt * (nt + 1) / 2;
             for (side, y) in [(0u32, pairs), (1, pairs + nt * nt)] {
                 let x = args(d, a, m, 0, side, None);
-                unsafe { emu::launch_unchecked(nodes * y as u32, PRODUCT_THREADS, product_kernel_shared_bytes(e), || neighbours(&x)) };
+                unsafe {
+                    emu::launch_unchecked(nodes * y as u32, PRODUCT_THREADS, product_kernel_shared_bytes(e), || neighbours::<T, M>(&x))
+                };
             }
         }
     }
@@ -148,18 +154,18 @@ fn run_solve<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk:
     }
 }
 
-fn check<T: Scalar + TileScalar>(cases: &[(usize, usize, usize, usize)], tol: f64) {
+fn check<T: Scalar, M: TileMac<T>>(cases: &[(usize, usize, usize, usize)], tol: f64) {
     let seed = fresh_seed();
     for (i, &(s, nb, n, k)) in cases.iter().enumerate() {
         let (a, b) = problem::<T>(s, nb, n, k, seed + i as u64);
         let mut d = upload(&a, &b);
-        run_factor(&mut d, &a);
+        run_factor::<T, M>(&mut d, &a);
         assert!(d.info.iter().all(|&x| x == INFO_OK), "{} S={s} N={nb} n={n}: info {:?}", T::PRECISION, d.info);
         run_solve(&mut d, &a, k, k.min(MAX_CHUNK));
         assert!(d.solve_info.iter().all(|&x| x == INFO_OK));
         let x = BlockVec::from_vec(a.shape(), k, d.rhs.clone()).unwrap();
         let err = error_vs_reference(&x, &dense_solution(&a, &b));
-        assert!(err < tol, "{} S={s} N={nb} n={n} k={k}: {err:e} (seed {seed})", T::PRECISION);
+        assert!(err < tol, "{} {} S={s} N={nb} n={n} k={k}: {err:e} (seed {seed})", T::PRECISION, std::any::type_name::<M>());
     }
 }
 
@@ -170,19 +176,28 @@ const CASES: &[(usize, usize, usize, usize)] =
 
 #[test]
 fn emulated_tiled_f64_matches_the_dense_reference() {
-    check::<f64>(CASES, 1e-11);
+    check::<f64, Native>(CASES, 1e-11);
 }
 
 /// The default emulated device is an sm_90, whose products use `mma.m16n8k16`; the sm_80
 /// build's `mma.m8n8k4` products on one, two and three tiles.
 #[test]
 fn emulated_tiled_f64_sm80_products_match_the_dense_reference() {
-    emu::with_compute_capability(80, || check::<f64>(&[CASES[2], CASES[5]], 1e-11));
+    emu::with_compute_capability(80, || check::<f64, Native>(&[CASES[2], CASES[5]], 1e-11));
 }
 
 #[test]
 fn emulated_tiled_f32_matches_the_dense_reference() {
-    check::<f32>(&CASES[..6], 1e-4);
+    check::<f32, Native>(&CASES[..6], 1e-4);
+}
+
+/// The opt-in TF32 products (`GpuOptions::f32_products`): split operands keep the FP32
+/// bound; plain TF32 (10-bit operands) gets its own, looser one (measured 1e-5 to 6e-5
+/// here). Partial tiles, batches and three tiles per block.
+#[test]
+fn emulated_tiled_tf32_products_match_the_dense_reference() {
+    check::<f32, Tf32x3>(&[CASES[2], CASES[5]], 1e-4);
+    check::<f32, Tf32>(&[CASES[1], CASES[4]], 1e-3);
 }
 
 #[test]
@@ -191,7 +206,7 @@ fn emulated_tiled_failures_name_the_system_and_block() {
     let (mut a, b) = problem::<f64>(2, 7, 66, 1, 7);
     a.set_diag(1, 5, 65, 65, -1e4);
     let mut d = upload(&a, &b);
-    run_factor(&mut d, &a);
+    run_factor::<f64, Native>(&mut d, &a);
     assert_eq!(d.info[0], INFO_OK);
     assert_eq!(decode_info(d.info[1]).unwrap(), (1, InfoCode::NotPositiveDefinite as u32, 5));
 
@@ -201,7 +216,7 @@ fn emulated_tiled_failures_name_the_system_and_block() {
     a.sub_block_mut(0, 2)[1] = f64::NAN;
     a.sub_block_mut(0, 3)[2] = f64::INFINITY;
     let mut d = upload(&a, &b);
-    run_factor(&mut d, &a);
+    run_factor::<f64, Native>(&mut d, &a);
     assert_eq!(decode_info(d.info[0]).unwrap(), (0, InfoCode::NonFinite as u32, 2));
     assert_eq!(d.info[1], INFO_OK);
 
@@ -209,6 +224,6 @@ fn emulated_tiled_failures_name_the_system_and_block() {
     let (mut a, b) = problem::<f64>(1, 7, 3, 1, 9);
     a.diag_block_mut(0, 3)[1] += 0.5; // entry (1, 0) only
     let mut d = upload(&a, &b);
-    run_factor(&mut d, &a);
+    run_factor::<f64, Native>(&mut d, &a);
     assert_eq!(decode_info(d.info[0]).unwrap(), (2, InfoCode::NotSymmetric as u32, 3));
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use blocktri::cuda::{DeviceBuffer, GpuCholesky, GpuOptions, KernelFamily, LaunchConfig};
+use blocktri::cuda::{DeviceBuffer, F32Products, GpuCholesky, GpuOptions, KernelFamily, LaunchConfig};
 use blocktri::{BlockVec, Error, Factorization, Scalar, generate, residual};
 use blocktri_device::batched::{PotrfBatchedArgs, potrf_batched_shared_bytes};
 use blocktri_device::kernels::{kernel_name, names};
@@ -90,6 +90,33 @@ fn tiled_engine_every_block_size_f32() {
         let tol = if n <= 256 { 1e-5 } else { 1e-4 };
         residual_check(s, nb, n, k, seed + i as u64, tol, &mut solver);
     }
+}
+
+/// The opt-in TF32 products: every block size runs the tiled engine (small ones too);
+/// split operands keep the f32 bounds, plain TF32 has its own (operands rounded to 10
+/// bits: residuals near `1e-4`, bound `1e-2`). Options that cannot work are errors.
+#[test]
+fn tf32_products_every_block_size() {
+    let Some(g) = gpu() else { return };
+    let seed = fresh_seed();
+    let mut cases = vec![(3, 5, 1, 1), (1, 64, 8, 3), (7, 3, 16, 1), (1, 1000, 32, 3)];
+    cases.extend(tiled_grid());
+    for (products, every) in [(F32Products::Tf32x3, 1), (F32Products::Tf32, 2)] {
+        let options = GpuOptions { f32_products: products, ..GpuOptions::default() };
+        let mut solver = GpuCholesky::<f32>::with_gpu(g.clone(), options).unwrap();
+        for (i, &(s, nb, n, k)) in cases.iter().enumerate().step_by(every) {
+            let tol = match products {
+                F32Products::Tf32 => 1e-2,
+                _ if n <= 256 => 1e-5,
+                _ => 1e-4,
+            };
+            residual_check(s, nb, n, k, seed + i as u64, tol, &mut solver);
+        }
+    }
+    let tf32 = GpuOptions { f32_products: F32Products::Tf32, ..GpuOptions::default() };
+    assert!(matches!(GpuCholesky::<f64>::with_gpu(g.clone(), tf32), Err(Error::Unsupported(_))));
+    let panel = GpuOptions { kernels: KernelFamily::Panel, ..tf32 };
+    assert!(matches!(GpuCholesky::<f32>::with_gpu(g, panel), Err(Error::Unsupported(_))));
 }
 
 #[test]

@@ -94,6 +94,36 @@ fn sanitize_cholesky_tiled() {
 }
 
 #[test]
+fn sanitize_cholesky_tiled_tf32() {
+    let Some(g) = gpu() else { return };
+    // Small (one partial tile, a batch) and large (three tiles, the last partial), each
+    // TF32 product kind.
+    for f32_products in [blocktri::cuda::F32Products::Tf32, blocktri::cuda::F32Products::Tf32x3] {
+        for (s, nb, n, k) in [(2, 9, 33, 3), (1, 6, 150, 2)] {
+            let (a, b) = problem::<f32>(s, nb, n, k, 6);
+            let options = GpuOptions { graphs: false, f32_products, ..Default::default() };
+            let mut solver = GpuCholesky::<f32>::with_gpu(g.clone(), options).unwrap();
+            let x = solver.factor_solve(&a, &b).unwrap();
+            assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-2);
+        }
+    }
+}
+
+#[test]
+fn sanitize_mixed_refinement() {
+    let Some(g) = gpu() else { return };
+    // The refinement kernels on a batch with two row passes (n = 300) and on small blocks
+    // with several columns.
+    for (s, nb, n, k) in [(2, 3, 300, 1), (3, 9, 7, 3)] {
+        let (a, b) = problem::<f64>(s, nb, n, k, 8);
+        let mut mixed = blocktri::cuda::MixedCholesky::with_gpu(g.clone(), Default::default()).unwrap();
+        mixed.factor(&a).unwrap();
+        let x = mixed.solve(&b).unwrap();
+        assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12);
+    }
+}
+
+#[test]
 fn sanitize_tridiag() {
     let Some(g) = gpu() else { return };
     let mut inv = GpuTridiagInverse::with_gpu(g).unwrap();

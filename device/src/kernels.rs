@@ -68,12 +68,26 @@ pub mod names {
     pub const SOLVE_FORWARD: &str = "solve_forward";
     /// [`crate::level::solve_backward_level`].
     pub const SOLVE_BACKWARD: &str = "solve_backward";
+    /// [`crate::refine::demote_matrix`].
+    pub const REFINE_DEMOTE_MATRIX: &str = "refine_demote_matrix";
+    /// [`crate::refine::residual`].
+    pub const REFINE_RESIDUAL: &str = "refine_residual";
+    /// [`crate::refine::demote_rhs`].
+    pub const REFINE_DEMOTE_RHS: &str = "refine_demote_rhs";
+    /// [`crate::refine::promote`].
+    pub const REFINE_PROMOTE: &str = "refine_promote";
     /// [`crate::tiled::factor::prep`].
     pub const TILED_PREP: &str = "tiled_prep";
     /// [`crate::tiled::factor::potrf`].
     pub const TILED_POTRF: &str = "tiled_potrf";
-    /// [`crate::tiled::factor::trsm`].
+    /// [`crate::tiled::factor::trsm`]. The three product kernels (trsm, update,
+    /// neighbours) also exist for `f32` on TF32 tensor cores, named with the suffix
+    /// [`TF32_SUFFIX`] or [`TF32X3_SUFFIX`] instead of `f32`: `tiled_trsm_tf32x3`.
     pub const TILED_TRSM: &str = "tiled_trsm";
+    /// Suffix of the `f32` product kernels on TF32 tensor cores ([`crate::tiled::Tf32`]).
+    pub const TF32_SUFFIX: &str = "tf32";
+    /// Suffix of the `f32` product kernels on split-operand TF32 ([`crate::tiled::Tf32x3`]).
+    pub const TF32X3_SUFFIX: &str = "tf32x3";
     /// [`crate::tiled::factor::update`].
     pub const TILED_UPDATE: &str = "tiled_update";
     /// [`crate::tiled::factor::neighbours`].
@@ -117,8 +131,9 @@ mod entry {
         solve_backward_rows, solve_forward_level, solve_forward_panel, solve_forward_rows,
     };
     use crate::logdet::{LogDetArgs, log_det_parts};
+    use crate::refine::{RefineArgs, demote_matrix, demote_rhs, promote, residual};
     use crate::selinv::{SelinvArgs, selinv_chain, selinv_level};
-    use crate::tiled::{TiledArgs, factor as tf, solve as ts};
+    use crate::tiled::{Native, Tf32, Tf32x3, TiledArgs, factor as tf, solve as ts};
     use crate::tridiag::{TridiagArgs, fused, stagewise};
 
     macro_rules! kernel {
@@ -268,13 +283,38 @@ mod entry {
     kernel!(solve_backward_chain_f64, solve_backward_chain_f32, solve_backward_chain, SolveArgs);
     kernel!(tiled_prep_f64, tiled_prep_f32, tf::prep, TiledArgs);
     kernel!(tiled_potrf_f64, tiled_potrf_f32, tf::potrf, TiledArgs);
-    kernel!(tiled_trsm_f64, tiled_trsm_f32, tf::trsm, TiledArgs);
-    kernel!(tiled_update_f64, tiled_update_f32, tf::update, TiledArgs);
-    kernel!(tiled_neighbours_f64, tiled_neighbours_f32, tf::neighbours, TiledArgs);
+    kernel!(tiled_trsm_f64, tiled_trsm_f32, tf::trsm::<_, Native>, TiledArgs);
+    kernel!(tiled_update_f64, tiled_update_f32, tf::update::<_, Native>, TiledArgs);
+    kernel!(tiled_neighbours_f64, tiled_neighbours_f32, tf::neighbours::<_, Native>, TiledArgs);
+    macro_rules! tf32_kernels {
+        ($mac:ty, $trsm:ident, $update:ident, $neighbours:ident) => {
+            #[unsafe(no_mangle)]
+            pub unsafe extern "ptx-kernel" fn $trsm(args: TiledArgs<f32>) {
+                // SAFETY: the host launches it as the body's docs require.
+                unsafe { tf::trsm::<f32, $mac>(&args) }
+            }
+            #[unsafe(no_mangle)]
+            pub unsafe extern "ptx-kernel" fn $update(args: TiledArgs<f32>) {
+                // SAFETY: as above.
+                unsafe { tf::update::<f32, $mac>(&args) }
+            }
+            #[unsafe(no_mangle)]
+            pub unsafe extern "ptx-kernel" fn $neighbours(args: TiledArgs<f32>) {
+                // SAFETY: as above.
+                unsafe { tf::neighbours::<f32, $mac>(&args) }
+            }
+        };
+    }
+    tf32_kernels!(Tf32, tiled_trsm_tf32, tiled_update_tf32, tiled_neighbours_tf32);
+    tf32_kernels!(Tf32x3, tiled_trsm_tf32x3, tiled_update_tf32x3, tiled_neighbours_tf32x3);
     kernel!(tiled_forward_diag_f64, tiled_forward_diag_f32, ts::forward_diag, TiledArgs);
     kernel!(tiled_forward_couple_f64, tiled_forward_couple_f32, ts::forward_couple, TiledArgs);
     kernel!(tiled_backward_couple_f64, tiled_backward_couple_f32, ts::backward_couple, TiledArgs);
     kernel!(tiled_backward_diag_f64, tiled_backward_diag_f32, ts::backward_diag, TiledArgs);
+    kernel!(refine_demote_matrix_f64, refine_demote_matrix_f32, demote_matrix, RefineArgs);
+    kernel!(refine_residual_f64, refine_residual_f32, residual, RefineArgs);
+    kernel!(refine_demote_rhs_f64, refine_demote_rhs_f32, demote_rhs, RefineArgs);
+    kernel!(refine_promote_f64, refine_promote_f32, promote, RefineArgs);
     kernel!(potrf_batched_f64, potrf_batched_f32, potrf_batched, PotrfBatchedArgs);
     kernel!(tri_fused_leaves_f64, tri_fused_leaves_f32, fused::leaves, TridiagArgs);
     kernel!(tri_fused_merge_f64, tri_fused_merge_f32, fused::merge, TridiagArgs);

@@ -8,6 +8,7 @@
 //! - [`tiled`]: the tiled engine for large blocks (any `n`; FP64 tensor-core products);
 //! - [`batched`]: batched Cholesky of independent tiles;
 //! - [`logdet`]: the log-determinant of every factored system;
+//! - [`refine`]: the `f64` side of mixed-precision iterative refinement;
 //! - [`selinv`]: selected inversion (blocks of `A^-1`) from the nested-dissection or chain factor;
 //! - [`layout`]: the nested-dissection numbering shared with the host plan;
 //! - [`kernels`]: the exported entry points (`extern "ptx-kernel"`, nvptx64 only).
@@ -29,6 +30,7 @@ pub mod kernels;
 pub mod layout;
 pub mod level;
 pub mod logdet;
+pub mod refine;
 pub mod selinv;
 pub mod team;
 pub mod tile;

@@ -6,7 +6,7 @@
 //! does not exist for their node (no left neighbour, say) return at once; blocks of a
 //! system that already recorded a failure return after one barrier.
 
-use super::product::{ACC, PRODUCT_SHARED_ELEMS, Panel, TileScalar, product_nt};
+use super::product::{ACC, Panel, TileMac, product_nt, product_shared_bytes};
 use super::{TILE, TiledArgs, lower_pair, rem_div, tile_rows, tiles};
 use crate::layout::{fill_slot, level_of};
 use crate::level::{InfoCode, info_key};
@@ -36,7 +36,7 @@ const _: () = assert!(POTRF_GRID * POTRF_GRID == WIDE_THREADS as usize);
 
 /// Shared memory of [`trsm`], [`update`] and [`neighbours`].
 pub const fn product_kernel_shared_bytes(elem_bytes: usize) -> usize {
-    FLAG_BYTES + PRODUCT_SHARED_ELEMS * elem_bytes
+    FLAG_BYTES + product_shared_bytes(elem_bytes)
 }
 
 /// The flag word and the element area behind it.
@@ -322,10 +322,10 @@ unsafe fn panel<T>(blk: *mut T, ld: usize, n: usize, t: usize, c0: usize) -> Pan
 
 /// Hands each accumulator of this thread with its `(row, col)` inside the tile.
 #[inline(always)]
-fn for_each_acc<T: TileScalar>(acc: &[T; ACC], mut f: impl FnMut(usize, usize, T)) {
+fn for_each_acc<T: Real, M: TileMac<T>>(acc: &[T; ACC], mut f: impl FnMut(usize, usize, T)) {
     let tid = thread_idx_x() as usize;
     for e in 0..ACC {
-        let (r, c) = T::acc_coord(tid, e);
+        let (r, c) = M::acc_coord(tid, e);
         f(r, c, acc[e]);
     }
 }
@@ -338,7 +338,7 @@ fn for_each_acc<T: TileScalar>(acc: &[T; ACC], mut f: impl FnMut(usize, usize, T
 /// # Safety
 /// [`super::PRODUCT_THREADS`] threads, [`product_kernel_shared_bytes`]; [`potrf`] of the
 /// same step has completed.
-pub unsafe fn trsm<T: TileScalar>(args: &TiledArgs<T>) {
+pub unsafe fn trsm<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
     let a = *args;
     let (n, ld, k) = (a.n(), a.ld(), a.step as usize);
     let Some((nd, _, t, blk)) = (unsafe { panel_tile(&a, k + 1, tiles(n) - k - 1) }) else { return };
@@ -351,9 +351,9 @@ pub unsafe fn trsm<T: TileScalar>(args: &TiledArgs<T>) {
     let p = unsafe { panel(blk, ld, n, t, c0) };
     let inv = Panel { ptr: unsafe { a.dinv_tile(nd.s, nd.b, k) } as *const T, ld: TILE, rows: w };
     // SAFETY: product_nt reads the whole panel before returning; each block owns its tile.
-    let acc = unsafe { product_nt(p, inv, w, sh) };
+    let acc = unsafe { product_nt::<T, M>(p, inv, w, sh) };
     let dst = p.ptr as *mut T;
-    for_each_acc(&acc, |r, c, v| {
+    for_each_acc::<T, M>(&acc, |r, c, v| {
         if r < p.rows && c < w {
             unsafe { *dst.add(c * ld + r) = v };
         }
@@ -372,7 +372,7 @@ pub unsafe fn trsm<T: TileScalar>(args: &TiledArgs<T>) {
 ///
 /// # Safety
 /// As [`trsm`]; the steps before `k` have completed.
-pub unsafe fn update<T: TileScalar>(args: &TiledArgs<T>) {
+pub unsafe fn update<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
     let a = *args;
     let (n, ld, k) = (a.n(), a.ld(), a.step as usize);
     let Some((nd, which, it, blk)) = (unsafe { panel_tile(&a, k, tiles(n) - k) }) else { return };
@@ -382,11 +382,11 @@ pub unsafe fn update<T: TileScalar>(args: &TiledArgs<T>) {
     }
     let d = unsafe { a.block(a.diag, nd.s, nd.b) };
     let (pa, pb) = unsafe { (panel(blk, ld, n, it, 0), panel(d, ld, n, k, 0)) };
-    let acc = unsafe { product_nt(pa, pb, k * TILE, sh) };
+    let acc = unsafe { product_nt::<T, M>(pa, pb, k * TILE, sh) };
     let diagonal = which == 0 && it == k;
     // SAFETY: tile (it, k) of the band, rows/cols clipped to n.
     let dst = unsafe { blk.add(k * TILE * ld + it * TILE) };
-    for_each_acc(&acc, |r, c, v| {
+    for_each_acc::<T, M>(&acc, |r, c, v| {
         if r < pa.rows && c < pb.rows && (!diagonal || r >= c) {
             unsafe { *dst.add(c * ld + r) -= v };
         }
@@ -402,7 +402,7 @@ pub unsafe fn update<T: TileScalar>(args: &TiledArgs<T>) {
 ///
 /// # Safety
 /// As [`trsm`], after the level's last [`trsm`].
-pub unsafe fn neighbours<T: TileScalar>(args: &TiledArgs<T>) {
+pub unsafe fn neighbours<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
     let a = *args;
     let (n, ld) = (a.n(), a.ld());
     let nt = tiles(n);
@@ -436,10 +436,10 @@ pub unsafe fn neighbours<T: TileScalar>(args: &TiledArgs<T>) {
         return;
     }
     let (pa, pb) = unsafe { (panel(src_a, ld, n, it, 0), panel(src_b, ld, n, jt, 0)) };
-    let acc = unsafe { product_nt(pa, pb, n, sh) };
+    let acc = unsafe { product_nt::<T, M>(pa, pb, n, sh) };
     let diagonal = subtract && it == jt;
     let dst = unsafe { target.add(jt * TILE * ld + it * TILE) };
-    for_each_acc(&acc, |r, c, v| {
+    for_each_acc::<T, M>(&acc, |r, c, v| {
         if r < pa.rows && c < pb.rows && (!diagonal || r >= c) {
             unsafe {
                 let p = dst.add(c * ld + r);

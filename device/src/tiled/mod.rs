@@ -16,7 +16,8 @@
 //!    exactly one writer per launch: no atomics, and the results are bitwise
 //!    reproducible run to run.
 //!
-//! The products run on [`product::product_nt`] (FP64 tensor cores for `f64`).
+//! The products run on [`product::product_nt`] (FP64 tensor cores for `f64`; FP32 FMA for
+//! `f32`, or on request TF32 tensor cores, plain or split: the kernels' `M` parameter).
 //!
 //! Storage as in [`crate::layout`], with one difference inside the factorization: the
 //! left coupling slot holds `A[l, i]` (the panel's orientation) instead of `A[i, l]`; the
@@ -28,7 +29,7 @@ pub mod factor;
 pub mod product;
 pub mod solve;
 
-pub use product::{PRODUCT_THREADS, TILE, TileScalar};
+pub use product::{Native, PRODUCT_THREADS, TILE, Tf32, Tf32x3, TileMac, TileScalar};
 
 use crate::layout::{left_of, node_number, nodes_in_level, right_of};
 use crate::level::INFO_OK;

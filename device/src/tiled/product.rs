@@ -13,44 +13,56 @@
 //! inner loop. (Staging through registers, the first version, held 32 more registers
 //! per thread: 2 instead of 3 blocks per multiprocessor with the sm_90 DMMA shape.)
 //!
-//! # Thread mapping
+//! # Multiply-add strategies ([`TileMac`])
 //! [`PRODUCT_THREADS`] = 128 threads. Staging: consecutive threads copy consecutive
-//! 16-byte pieces of a column (coalesced). The multiply-add mapping is per precision ([`TileScalar`]):
-//! - `f64`: FP64 tensor cores. Warp `w` owns the `32 x 32` quadrant `(w % 2, w / 2)`,
-//!   32 accumulators per lane: on sm_90 builds 2 x 4 `mma.sync.m16n8k16` tiles, on sm_80
-//!   builds 4 x 4 `mma.sync.m8n8k4` tiles ([`has_sm90_dmma`] picks at compile time).
-//! - `f32`: FP32 FMA. Thread `tid` owns rows `tid % 8 + 8i` (`i < 8`) and columns
-//!   `tid / 8 + 16j` (`j < 4`): 32 accumulators, 12 shared loads per 32 FMAs.
+//! 16-byte pieces of a column (coalesced). The multiply-add is a type parameter:
+//! - [`Native`] for `f64`: FP64 tensor cores. Warp `w` owns the `32 x 32` quadrant
+//!   `(w % 2, w / 2)`, 32 accumulators per lane: on sm_90 builds 2 x 4 `mma.sync.m16n8k16`
+//!   tiles, on sm_80 builds 4 x 4 `mma.sync.m8n8k4` tiles ([`has_sm90_dmma`] picks at
+//!   compile time).
+//! - [`Native`] for `f32`: FP32 FMA. Thread `tid` owns rows `tid % 8 + 8i` (`i < 8`) and
+//!   columns `tid / 8 + 16j` (`j < 4`): 32 accumulators, 12 shared loads per 32 FMAs.
+//! - [`Tf32`] and [`Tf32x3`] (`f32` only, opt-in): TF32 tensor cores, `mma.sync.m16n8k8`,
+//!   the f64 quadrants and accumulator layout. `Tf32` rounds both operands to TF32
+//!   (10-bit mantissa: products carry relative errors near `2^-11`); `Tf32x3` splits each
+//!   operand into a TF32 high part and a TF32 low part and adds `lo*hi + hi*lo + hi*hi`
+//!   (the dropped `lo*lo` is below FP32 rounding), three tensor-core products for
+//!   FP32-level accuracy.
 //!
 //! # Shared memory
-//! [`PRODUCT_SHARED_BYTES`]: [`STAGES`] stages of `A` and `B` chunks, `BK x LDS` each, stored
-//! `k`-major (`s[kk * LDS + row]`). `LDS = 64 + 4`: the DMMA fragment reads (`row = g`,
-//! `kk = t` for lane `4g + t`) hit 16 distinct 8-byte slots per half-warp.
+//! [`product_shared_bytes`]: [`STAGES`] stages of `A` and `B` chunks, `BK x LDS` each,
+//! stored `k`-major (`s[kk * LDS + row]`) with `LDS = `[`lds`]: the fragment reads
+//! (`row = g`, `kk = t` for lane `4g + t`) hit distinct banks.
 
 use blocktri_prims::memory::{copy_async_16, copy_async_commit, copy_async_wait};
-use blocktri_prims::mma::{has_sm90_dmma, mma_m8n8k4_f64, mma_m16n8k16_f64};
+use blocktri_prims::mma::{has_sm90_dmma, mma_m8n8k4_f64, mma_m16n8k8_tf32, mma_m16n8k16_f64, to_tf32};
 use blocktri_prims::{Real, thread_idx_x};
 
 /// Rows and columns of the output tile; also the tile size of the engine.
 pub const TILE: usize = 64;
 /// Columns of `A` and `B` staged per step.
 pub const BK: usize = 16;
-/// Leading dimension of a staged chunk in shared memory.
-pub const LDS: usize = TILE + 4;
+/// Leading dimension of a staged chunk in shared memory, for elements of `elem_bytes`:
+/// `TILE` plus 32 bytes, so that the tensor-core fragment reads (lane `4g + t` reads row
+/// `g`, `k`-index `t`) hit 32 distinct banks: `68` for `f64`, `72` for `f32`.
+pub const fn lds(elem_bytes: usize) -> usize {
+    TILE + 32 / elem_bytes
+}
 /// Threads of a product block.
 pub const PRODUCT_THREADS: u32 = 128;
 /// Accumulators per thread.
 pub const ACC: usize = 32;
 /// Chunks in flight: the tensor cores work on one while the next `STAGES - 1` are copied.
 pub const STAGES: usize = 3;
-/// Shared memory of one product, in elements ([`STAGES`] stages of `A` and `B`).
-pub const PRODUCT_SHARED_ELEMS: usize = 2 * STAGES * BK * LDS;
+/// Shared memory of one product, in elements of `elem_bytes` ([`STAGES`] stages of `A` and
+/// `B`).
+pub const fn product_shared_elems(elem_bytes: usize) -> usize {
+    2 * STAGES * BK * lds(elem_bytes)
+}
 /// Shared memory of one product in bytes for elements of `elem_bytes`.
 pub const fn product_shared_bytes(elem_bytes: usize) -> usize {
-    PRODUCT_SHARED_ELEMS * elem_bytes
+    product_shared_elems(elem_bytes) * elem_bytes
 }
-/// [`product_shared_bytes`] for `f64` (the larger).
-pub const PRODUCT_SHARED_BYTES: usize = product_shared_bytes(8);
 
 /// A row panel: rows `0..rows` (at most [`TILE`]) of a column-major matrix starting at
 /// `ptr` with leading dimension `ld`; column `c` of the panel is at `ptr + c * ld`.
@@ -64,26 +76,77 @@ pub struct Panel<T> {
     pub rows: usize,
 }
 
-/// The precision-specific inner loop of [`product_nt`].
-pub trait TileScalar: Real {
-    /// Adds the staged chunk's `A B^T` (`BK` columns, `s[kk * LDS + row]`) into this
+/// The inner loop of [`product_nt`] for elements `T`: how a staged chunk is multiplied
+/// into the accumulators, and where each accumulator lands in the output tile.
+pub trait TileMac<T: Real> {
+    /// Adds the staged chunk's `A B^T` (`BK` columns, `s[kk * lds + row]`) into this
     /// thread's accumulators.
     ///
     /// # Safety
     /// `a` and `b` point to staged chunks in shared memory; all [`PRODUCT_THREADS`] threads
     /// of the block call it together.
-    unsafe fn mac_chunk(acc: &mut [Self; ACC], a: *const Self, b: *const Self);
+    unsafe fn mac_chunk(acc: &mut [T; ACC], a: *const T, b: *const T);
     /// `(row, col)` in the output tile of accumulator `e` of thread `tid`.
     fn acc_coord(tid: usize, e: usize) -> (usize, usize);
 }
 
-/// Where thread `tid` works in the f64 product: the origin `(row0, col0)` of its warp's
-/// `32 x 32` quadrant `(w % 2, w / 2)` and its lane's fragment coordinates
+/// Element types with a default multiply-add ([`Native`]): FP64 tensor cores for `f64`,
+/// FP32 FMA for `f32`.
+pub trait TileScalar: Real {
+    /// [`TileMac::mac_chunk`] of the default strategy.
+    ///
+    /// # Safety
+    /// As [`TileMac::mac_chunk`].
+    unsafe fn mac_chunk(acc: &mut [Self; ACC], a: *const Self, b: *const Self);
+    /// [`TileMac::acc_coord`] of the default strategy.
+    fn acc_coord(tid: usize, e: usize) -> (usize, usize);
+}
+
+/// The default multiply-add of each precision (see [`TileScalar`]).
+pub struct Native;
+
+impl<T: TileScalar> TileMac<T> for Native {
+    #[inline(always)]
+    unsafe fn mac_chunk(acc: &mut [T; ACC], a: *const T, b: *const T) {
+        // SAFETY: forwarded contract.
+        unsafe { T::mac_chunk(acc, a, b) }
+    }
+    #[inline(always)]
+    fn acc_coord(tid: usize, e: usize) -> (usize, usize) {
+        T::acc_coord(tid, e)
+    }
+}
+
+/// `f32` products on TF32 tensor cores; `SPLIT` adds the low parts (see [`Tf32`] and
+/// [`Tf32x3`]).
+pub struct TensorTf32<const SPLIT: bool>;
+
+/// `f32` products on TF32 tensor cores, both operands rounded to TF32 (opt-in: relative
+/// errors near `2^-11` per product).
+pub type Tf32 = TensorTf32<false>;
+
+/// `f32` products on TF32 tensor cores with split operands (`x = hi + lo`, three products):
+/// about FP32 accuracy (opt-in).
+pub type Tf32x3 = TensorTf32<true>;
+
+/// Where thread `tid` works in a tensor-core product: the origin `(row0, col0)` of its
+/// warp's `32 x 32` quadrant `(w % 2, w / 2)` and its lane's fragment coordinates
 /// `(g, t) = (lane / 4, lane % 4)`.
 #[inline(always)]
 fn warp_quadrant(tid: usize) -> (usize, usize, usize, usize) {
     let (warp, lane) = (tid / 32, tid % 32);
     ((warp % 2) * 32, (warp / 2) * 32, lane / 4, lane % 4)
+}
+
+/// Output coordinates of accumulator `e` for the `16 x 8` tensor-core tiles (2 x 4 per
+/// quadrant, 4 accumulators each: `c[i] = C[g + 8(i / 2)][2t + i % 2]`), shared by the
+/// sm_90 FP64 shape and the TF32 shape.
+#[inline(always)]
+fn acc_coord_16x8(tid: usize, e: usize) -> (usize, usize) {
+    let (row0, col0, g, t) = warp_quadrant(tid);
+    let (tile, i) = (e / 4, e % 4);
+    let (mi, ni) = (tile / 4, tile % 4);
+    (row0 + mi * 16 + g + 8 * (i / 2), col0 + ni * 8 + 2 * t + i % 2)
 }
 
 impl TileScalar for f64 {
@@ -95,14 +158,11 @@ impl TileScalar for f64 {
 
     #[inline(always)]
     fn acc_coord(tid: usize, e: usize) -> (usize, usize) {
-        let (row0, col0, g, t) = warp_quadrant(tid);
         if has_sm90_dmma() {
-            // 2 x 4 DMMA tiles of 16 x 8, 4 accumulators each.
-            let (tile, i) = (e / 4, e % 4);
-            let (mi, ni) = (tile / 4, tile % 4);
-            (row0 + mi * 16 + g + 8 * (i / 2), col0 + ni * 8 + 2 * t + i % 2)
+            acc_coord_16x8(tid, e)
         } else {
             // 4 x 4 DMMA tiles of 8 x 8, 2 accumulators each.
+            let (row0, col0, g, t) = warp_quadrant(tid);
             let (tile, j) = (e / 2, e % 2);
             let (mi, ni) = (tile / 4, tile % 4);
             (row0 + mi * 8 + g, col0 + ni * 8 + 2 * t + j)
@@ -110,17 +170,20 @@ impl TileScalar for f64 {
     }
 }
 
+const LDS64: usize = lds(8);
+const LDS32: usize = lds(4);
+
 /// The sm_80 form: `m8n8k4` DMMAs, 4 x 4 of them per `k`-step of 4.
 ///
 /// # Safety
-/// As [`TileScalar::mac_chunk`].
+/// As [`TileMac::mac_chunk`].
 #[inline(always)]
 unsafe fn mac_chunk_m8n8k4(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
     let (row0, col0, g, t) = warp_quadrant(thread_idx_x() as usize);
     let (row0, col0) = (row0 + g, col0 + g);
     let mut kk = 0;
     while kk < BK {
-        let base = (kk + t) * LDS;
+        let base = (kk + t) * LDS64;
         // SAFETY: base + row < BK * LDS (rows < 64 < LDS): inside the staged chunk.
         let af: [f64; 4] = core::array::from_fn(|mi| unsafe { *a.add(base + row0 + 8 * mi) });
         let bf: [f64; 4] = core::array::from_fn(|ni| unsafe { *b.add(base + col0 + 8 * ni) });
@@ -141,7 +204,7 @@ unsafe fn mac_chunk_m8n8k4(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
 /// (lane `4g + t` reads row `g (+ 8)`, column `t (+ 4u)`), a quarter of the instructions.
 ///
 /// # Safety
-/// As [`TileScalar::mac_chunk`].
+/// As [`TileMac::mac_chunk`].
 #[inline(always)]
 unsafe fn mac_chunk_m16n8k16(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
     const { assert!(BK.is_multiple_of(16)) };
@@ -152,9 +215,9 @@ unsafe fn mac_chunk_m16n8k16(acc: &mut [f64; ACC], a: *const f64, b: *const f64)
         // SAFETY (all reads): (kk + t + 12) * LDS + row < BK * LDS with rows < 64 < LDS:
         // inside the staged chunk.
         let bf: [[f64; 4]; 4] =
-            core::array::from_fn(|ni| core::array::from_fn(|u| unsafe { *b.add((kk + t + 4 * u) * LDS + col0 + 8 * ni) }));
+            core::array::from_fn(|ni| core::array::from_fn(|u| unsafe { *b.add((kk + t + 4 * u) * LDS64 + col0 + 8 * ni) }));
         for mi in 0..2 {
-            let af: [f64; 8] = core::array::from_fn(|i| unsafe { *a.add((kk + t + 4 * (i / 2)) * LDS + row0 + 16 * mi + 8 * (i % 2)) });
+            let af: [f64; 8] = core::array::from_fn(|i| unsafe { *a.add((kk + t + 4 * (i / 2)) * LDS64 + row0 + 16 * mi + 8 * (i % 2)) });
             for (ni, bn) in bf.iter().enumerate() {
                 let e = (mi * 4 + ni) * 4;
                 let d = mma_m16n8k16_f64(af, *bn, [acc[e], acc[e + 1], acc[e + 2], acc[e + 3]]);
@@ -171,7 +234,7 @@ impl TileScalar for f32 {
         let tid = thread_idx_x() as usize;
         let (tm, tn) = (tid % 8, tid / 8);
         for kk in 0..BK {
-            let base = kk * LDS;
+            let base = kk * LDS32;
             // SAFETY: inside the staged chunk (rows < 64).
             let av: [f32; 8] = core::array::from_fn(|i| unsafe { *a.add(base + tm + 8 * i) });
             let bv: [f32; 4] = core::array::from_fn(|j| unsafe { *b.add(base + tn + 16 * j) });
@@ -189,6 +252,66 @@ impl TileScalar for f32 {
     }
 }
 
+/// An `f32` operand for the TF32 tensor cores: its TF32 rounding `hi` and, with `SPLIT`,
+/// the TF32 rounding of the remainder `lo = x - hi` (zero without).
+#[inline(always)]
+fn split_tf32<const SPLIT: bool>(x: f32) -> (u32, u32) {
+    let hi = to_tf32(x);
+    let lo = if SPLIT { to_tf32(x - f32::from_bits(hi)) } else { 0 };
+    (hi, lo)
+}
+
+/// The TF32 forms: per `k`-step of 8, 2 x 4 `m16n8k8` tiles per warp quadrant; with `SPLIT`
+/// three products per tile (`lo*hi + hi*lo` first, then `hi*hi`, so that the small terms
+/// are added while the accumulator is still small relative to them).
+///
+/// # Safety
+/// As [`TileMac::mac_chunk`].
+#[inline(always)]
+unsafe fn mac_chunk_tf32<const SPLIT: bool>(acc: &mut [f32; ACC], a: *const f32, b: *const f32) {
+    let (row0, col0, g, t) = warp_quadrant(thread_idx_x() as usize);
+    let (row0, col0) = (row0 + g, col0 + g);
+    let mut kk = 0;
+    while kk < BK {
+        // SAFETY (all reads): (kk + t + 4) * LDS + row < BK * LDS with rows < 64 < LDS:
+        // inside the staged chunk. B[k][n] = b[k * LDS + n]: b[u] = B[t + 4u][g].
+        let bf: [[(u32, u32); 2]; 4] = core::array::from_fn(|ni| {
+            core::array::from_fn(|u| split_tf32::<SPLIT>(unsafe { *b.add((kk + t + 4 * u) * LDS32 + col0 + 8 * ni) }))
+        });
+        for mi in 0..2 {
+            // a[i] = A[g + 8 (i % 2)][t + 4 (i / 2)].
+            let af: [(u32, u32); 4] = core::array::from_fn(|i| {
+                split_tf32::<SPLIT>(unsafe { *a.add((kk + t + 4 * (i / 2)) * LDS32 + row0 + 16 * mi + 8 * (i % 2)) })
+            });
+            let (a_hi, a_lo) = (af.map(|x| x.0), af.map(|x| x.1));
+            for (ni, bn) in bf.iter().enumerate() {
+                let (b_hi, b_lo) = ([bn[0].0, bn[1].0], [bn[0].1, bn[1].1]);
+                let e = (mi * 4 + ni) * 4;
+                let mut c = [acc[e], acc[e + 1], acc[e + 2], acc[e + 3]];
+                if SPLIT {
+                    c = mma_m16n8k8_tf32(a_lo, b_hi, c);
+                    c = mma_m16n8k8_tf32(a_hi, b_lo, c);
+                }
+                c = mma_m16n8k8_tf32(a_hi, b_hi, c);
+                acc[e..e + 4].copy_from_slice(&c);
+            }
+        }
+        kk += 8;
+    }
+}
+
+impl<const SPLIT: bool> TileMac<f32> for TensorTf32<SPLIT> {
+    #[inline(always)]
+    unsafe fn mac_chunk(acc: &mut [f32; ACC], a: *const f32, b: *const f32) {
+        // SAFETY: forwarded contract.
+        unsafe { mac_chunk_tf32::<SPLIT>(acc, a, b) }
+    }
+    #[inline(always)]
+    fn acc_coord(tid: usize, e: usize) -> (usize, usize) {
+        acc_coord_16x8(tid, e)
+    }
+}
+
 /// Elements per 16-byte asynchronous copy.
 const fn piece<T: Real>() -> usize {
     16 / T::BYTES
@@ -200,7 +323,7 @@ const fn piece<T: Real>() -> usize {
 /// consecutive threads read consecutive addresses.
 ///
 /// # Safety
-/// `s` is a stage of `BK * LDS` elements in shared memory; the panel covers `rows x k`
+/// `s` is a stage of `BK * lds(T::BYTES)` elements in shared memory; the panel covers `rows x k`
 /// entries, its columns start 16-byte aligned (`ptr` and `ld * size_of::<T>()` multiples of
 /// 16: the solver pads `ld` to 64 bytes and panels start at multiples of 64 rows).
 #[inline(always)]
@@ -216,22 +339,22 @@ unsafe fn issue_chunk<T: Real>(s: *mut T, p: &Panel<T>, k: usize, c: usize, tid:
         // source is not read. The destination is inside the stage (kk < BK, row < TILE).
         unsafe {
             let src = if valid > 0 { p.ptr.add(col * p.ld + row) } else { p.ptr };
-            copy_async_16(s.add(kk * LDS + row) as *mut u8, src as *const u8, (valid * T::BYTES) as u32);
+            copy_async_16(s.add(kk * lds(T::BYTES) + row) as *mut u8, src as *const u8, (valid * T::BYTES) as u32);
         }
     }
 }
 
 /// This thread's accumulators of `A B^T` for row panels `a`, `b` over `k` columns (use
-/// [`TileScalar::acc_coord`] to place them). Ends with a barrier; the panels are read
+/// [`TileMac::acc_coord`] to place them). Ends with a barrier; the panels are read
 /// completely before the function returns, so the caller may overwrite `a` or `b`.
 ///
 /// # Safety
 /// Launch with [`PRODUCT_THREADS`] threads, all calling with the same arguments; `smem`
-/// holds [`PRODUCT_SHARED_ELEMS`] elements of shared memory (16-byte aligned) not used by
+/// holds [`product_shared_elems`]`(T::BYTES)` elements of shared memory (16-byte aligned) not used by
 /// anyone else during the call; the panels cover `rows x k` entries and their columns
 /// start 16-byte aligned (see `issue_chunk`).
 #[inline(always)]
-pub unsafe fn product_nt<T: TileScalar>(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> [T; ACC] {
+pub unsafe fn product_nt<T: Real, M: TileMac<T>>(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> [T; ACC] {
     let tid = thread_idx_x() as usize;
     let mut acc = [T::ZERO; ACC];
     let chunks = k.div_ceil(BK);
@@ -239,7 +362,8 @@ pub unsafe fn product_nt<T: TileScalar>(a: Panel<T>, b: Panel<T>, k: usize, smem
         return acc;
     }
     // SAFETY (all): stages inside `smem`; panel reads as in `issue_chunk`.
-    let stage = |s: usize| unsafe { (smem.add(2 * s * BK * LDS), smem.add((2 * s + 1) * BK * LDS)) };
+    let chunk_elems = BK * lds(T::BYTES);
+    let stage = |s: usize| unsafe { (smem.add(2 * s * chunk_elems), smem.add((2 * s + 1) * chunk_elems)) };
     let issue = |c: usize| {
         if c < chunks {
             let (sa, sb) = stage(c % STAGES);
@@ -261,7 +385,7 @@ pub unsafe fn product_nt<T: TileScalar>(a: Panel<T>, b: Panel<T>, k: usize, smem
         blocktri_prims::sync_threads();
         issue(c + STAGES - 1);
         let (sa, sb) = stage(c % STAGES);
-        unsafe { T::mac_chunk(&mut acc, sa, sb) };
+        unsafe { M::mac_chunk(&mut acc, sa, sb) };
     }
     copy_async_wait::<0>();
     blocktri_prims::sync_threads();

@@ -121,6 +121,9 @@ pub struct Config {
     /// Level-kernel family of this project's GPU solver (a non-default family is named
     /// in the method, e.g. `blocktri-gpu-panel`).
     pub kernels: crate::cuda::KernelFamily,
+    /// Tile products of this project's `f32` rows (a non-default choice is named in the
+    /// method, e.g. `blocktri-gpu-tf32x3`).
+    pub f32_products: crate::cuda::F32Products,
     /// Sizes that replace the suites' own lists (`None`: the suite's list).
     pub sizes: Sizes,
 }
@@ -160,6 +163,7 @@ impl Config {
             cudss: None,
             time_limit_s: None,
             kernels: crate::cuda::KernelFamily::Auto,
+            f32_products: crate::cuda::F32Products::Fma,
             sizes: Sizes::default(),
         }
     }
@@ -397,6 +401,11 @@ fn bench_methods<T: vendor::VendorScalar>(
     if let Some(g) = gpu {
         if config.wants("blocktri-gpu") {
             emit(ours::bench::<T>(config, suite, cfg, g, peaks, problem)?);
+        }
+        // Mixed precision answers f64 problems; it is opt-in (named explicitly).
+        if T::PRECISION == crate::scalar::Precision::F64 && config.methods.iter().any(|m| m == "blocktri-gpu-mixed") {
+            let as_f64 = |i: usize| problem(i).map(|(a, b)| (a.cast::<f64>(), b.cast::<f64>()));
+            emit(ours::bench_mixed(config, suite, cfg, g, peaks, &as_f64)?);
         }
         vendor_state.bench::<T>(config, suite, cfg, g, peaks, problem, emit)?;
     }

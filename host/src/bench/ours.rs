@@ -5,7 +5,7 @@
 use super::peaks::Peaks;
 use super::timing::time_gpu;
 use super::{Config, Problem, Row};
-use crate::cuda::{Gpu, GpuCholesky, GpuOptions, KernelFamily};
+use crate::cuda::{F32Products, Gpu, GpuCholesky, GpuOptions, KernelFamily};
 use crate::error::{Error, Result};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use crate::plan::Plan;
@@ -24,6 +24,14 @@ pub fn solve_cost(plan: &Plan, shape: Shape, k: usize, elem: usize) -> (f64, f64
     (plan.solve_flops(k), (factor_blocks + 2.0 * (shape.batch * shape.dim() * k) as f64) * elem as f64)
 }
 
+/// `base`, or `base-tf32` / `base-tf32x3` for the TF32 product choices.
+fn method_name(base: &str, products: F32Products) -> String {
+    match products.kernel_suffix() {
+        Some(suffix) => format!("{base}-{suffix}"),
+        None => base.to_string(),
+    }
+}
+
 /// Rows `factor`, `solve`, `factor+solve` (and `factor+transfer`) for one configuration.
 pub fn bench<T: Scalar>(
     config: &Config,
@@ -35,7 +43,7 @@ pub fn bench<T: Scalar>(
 ) -> Result<Vec<Row>> {
     let (s, nb, n, k) = cfg;
     let shape = Shape::new(s, nb, n)?;
-    let name = match config.kernels {
+    let family = match config.kernels {
         KernelFamily::Auto => "blocktri-gpu",
         KernelFamily::Generic => "blocktri-gpu-generic",
         KernelFamily::Rows => "blocktri-gpu-rows",
@@ -43,8 +51,11 @@ pub fn bench<T: Scalar>(
         KernelFamily::Tiled => "blocktri-gpu-tiled",
         KernelFamily::Chain => "blocktri-gpu-chain",
     };
-    let options = GpuOptions { kernels: config.kernels, ..Default::default() };
-    let row = |phase: &str| Row::new(suite, name, T::PRECISION, cfg, phase);
+    // The f32 product choice applies to f32 rows only.
+    let f32_products = if T::BYTES == 4 { config.f32_products } else { F32Products::Fma };
+    let name = method_name(family, f32_products);
+    let options = GpuOptions { kernels: config.kernels, f32_products, ..Default::default() };
+    let row = |phase: &str| Row::new(suite, &name, T::PRECISION, cfg, phase);
     let phases = ["factor", "solve", "factor+solve"];
     let probe = GpuCholesky::<T>::with_gpu(gpu.clone(), options)?;
     if n > probe.max_block_size() {
@@ -166,5 +177,84 @@ pub fn bench<T: Scalar>(
         let t = super::timing::time_cpu(config.repeat, |_| crate::Factorization::factor_solve(g, a, b).map(|_| ()))?;
         host_row("factor+solve+transfer", t, a_bytes + b_bytes, b_bytes);
     }
+    Ok(rows)
+}
+
+/// Rows of [`crate::cuda::MixedCholesky`] (method `blocktri-gpu-mixed`, f64 problems):
+/// `factor` (rounding to f32 on the GPU + the f32 factorization), `solve` (the refinement
+/// to `f64` accuracy, host synchronizations between passes included), `factor+solve`; the
+/// note gives the solves taken and any fallback. Device-resident, one input copy.
+pub fn bench_mixed(
+    config: &Config,
+    suite: &str,
+    cfg: (usize, usize, usize, usize),
+    gpu: &Arc<Gpu>,
+    peaks: &Peaks,
+    problem: Problem<'_, f64>,
+) -> Result<Vec<Row>> {
+    use crate::cuda::{MixedCholesky, RefineOptions};
+    use crate::scalar::Precision;
+    let (s, nb, n, k) = cfg;
+    let shape = Shape::new(s, nb, n)?;
+    let products = config.f32_products;
+    let name = method_name("blocktri-gpu-mixed", products);
+    let row = |phase: &str| Row::new(suite, &name, Precision::F64, cfg, phase);
+    let phases = ["factor", "solve", "factor+solve"];
+    let bytes =
+        GpuCholesky::<f64>::required_memory(shape, k) + GpuCholesky::<f32>::required_memory(shape, k) + 16 * shape.batch * shape.dim() * k;
+    if bytes > config.max_bytes {
+        return Ok(phases.iter().map(|p| row(p).skipped(format!("needs {:.1} GB", bytes as f64 / 1e9))).collect());
+    }
+    let (a, b) = problem(0)?;
+    let mut mixed = MixedCholesky::with_gpu(gpu.clone(), RefineOptions { products, ..RefineOptions::default() })?;
+    match mixed.upload(&a) {
+        Err(Error::Unsupported(why)) => return Ok(phases.iter().map(|p| row(p).skipped(why.clone())).collect()),
+        other => other?,
+    }
+    mixed.upload_rhs(&b)?;
+    let plan = Plan::new(shape, Precision::F32)?;
+    let (solve_flops, solve_bytes) = solve_cost(&plan, shape, k, 4);
+    let cell = std::cell::RefCell::new(mixed);
+    let stream = |_| cell.borrow().stream().clone();
+    // Runs `work`, then the accuracy of the solution and what the refinement did.
+    let outcome = |solved: bool| -> Result<(Option<f64>, String)> {
+        let m = cell.borrow();
+        let report = m.report();
+        let mut note = format!("{} f32 solves", report.solves);
+        if let Some(why) = &report.fallback {
+            note = format!("f64 fallback: {why}");
+        }
+        if !solved {
+            return Ok((None, note));
+        }
+        let mut x = b.clone();
+        m.download(&mut x)?;
+        Ok((Some(accuracy(&a, &x, &b)?.relative_residual), note))
+    };
+    let mut rows = Vec::new();
+    let t = time_gpu(config.repeat, stream, |_| Ok(()), |_| cell.borrow_mut().factor_uploaded())?;
+    let mut r = row("factor");
+    (r.time, r.flops, r.bytes) = (t, plan.factor_flops(), plan.factor_bytes());
+    (r.residual, r.note) = outcome(false)?;
+    rows.push(r.with_floor(peaks, Precision::F32));
+    let t = time_gpu(config.repeat, stream, |_| cell.borrow_mut().upload_rhs(&b), |_| cell.borrow_mut().solve_uploaded().map(|_| ()))?;
+    let mut r = row("solve");
+    (r.time, r.flops, r.bytes) = (t, solve_flops, solve_bytes);
+    (r.residual, r.note) = outcome(true)?;
+    rows.push(r.with_floor(peaks, Precision::F32));
+    let t = time_gpu(
+        config.repeat,
+        stream,
+        |_| cell.borrow_mut().upload_rhs(&b),
+        |_| {
+            let mut m = cell.borrow_mut();
+            m.factor_uploaded()?;
+            m.solve_uploaded().map(|_| ())
+        },
+    )?;
+    let mut r = row("factor+solve");
+    (r.time, r.flops, r.bytes) = (t, plan.factor_flops() + solve_flops, plan.factor_bytes() + solve_bytes);
+    (r.residual, r.note) = outcome(true)?;
+    rows.push(r.with_floor(peaks, Precision::F32));
     Ok(rows)
 }

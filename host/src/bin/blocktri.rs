@@ -184,6 +184,9 @@ struct ProfileArgs {
     /// Kernel family: auto, generic, rows, panel, tiled, chain.
     #[arg(long, default_value = "auto")]
     kernels: String,
+    /// Tile products of an f32 profile: fma, tf32, tf32x3.
+    #[arg(long, default_value = "fma")]
+    f32_products: String,
 }
 
 #[derive(Args)]
@@ -215,6 +218,10 @@ struct BenchArgs {
     /// Level-kernel family of blocktri-gpu (auto, generic, rows, panel, tiled, chain).
     #[arg(long, default_value = "auto")]
     kernels: String,
+    /// Tile products of the f32 rows of blocktri-gpu: fma, tf32, tf32x3 (TF32 tensor cores;
+    /// these run the tiled engine at every block size).
+    #[arg(long, default_value = "fma")]
+    f32_products: String,
     /// Systems per batch S, comma-separated: replaces the horizon and batch sweeps' lists.
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
     batches: Vec<u32>,
@@ -247,6 +254,16 @@ fn parse_family(s: &str) -> Result<blocktri::cuda::KernelFamily> {
         "tiled" => Ok(KernelFamily::Tiled),
         "chain" => Ok(KernelFamily::Chain),
         other => Err(Error::Shape(format!("unknown kernel family {other:?} (auto, generic, rows, panel, tiled, chain)"))),
+    }
+}
+
+fn parse_products(s: &str) -> Result<blocktri::cuda::F32Products> {
+    use blocktri::cuda::F32Products;
+    match s {
+        "fma" => Ok(F32Products::Fma),
+        "tf32" => Ok(F32Products::Tf32),
+        "tf32x3" => Ok(F32Products::Tf32x3),
+        other => Err(Error::Shape(format!("unknown f32 products {other:?} (fma, tf32, tf32x3)"))),
     }
 }
 
@@ -458,6 +475,7 @@ fn bench_cmd(args: &BenchArgs) -> Result<()> {
     }
     config.cudss = args.cudss.clone();
     config.kernels = parse_family(&args.kernels)?;
+    config.f32_products = parse_products(&args.f32_products)?;
     config.time_limit_s = args.max_minutes.map(|m| m * 60.0);
     let list = |v: &[u32]| (!v.is_empty()).then(|| v.iter().map(|&x| x as usize).collect());
     config.sizes = bench::Sizes {
@@ -544,7 +562,8 @@ fn profile<T: Scalar>(args: &ProfileArgs) -> Result<()> {
     let a = generate::random_spd::<T>(s, nb, n, 1)?;
     let b = generate::random_rhs::<T>(a.shape(), 1, 2)?;
     let kernels = parse_family(&args.kernels)?;
-    let opts = blocktri::cuda::GpuOptions { graphs: false, factor_threads: args.threads, kernels, ..Default::default() };
+    let f32_products = if T::BYTES == 4 { parse_products(&args.f32_products)? } else { blocktri::cuda::F32Products::Fma };
+    let opts = blocktri::cuda::GpuOptions { graphs: false, factor_threads: args.threads, kernels, f32_products, ..Default::default() };
     let mut g = blocktri::cuda::GpuCholesky::<T>::with_gpu(Gpu::shared()?, opts)?;
     g.upload(&a)?;
     g.upload_rhs(&b)?;

@@ -1,6 +1,6 @@
 //! The CUDA side: device and module management ([`Gpu`], [`Module`], [`Kernel`]),
 //! device memory ([`DeviceBuffer`]), and the GPU solvers ([`GpuCholesky`],
-//! [`GpuTridiagInverse`]).
+//! [`MixedCholesky`] (an `f32` factor refined to `f64` accuracy), [`GpuTridiagInverse`]).
 //!
 //! The driver is loaded at run time (cudarc's dynamic loading): this crate builds and its
 //! CPU paths run on machines without CUDA; [`Gpu::new`] then returns [`Error::NoGpu`].
@@ -12,14 +12,16 @@ mod context;
 mod graph;
 mod launch;
 mod memory;
+mod mixed;
 mod transfer;
 mod tridiag;
 
-pub use cholesky::{GpuCholesky, GpuOptions, KernelFamily, LaunchTiming};
+pub use cholesky::{F32Products, GpuCholesky, GpuOptions, KernelFamily, LaunchTiming};
 pub use context::{Gpu, GpuInfo};
 pub use context::{MEMORY_LIMIT_ENV, PTX_ARCH_ENV};
 pub use graph::Graph;
 pub use launch::{DevicePtr, Kernel, KernelParam, KernelParams, LaunchConfig, Module};
 pub use memory::DeviceBuffer;
+pub use mixed::{MixedCholesky, RefineOptions, RefineReport};
 pub use transfer::{PinnedBuffer, Plain, is_page_locked, measure_transfers};
 pub use tridiag::{GpuTridiagInverse, TridiagJob};

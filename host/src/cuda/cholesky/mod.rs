@@ -26,7 +26,7 @@ mod tiled;
 
 use super::context::Gpu;
 use super::graph::Graph;
-use super::launch::LaunchConfig;
+use super::launch::{DevicePtr, LaunchConfig};
 use super::memory::DeviceBuffer;
 use super::transfer::{Columns, Staging};
 use crate::error::{Error, Result, shape_err};
@@ -69,11 +69,57 @@ pub struct GpuOptions {
     /// [`Factorization::factor_solve`] (default: as many as fit; a batch larger than the
     /// device is always cut into chunks, see `chunked.rs`).
     pub chunk_systems: Option<usize>,
+    /// How an `f32` factorization multiplies its tiles (default: FP32 FMA). The TF32
+    /// choices run the tiled engine at every block size (the fused kernels have no tensor
+    /// core path) and are an error for `f64` solvers and for the fused kernel families.
+    pub f32_products: F32Products,
 }
 
 impl Default for GpuOptions {
     fn default() -> Self {
-        GpuOptions { graphs: true, factor_threads: None, rhs_chunk: 32, kernels: KernelFamily::Auto, chunk_systems: None }
+        GpuOptions {
+            graphs: true,
+            factor_threads: None,
+            rhs_chunk: 32,
+            kernels: KernelFamily::Auto,
+            chunk_systems: None,
+            f32_products: F32Products::Fma,
+        }
+    }
+}
+
+/// The arithmetic of the tile products in an `f32` factorization (the diagonal tiles'
+/// Cholesky factors and inverses always run in FP32).
+///
+/// Measured accuracy and speed are in `BENCHMARKS.md`; as a guide, the relative residual
+/// of a solve is about `1e-7` with [`Fma`](Self::Fma) and [`Tf32x3`](Self::Tf32x3) and
+/// about `1e-4` with [`Tf32`](Self::Tf32) on well-conditioned matrices.
+///
+/// ```
+/// use blocktri::cuda::{F32Products, GpuOptions};
+/// let options = GpuOptions { f32_products: F32Products::Tf32x3, ..GpuOptions::default() };
+/// assert_eq!(options.f32_products.kernel_suffix(), Some("tf32x3"));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum F32Products {
+    /// FP32 fused multiply-adds (full FP32 accuracy).
+    #[default]
+    Fma,
+    /// TF32 tensor cores: operands rounded to 10 mantissa bits, FP32 accumulation.
+    Tf32,
+    /// TF32 tensor cores on split operands (`x = hi + lo`, three products per tile):
+    /// about FP32 accuracy.
+    Tf32x3,
+}
+
+impl F32Products {
+    /// The suffix of the product kernels of this choice (`None`: the plain `f32` ones).
+    pub fn kernel_suffix(self) -> Option<&'static str> {
+        match self {
+            F32Products::Fma => None,
+            F32Products::Tf32 => Some(blocktri_device::kernels::names::TF32_SUFFIX),
+            F32Products::Tf32x3 => Some(blocktri_device::kernels::names::TF32X3_SUFFIX),
+        }
     }
 }
 
@@ -308,7 +354,10 @@ impl<T: Scalar> GpuCholesky<T> {
     /// ```
     pub fn with_stream(gpu: Arc<Gpu>, stream: Arc<CudaStream>, options: GpuOptions) -> Result<Self> {
         let staging = Mutex::new(Staging::new(gpu.context()));
-        Ok(GpuCholesky { gpu, stream, options, plan: None, factored: false, staging, partner: None, captures: Default::default() })
+        let solver =
+            GpuCholesky { gpu, stream, options, plan: None, factored: false, staging, partner: None, captures: Default::default() };
+        solver.family()?; // options that cannot work are an error now, not at the first factor
+        Ok(solver)
     }
 
     /// Uses staging chunks of `bytes` (tests force small chunks to exercise the pipeline).
@@ -373,15 +422,31 @@ impl<T: Scalar> GpuCholesky<T> {
         plan_bytes::<T>(shape, nrhs, tiled)
     }
 
+    /// The kernel family that runs: the options' family, except that TF32 products (which
+    /// only the tiled engine has) turn `Auto` into `Tiled`.
+    fn family(&self) -> Result<KernelFamily> {
+        let products = self.options.f32_products;
+        if products == F32Products::Fma {
+            return Ok(self.options.kernels);
+        }
+        if T::BYTES != 4 {
+            return Err(Error::Unsupported(format!("{products:?} products apply to f32 solvers, this one is {}", T::PRECISION)));
+        }
+        match self.options.kernels {
+            KernelFamily::Auto | KernelFamily::Tiled => Ok(KernelFamily::Tiled),
+            other => Err(Error::Unsupported(format!("{products:?} products run in the tiled engine only, not with the {other:?} kernels"))),
+        }
+    }
+
     /// Whether blocks of size `n` run on the tiled engine with this solver's options.
     fn is_tiled(&self, n: usize) -> Result<bool> {
-        Ok(Variant::choose::<T>(self.options.kernels, n)?.is_none())
+        Ok(Variant::choose::<T>(self.family()?, n)?.is_none())
     }
 
     /// Whether a batch of `shape` runs on the chain engine with this solver's options.
     fn uses_chain(&self, shape: Shape) -> Result<bool> {
         let info = self.gpu.info();
-        chain::prefers_chain(self.options.kernels, shape.batch, shape.block, info.multiprocessors, info.max_shared_per_block, T::BYTES)
+        chain::prefers_chain(self.family()?, shape.batch, shape.block, info.multiprocessors, info.max_shared_per_block, T::BYTES)
     }
 
     /// Device bytes held by this solver's plans (its own and its chunk partner's).
@@ -410,9 +475,9 @@ impl<T: Scalar> GpuCholesky<T> {
         let engine = if self.uses_chain(shape)? {
             Engine::Chain(Box::new(Chain::new::<T>(&self.gpu, shape.block, self.options.rhs_chunk)?))
         } else {
-            match Variant::choose::<T>(self.options.kernels, shape.block)? {
+            match Variant::choose::<T>(self.family()?, shape.block)? {
                 Some(variant) => Engine::Fused(Box::new(Fused::new::<T>(&self.gpu, &self.options, variant, shape.block)?)),
-                None => Engine::Tiled(Box::new(Tiled::new::<T>(&self.gpu, shape.block)?)),
+                None => Engine::Tiled(Box::new(Tiled::new::<T>(&self.gpu, shape.block, self.options.f32_products)?)),
             }
         };
         let tiled = matches!(engine, Engine::Tiled(_));
@@ -513,6 +578,26 @@ impl<T: Scalar> GpuCholesky<T> {
             unsafe { staging.upload(&self.stream, src, from, dst.ptr().addr(), to)? };
         }
         Ok(())
+    }
+
+    /// The device input buffers of a plan for `shape` (created when the shape is new):
+    /// `(diagonal blocks, sub-diagonal blocks, leading dimension)`, laid out as in a
+    /// [`BlockTridiag`] at that leading dimension. Whoever writes the matrices there (on
+    /// this solver's stream) then calls [`Self::factor_uploaded`].
+    pub(crate) fn input_buffers(&mut self, shape: Shape) -> Result<(DevicePtr<T>, DevicePtr<T>, usize)> {
+        self.ensure_plan(shape)?;
+        self.factored = false;
+        let bufs = &self.plan.as_ref().expect("plan exists").bufs;
+        Ok((bufs.diag_in.ptr(), bufs.sub_in.ptr(), bufs.ld))
+    }
+
+    /// The device right-hand-side buffer for `k` columns (allocated when needed) and the
+    /// solve status words: whoever writes right-hand sides there (on this solver's stream)
+    /// then calls [`Self::launch_solve`].
+    pub(crate) fn rhs_buffer(&mut self, k: usize) -> Result<(DevicePtr<T>, DevicePtr<u64>)> {
+        self.ensure_rhs(k)?;
+        let plan = self.plan.as_ref().expect("plan exists");
+        Ok((plan.rhs.as_ref().expect("rhs buffer").ptr(), plan.bufs.solve_info.ptr()))
     }
 
     /// Copies right-hand sides to the device (`b.ncols()` columns).

@@ -9,7 +9,7 @@
 //! `backward_diag`.
 
 use super::schedule::{Args, Step};
-use super::{Buffers, SolveTarget};
+use super::{Buffers, F32Products, SolveTarget};
 use crate::cuda::context::Gpu;
 use crate::cuda::launch::{Kernel, LaunchConfig};
 use crate::error::{Error, Result};
@@ -67,8 +67,9 @@ pub(super) struct Tiled {
 }
 
 impl Tiled {
-    /// Loads the tiled kernels for `T`; an error when `n` exceeds what they launch.
-    pub(super) fn new<T: Scalar>(gpu: &Gpu, n: usize) -> Result<Self> {
+    /// Loads the tiled kernels for `T` (the product kernels of `products` for `f32`); an
+    /// error when `n` exceeds what they launch.
+    pub(super) fn new<T: Scalar>(gpu: &Gpu, n: usize, products: F32Products) -> Result<Self> {
         let smem = gpu.info().max_shared_per_block;
         let max = max_tiled_block(smem, T::BYTES);
         if n > max {
@@ -78,12 +79,18 @@ impl Tiled {
             )));
         }
         let k = |name: &str| gpu.kernel(kernel_name::<T>(name).as_str());
+        // The product kernels: `tiled_trsm_tf32` etc. for the TF32 choices (f32 only; the
+        // executor checks the precision before).
+        let product = |name: &str| match products.kernel_suffix() {
+            Some(suffix) if T::BYTES == 4 => gpu.kernel(&format!("{name}_{suffix}")),
+            _ => k(name),
+        };
         Ok(Tiled {
             prep: k(names::TILED_PREP)?,
             potrf: k(names::TILED_POTRF)?,
-            trsm: k(names::TILED_TRSM)?,
-            update: k(names::TILED_UPDATE)?,
-            neighbours: k(names::TILED_NEIGHBOURS)?,
+            trsm: product(names::TILED_TRSM)?,
+            update: product(names::TILED_UPDATE)?,
+            neighbours: product(names::TILED_NEIGHBOURS)?,
             forward_diag: k(names::TILED_FORWARD_DIAG)?,
             forward_couple: k(names::TILED_FORWARD_COUPLE)?,
             backward_couple: k(names::TILED_BACKWARD_COUPLE)?,
