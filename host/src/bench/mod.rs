@@ -412,8 +412,8 @@ fn bench_methods<T: vendor::VendorScalar>(
     cpu::bench::<T>(config, suite, cfg, problem, emit)
 }
 
-/// The Kalman-smoothing system (second paper, section 4.3) at sizes the fused kernels
-/// support, on every method.
+/// The Kalman-smoothing system (second paper, section 4.3), at the paper's size and at a
+/// long horizon, on every method.
 fn bench_kalman(
     config: &Config,
     gpu: Option<&std::sync::Arc<crate::cuda::Gpu>>,
@@ -421,9 +421,13 @@ fn bench_kalman(
     vendor_state: &mut vendor::Peers,
     emit: Emit<'_>,
 ) -> Result<()> {
-    let (n, m, nb) = (64, 256, 1000);
-    let (a, b, _) = crate::generate::kalman_problem::<f64>(n, m, nb, 11)?;
-    let problem = |_: usize| Ok((a.clone(), b.clone()));
-    let cfg = (1, nb, n, 1);
-    bench_methods::<f64>(config, "kalman", cfg, gpu, peaks, vendor_state, &problem, emit)
+    // A long horizon at a small latent size, then the second paper's experiment
+    // (n = 256, m = 1024, N = 100; `examples/kalman.rs`).
+    for (n, m, nb) in [(64, 256, 1000), (256, 1024, 100)] {
+        let (a, b, _) = crate::generate::kalman_problem::<f64>(n, m, nb, 11)?;
+        let problem = |_: usize| Ok((a.clone(), b.clone()));
+        let cfg = (1, nb, n, 1);
+        bench_methods::<f64>(config, "kalman", cfg, gpu, peaks, vendor_state, &problem, emit)?;
+    }
+    Ok(())
 }
