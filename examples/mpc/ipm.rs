@@ -297,17 +297,29 @@ struct Schur {
 fn schur_blocks(m: &Model, d: &Dims, p: &Step) -> Schur {
     let nx = d.nx;
     let inv_hx = |k: usize| DMatrix::from_diagonal(&nalgebra::DVector::from_iterator(nx, (0..nx).map(|i| 1.0 / p.hx[k * nx + i])));
+    // Stage k gives D_{k+1} and S_{k+1,k}; the stages are independent (in parallel: with
+    // one long system, the stages are the only parallelism).
+    let stages: Vec<(Vec<f64>, Vec<f64>)> = (0..d.n)
+        .into_par_iter()
+        .map(|k| {
+            // A Hx_k^-1 and B Hu_k^-1: columns scaled (the Hessian is diagonal).
+            let ahx = DMatrix::from_fn(nx, nx, |i, j| m.a[(i, j)] / p.hx[k * nx + j]);
+            let bh = DMatrix::from_fn(nx, d.nu, |i, j| m.b[(i, j)] / p.hu[k * d.nu + j]);
+            let mut dk = &ahx * m.a.transpose() + &bh * m.b.transpose();
+            for i in 0..nx {
+                dk[(i, i)] += 1.0 / p.hx[(k + 1) * nx + i];
+            }
+            // Symmetrize exactly (the solver checks symmetry).
+            let dk = (&dk + dk.transpose()) * 0.5;
+            (dk.as_slice().to_vec(), (-ahx).as_slice().to_vec())
+        })
+        .collect();
     let mut diag = Vec::with_capacity(d.n + 1);
-    let mut sub = Vec::with_capacity(d.n);
     diag.push(inv_hx(0).as_slice().to_vec());
-    for k in 0..d.n {
-        let ahx = &m.a * inv_hx(k); // A Hx_k^-1
-        let bh = DMatrix::from_fn(nx, d.nu, |i, j| m.b[(i, j)] / p.hu[k * d.nu + j]);
-        let dk = &ahx * m.a.transpose() + &bh * m.b.transpose() + inv_hx(k + 1);
-        // Symmetrize exactly (the solver checks symmetry).
-        let dk = (&dk + dk.transpose()) * 0.5;
-        diag.push(dk.as_slice().to_vec());
-        sub.push((-ahx).as_slice().to_vec());
+    let mut sub = Vec::with_capacity(d.n);
+    for (dk, sk) in stages {
+        diag.push(dk);
+        sub.push(sk);
     }
     // r = r_p - C w, w = H^-1 g.
     let wx: Vec<f64> = p.gx.iter().zip(&p.hx).map(|(g, h)| g / h).collect();
