@@ -151,8 +151,45 @@ fn read_array<R: std::io::Read>(mut r: R, total: u64, path: &Path, name: &str) -
         }
         Some(_) => {}
     }
+    // npyz's header parser backtracks exponentially on unclosed nested brackets (a 140-byte
+    // header held it for minutes): hand it only headers nested like a real one.
+    if !brackets_plausible(&dict) {
+        return Err(bad(format!("malformed header {:?} (unbalanced or deeply nested brackets)", dict.trim())));
+    }
     let header = npyz::NpyHeader::from_reader(&head[..]).map_err(|e| bad(format!("bad .npy header: {e}")))?;
     NdArray::from_npy(npyz::NpyFile::with_header(header, r), path, name)
+}
+
+/// Whether the brackets of an `.npy` header dictionary (outside quoted strings) balance and
+/// nest at most 3 deep (the dictionary, a shape tuple, one more level of slack): what the
+/// float arrays this crate reads have.
+fn brackets_plausible(dict: &str) -> bool {
+    let (mut stack, mut quote) = (Vec::new(), None);
+    for ch in dict.chars() {
+        match (quote, ch) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(ch),
+            (None, '(' | '[' | '{') => {
+                stack.push(ch);
+                if stack.len() > 3 {
+                    return false;
+                }
+            }
+            (None, ')' | ']' | '}') => {
+                let open = match ch {
+                    ')' => '(',
+                    ']' => '[',
+                    _ => '{',
+                };
+                if stack.pop() != Some(open) {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    stack.is_empty() && quote.is_none()
 }
 
 /// [`read_array`] of the `.npy` file at `path`.
@@ -554,4 +591,20 @@ fn write_mtx_to<T: Scalar>(path: &Path, a: &BlockTridiag<T>, s: usize) -> Result
     }
     w.write_all(text.as_bytes()).map_err(io_err(path))?;
     w.flush().map_err(io_err(path))
+}
+
+#[cfg(test)]
+mod header_tests {
+    use super::brackets_plausible;
+
+    #[test]
+    fn npy_headers_with_runaway_brackets_are_refused_before_parsing() {
+        assert!(brackets_plausible("{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), }"));
+        assert!(brackets_plausible("{'descr': '<f4', 'fortran_order': True, 'shape': (), 'x': '(((['}"));
+        // The inputs that held npyz's parser for minutes (fuzzing found them).
+        assert!(!brackets_plausible(&format!("{{'shape': (1,), 'x': {}}}", "{".repeat(30))));
+        assert!(!brackets_plausible(&format!("{{'shape': (1,), 'x': {}}}", "(1,".repeat(20))));
+        assert!(!brackets_plausible("{'shape': (1,)"));
+        assert!(!brackets_plausible("{'shape': (1,]}"));
+    }
 }
