@@ -15,6 +15,7 @@
 //! `nblocks * n` rows.
 
 use crate::level::INFO_OK;
+use crate::tiled::rem_div;
 use blocktri_prims::{Real, atomic, block_idx_x, block_idx_y, lane_id, shared, sync_threads, thread_idx_x, warp};
 
 /// Threads of every refinement kernel block.
@@ -104,7 +105,7 @@ pub unsafe fn demote_matrix<T: Real>(args: &RefineArgs<T>) {
     };
     let mut e = thread_idx_x() as usize;
     while e < n * n {
-        let (r, c) = (e % n, e / n);
+        let (r, c) = rem_div(e, n);
         // SAFETY: (r, c) inside the block.
         unsafe { *dst.add(c * low_ld + r) = T::from_f64(*src.add(c * ld + r)) };
         e += REFINE_THREADS as usize;

@@ -85,6 +85,33 @@ pub struct Iterate {
     pub yh: Vec<f64>,
 }
 
+/// One system's part of an [`Iterate`].
+struct View<'a> {
+    x: &'a [f64],
+    u: &'a [f64],
+    lam: &'a [f64],
+    yl: &'a [f64],
+    yh: &'a [f64],
+}
+
+impl Iterate {
+    /// System `s`'s part of every vector.
+    fn system(&self, d: &Dims, s: usize) -> View<'_> {
+        let (xs, us) = (s * d.xs()..(s + 1) * d.xs(), s * d.us()..(s + 1) * d.us());
+        View { x: &self.x[xs.clone()], u: &self.u[us.clone()], lam: &self.lam[xs], yl: &self.yl[us.clone()], yh: &self.yh[us] }
+    }
+
+    /// Replaces system `s`'s part of every vector by the one-system iterate `new`.
+    fn set_system(&mut self, d: &Dims, s: usize, new: &Iterate) {
+        let (xs, us) = (s * d.xs()..(s + 1) * d.xs(), s * d.us()..(s + 1) * d.us());
+        self.x[xs.clone()].copy_from_slice(&new.x);
+        self.lam[xs].copy_from_slice(&new.lam);
+        self.u[us.clone()].copy_from_slice(&new.u);
+        self.yl[us.clone()].copy_from_slice(&new.yl);
+        self.yh[us].copy_from_slice(&new.yh);
+    }
+}
+
 /// What [`solve`] did.
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {
@@ -226,12 +253,8 @@ pub fn solve<F: Factorization<f64>>(m: &Model, x_init: &[f64], solver: &mut F) -
         // Primal and bound-multiplier steps, step length, update (per system).
         let t = std::time::Instant::now();
         let updates: Vec<Iterate> = per.par_iter().enumerate().map(|(s, p)| step(m, &d, p, rhs.system(s), &it, s)).collect();
-        for (s, new) in updates.into_iter().enumerate() {
-            it.x[s * d.xs()..(s + 1) * d.xs()].copy_from_slice(&new.x);
-            it.u[s * d.us()..(s + 1) * d.us()].copy_from_slice(&new.u);
-            it.lam[s * d.xs()..(s + 1) * d.xs()].copy_from_slice(&new.lam);
-            it.yl[s * d.us()..(s + 1) * d.us()].copy_from_slice(&new.yl);
-            it.yh[s * d.us()..(s + 1) * d.us()].copy_from_slice(&new.yh);
+        for (s, new) in updates.iter().enumerate() {
+            it.set_system(&d, s, new);
         }
         out.assembly_s += t.elapsed().as_secs_f64();
     }
@@ -255,10 +278,7 @@ struct Step {
 }
 
 fn newton_data(m: &Model, d: &Dims, it: &Iterate, s: usize, x_init: &[f64]) -> Step {
-    let x = &it.x[s * d.xs()..(s + 1) * d.xs()];
-    let u = &it.u[s * d.us()..(s + 1) * d.us()];
-    let lam = &it.lam[s * d.xs()..(s + 1) * d.xs()];
-    let (yl, yh) = (&it.yl[s * d.us()..(s + 1) * d.us()], &it.yh[s * d.us()..(s + 1) * d.us()]);
+    let View { x, u, lam, yl, yh } = it.system(d, s);
     let rp = constraint(m, d, x, u, x_init);
     let (ctx, ctu) = constraint_transpose(m, d, lam);
     let gap = (0..d.us()).map(|j| (u[j] + m.u_max) * yl[j] + (m.u_max - u[j]) * yh[j]).sum::<f64>() / (2 * d.us()).max(1) as f64;
@@ -296,7 +316,6 @@ struct Schur {
 /// The Schur blocks and right-hand side of one system.
 fn schur_blocks(m: &Model, d: &Dims, p: &Step) -> Schur {
     let nx = d.nx;
-    let inv_hx = |k: usize| DMatrix::from_diagonal(&nalgebra::DVector::from_iterator(nx, (0..nx).map(|i| 1.0 / p.hx[k * nx + i])));
     // Stage k gives D_{k+1} and S_{k+1,k}; the stages are independent (in parallel: with
     // one long system, the stages are the only parallelism).
     let stages: Vec<(Vec<f64>, Vec<f64>)> = (0..d.n)
@@ -315,7 +334,7 @@ fn schur_blocks(m: &Model, d: &Dims, p: &Step) -> Schur {
         })
         .collect();
     let mut diag = Vec::with_capacity(d.n + 1);
-    diag.push(inv_hx(0).as_slice().to_vec());
+    diag.push(DMatrix::from_fn(nx, nx, |i, j| if i == j { 1.0 / p.hx[i] } else { 0.0 }).as_slice().to_vec()); // D_0 = Hx_0^-1
     let mut sub = Vec::with_capacity(d.n);
     for (dk, sk) in stages {
         diag.push(dk);
@@ -331,10 +350,7 @@ fn schur_blocks(m: &Model, d: &Dims, p: &Step) -> Schur {
 
 /// The new iterate of one system from `dlam`.
 fn step(m: &Model, d: &Dims, p: &Step, dlam: &[f64], it: &Iterate, s: usize) -> Iterate {
-    let x = &it.x[s * d.xs()..(s + 1) * d.xs()];
-    let u = &it.u[s * d.us()..(s + 1) * d.us()];
-    let lam = &it.lam[s * d.xs()..(s + 1) * d.xs()];
-    let (yl, yh) = (&it.yl[s * d.us()..(s + 1) * d.us()], &it.yh[s * d.us()..(s + 1) * d.us()]);
+    let View { x, u, lam, yl, yh } = it.system(d, s);
     let (ctx, ctu) = constraint_transpose(m, d, dlam);
     let dx: Vec<f64> = (0..d.xs()).map(|j| -(p.gx[j] + ctx[j]) / p.hx[j]).collect();
     let du: Vec<f64> = (0..d.us()).map(|j| -(p.gu[j] + ctu[j]) / p.hu[j]).collect();
@@ -363,8 +379,7 @@ fn step(m: &Model, d: &Dims, p: &Step, dlam: &[f64], it: &Iterate, s: usize) -> 
 /// Objective of system `s`.
 pub fn objective(m: &Model, it: &Iterate, s: usize) -> f64 {
     let d = Dims::of(m);
-    let x = &it.x[s * d.xs()..(s + 1) * d.xs()];
-    let u = &it.u[s * d.us()..(s + 1) * d.us()];
+    let View { x, u, .. } = it.system(&d, s);
     let fx: f64 = (0..d.xs()).map(|j| 0.5 * hx(m, &d, j / d.nx, j % d.nx) * x[j] * x[j]).sum();
     fx + (0..d.us()).map(|j| 0.5 * m.r[j % d.nu] * u[j] * u[j]).sum::<f64>()
 }

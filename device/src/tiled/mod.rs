@@ -29,7 +29,7 @@ pub mod factor;
 pub mod product;
 pub mod solve;
 
-pub use product::{Native, PRODUCT_THREADS, TILE, Tf32, Tf32x3, TileMac, TileScalar};
+pub use product::{Native, PRODUCT_THREADS, TILE, Tf32, Tf32x3, TileMac};
 
 use crate::layout::{left_of, node_number, nodes_in_level, right_of};
 use crate::level::INFO_OK;

@@ -90,32 +90,9 @@ pub trait TileMac<T: Real> {
     fn acc_coord(tid: usize, e: usize) -> (usize, usize);
 }
 
-/// Element types with a default multiply-add ([`Native`]): FP64 tensor cores for `f64`,
-/// FP32 FMA for `f32`.
-pub trait TileScalar: Real {
-    /// [`TileMac::mac_chunk`] of the default strategy.
-    ///
-    /// # Safety
-    /// As [`TileMac::mac_chunk`].
-    unsafe fn mac_chunk(acc: &mut [Self; ACC], a: *const Self, b: *const Self);
-    /// [`TileMac::acc_coord`] of the default strategy.
-    fn acc_coord(tid: usize, e: usize) -> (usize, usize);
-}
-
-/// The default multiply-add of each precision (see [`TileScalar`]).
+/// The default multiply-add of each precision: FP64 tensor cores for `f64`, FP32 FMA for
+/// `f32`.
 pub struct Native;
-
-impl<T: TileScalar> TileMac<T> for Native {
-    #[inline(always)]
-    unsafe fn mac_chunk(acc: &mut [T; ACC], a: *const T, b: *const T) {
-        // SAFETY: forwarded contract.
-        unsafe { T::mac_chunk(acc, a, b) }
-    }
-    #[inline(always)]
-    fn acc_coord(tid: usize, e: usize) -> (usize, usize) {
-        T::acc_coord(tid, e)
-    }
-}
 
 /// `f32` products on TF32 tensor cores; `SPLIT` adds the low parts (see [`Tf32`] and
 /// [`Tf32x3`]).
@@ -149,7 +126,7 @@ fn acc_coord_16x8(tid: usize, e: usize) -> (usize, usize) {
     (row0 + mi * 16 + g + 8 * (i / 2), col0 + ni * 8 + 2 * t + i % 2)
 }
 
-impl TileScalar for f64 {
+impl TileMac<f64> for Native {
     #[inline(always)]
     unsafe fn mac_chunk(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
         // SAFETY (both): forwarded contract.
@@ -228,7 +205,7 @@ unsafe fn mac_chunk_m16n8k16(acc: &mut [f64; ACC], a: *const f64, b: *const f64)
     }
 }
 
-impl TileScalar for f32 {
+impl TileMac<f32> for Native {
     #[inline(always)]
     unsafe fn mac_chunk(acc: &mut [f32; ACC], a: *const f32, b: *const f32) {
         let tid = thread_idx_x() as usize;

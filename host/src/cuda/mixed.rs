@@ -235,21 +235,18 @@ impl MixedCholesky {
         let shape = self.shape.ok_or(Error::NotFactored)?;
         let k = self.vectors.as_ref().ok_or_else(|| Error::Shape("no right-hand sides uploaded".into()))?.k;
         if self.fallback.is_none() {
-            match self.refine(shape, k)? {
-                Some(report) => {
-                    self.report = report;
-                    return Ok(&self.report);
-                }
-                None => {
-                    // Not converging: the f64 factor from now on (A is still uploaded).
-                    let why = format!(
-                        "the refinement did not reach {:e} (relative residual {:e} after {} solves)",
-                        self.options.tolerance, self.report.relative_residual, self.report.solves
-                    );
-                    self.high.factor_uploaded()?;
-                    self.fallback = Some(why);
-                }
+            let (converged, report) = self.refine(shape, k)?;
+            if converged {
+                self.report = report;
+                return Ok(&self.report);
             }
+            // Not converging: the f64 factor from now on (A is still uploaded).
+            let why = format!(
+                "the refinement did not reach {:e} (relative residual {:e} after {} solves)",
+                self.options.tolerance, report.relative_residual, report.solves
+            );
+            self.high.factor_uploaded()?;
+            self.fallback = Some(why);
         }
         self.high.launch_solve()?;
         self.high.check_solve()?;
@@ -279,9 +276,9 @@ impl MixedCholesky {
         Ok(x)
     }
 
-    /// The refinement loop; `None` when it stopped converging (the partial report in
-    /// `self.report`).
-    fn refine(&mut self, shape: Shape, k: usize) -> Result<Option<RefineReport>> {
+    /// The refinement loop: whether it converged, and its report (solves taken, the last
+    /// relative residual).
+    fn refine(&mut self, shape: Shape, k: usize) -> Result<(bool, RefineReport)> {
         let (low_rhs, low_info) = self.low.rhs_buffer(k)?;
         let (b, _) = self.high.rhs_buffer(k)?;
         let (diag, sub, ld) = self.high.input_buffers(shape)?; // A, as uploaded (the f64 plan is not factored)
@@ -321,12 +318,11 @@ impl MixedCholesky {
             let relative = relative_residual(&norms.to_vec()?);
             report.relative_residual = relative;
             if report.solves > 0 && relative <= self.options.tolerance {
-                return Ok(Some(report));
+                return Ok((true, report));
             }
             let stalled = report.solves >= 2 && relative > 0.5 * previous;
             if report.solves > self.options.max_iterations || stalled || relative.is_nan() {
-                self.report = report;
-                return Ok(None);
+                return Ok((false, report));
             }
             previous = relative;
             unsafe { kernels.demote_rhs.launch(stream, elementwise, (base,))? };
