@@ -210,6 +210,13 @@ fn emulated_tiled_failures_name_the_system_and_block() {
     assert_eq!(d.info[0], INFO_OK);
     assert_eq!(decode_info(d.info[1]).unwrap(), (1, InfoCode::NotPositiveDefinite as u32, 5));
 
+    // A pivot that fails in the third 16-column panel of a tile (row 40 of block 2, level 0).
+    let (mut a, b) = problem::<f64>(1, 5, 66, 1, 10);
+    a.set_diag(0, 2, 40, 40, -1e4);
+    let mut d = upload(&a, &b);
+    run_factor::<f64, Native>(&mut d, &a);
+    assert_eq!(decode_info(d.info[0]).unwrap(), (0, InfoCode::NotPositiveDefinite as u32, 2));
+
     // A NaN in sub-diagonal block 2 of system 0 (right coupling of level-0 node 2), and
     // one in sub-diagonal block 3 (left coupling of level-0 node 4): the first reported.
     let (mut a, b) = problem::<f64>(2, 6, 3, 1, 8);

@@ -50,7 +50,7 @@ fn f32_every_block_size_and_length() {
     }
 }
 
-/// Block sizes of the tiled engine (the default above 96) with block counts that fit
+/// Block sizes of the tiled engine (the default above 64) with block counts that fit
 /// the device: `n` in the list up to 2048, `N` in {1, 2, 3, 64, 1000} where the
 /// problem fits in a few GB, `S` in {1, 7}, `k` in {1, 3}.
 fn tiled_grid() -> Vec<(usize, usize, usize, usize)> {

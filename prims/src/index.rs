@@ -84,6 +84,31 @@ pub fn lane_id() -> u32 {
     }
 }
 
+/// `x`, through a value the compiler cannot see into or move: computations from the result
+/// stay where they are written. Inside a loop, code derived from loop-invariant values
+/// (lane numbers, say) is otherwise hoisted out of it, and a fully unrolled sweep can
+/// hoist hundreds of such values, more than fit in registers. PTX: a volatile `mov`.
+///
+/// ```
+/// assert_eq!(blocktri_prims::index::opaque_u32(7), 7);
+/// ```
+#[inline(always)]
+pub fn opaque_u32(x: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let out: u32;
+        // SAFETY: a register move; not `pure`, so it is neither hoisted nor merged.
+        unsafe {
+            core::arch::asm!("mov.u32 {0}, {1};", out(reg32) out, in(reg32) x, options(nomem, nostack));
+        }
+        out
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        core::hint::black_box(x)
+    }
+}
+
 /// Warp index in the block: `thread_rank() / 32`.
 #[inline(always)]
 pub fn warp_id() -> u32 {

@@ -12,27 +12,18 @@ use crate::layout::{fill_slot, level_of};
 use crate::level::{InfoCode, info_key};
 use blocktri_prims::{Real, atomic, block_idx_x, block_idx_y, shared, thread_idx_x};
 
+pub use super::potrf::{potrf, potrf_shared_bytes};
+
 /// Threads of [`prep`] and [`potrf`].
 pub const WIDE_THREADS: u32 = 256;
 
 /// Bytes in front of every tiled kernel's shared data (the block-uniform failure flag).
-const FLAG_BYTES: usize = 16;
+pub(super) const FLAG_BYTES: usize = 16;
 
 /// Shared memory of [`prep`]: a `64 x 65` transposition tile and two diagonal stretches.
 pub const fn prep_shared_bytes(elem_bytes: usize) -> usize {
     FLAG_BYTES + (TILE * (TILE + 1) + 2 * TILE) * elem_bytes
 }
-
-/// Shared memory of [`potrf`]: two published columns of `L`, two rows of `W`, two pivots.
-pub const fn potrf_shared_bytes(elem_bytes: usize) -> usize {
-    FLAG_BYTES + (4 * TILE + 2) * elem_bytes
-}
-
-/// [`potrf`]'s threads form a `POTRF_GRID x POTRF_GRID` grid ...
-const POTRF_GRID: usize = 16;
-/// ... and each holds `POTRF_PER x POTRF_PER` entries of the tile.
-const POTRF_PER: usize = TILE / POTRF_GRID;
-const _: () = assert!(POTRF_GRID * POTRF_GRID == WIDE_THREADS as usize);
 
 /// Shared memory of [`trsm`], [`update`] and [`neighbours`].
 pub const fn product_kernel_shared_bytes(elem_bytes: usize) -> usize {
@@ -41,7 +32,7 @@ pub const fn product_kernel_shared_bytes(elem_bytes: usize) -> usize {
 
 /// The flag word and the element area behind it.
 #[inline(always)]
-fn shared_areas<T>() -> (*mut u32, *mut T) {
+pub(super) fn shared_areas<T>() -> (*mut u32, *mut T) {
     /// Asks for a 16-byte aligned window: the products' asynchronous copies write 16-byte
     /// pieces (FLAG_BYTES keeps the element area aligned too).
     #[repr(C, align(16))]
@@ -166,114 +157,6 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
     }
     if !finite {
         unsafe { atomic::atomic_min_u64(info, info_key(0, InfoCode::NonFinite, b as u32)) };
-    }
-}
-
-/// Step `k` of every node's panel factorization, part 2: factors the diagonal tile
-/// `D[k, k] = L_kk L_kk^T` (failure: `info_key(level, NotPositiveDefinite, b)`), stores
-/// `L_kk` (zero above the diagonal) and its inverse `dinv[b][k]` (zero outside the tile's
-/// `w x w`). Grid `x` = `systems * nodes`.
-///
-/// Register-resident and fused: the [`WIDE_THREADS`] threads form a `16 x 16` grid, thread
-/// `(ti, tj)` holds entries `(ti + 16 a, tj + 16 b)`, `a, b < 4`, of both `L` and
-/// `W = L^-1` (starting from `D` and `I`). Step `j` (right-looking) needs column `j` of
-/// `L` and row `j` of `W`; their owners publish them, still unscaled, into one of two
-/// shared buffers at the end of step `j - 1`, so each step costs one barrier:
-/// `L[r, c] -= L[r, j] L[c, j] / d_j` and `W[r, :] -= L[r, j] W[j, :] / d_j` for `r > j`,
-/// then column `j` of `L` and row `j` of `W` are scaled by `1 / sqrt(d_j)`. The buffers
-/// alternate, so a buffer is rewritten only after the barrier that follows its last read.
-/// Every thread sweeps all its entries every column (finished or zero ones get zero
-/// updates): skipping the finished 16-row groups was measured 1.3x slower, and the
-/// previous version (the tile in shared memory, two barrier chains of 64 steps) took
-/// about 200 µs per launch (`docs/perf-notes.md`, entry 7).
-///
-/// # Safety
-/// [`WIDE_THREADS`] threads, [`potrf_shared_bytes`]; [`update`] of step `k` (for
-/// `k >= 1`) has completed (stream order).
-pub unsafe fn potrf<T: Real>(args: &TiledArgs<T>) {
-    let a = *args;
-    let nd = a.node();
-    let (flag, sh) = shared_areas::<T>();
-    if unsafe { a.failed(nd.s, flag) } {
-        return;
-    }
-    let (n, ld) = (a.n(), a.ld());
-    let r0 = a.step as usize * TILE;
-    let w = TILE.min(n - r0);
-    let tid = thread_idx_x() as usize;
-    let (ti, tj) = (tid % POTRF_GRID, tid / POTRF_GRID);
-    let row = |e: usize| ti + POTRF_GRID * (e / POTRF_PER);
-    let col = |e: usize| tj + POTRF_GRID * (e % POTRF_PER);
-    // Shared: two column buffers, two W-row buffers, two pivots (see potrf_shared_bytes).
-    let (colbuf, rowbuf, pivots) = unsafe { (sh, sh.add(2 * TILE), sh.add(4 * TILE)) };
-    // SAFETY (all pointer arithmetic): the tile lies inside block b (r0 + w <= n); shared
-    // offsets below 4 TILE + 2 elements.
-    let d = unsafe { a.block(a.diag, nd.s, nd.b).add(r0 * ld + r0) };
-    const E: usize = POTRF_PER * POTRF_PER;
-    let mut l: [T; E] = core::array::from_fn(|e| {
-        let (r, c) = (row(e), col(e));
-        if r < w && c <= r { unsafe { *d.add(c * ld + r) } } else { T::ZERO }
-    });
-    let mut wv: [T; E] = core::array::from_fn(|e| if row(e) == col(e) && row(e) < w { T::ONE } else { T::ZERO });
-    // Column j of L (zero on and above the diagonal; the pivot apart) and row j of W into
-    // buffer j % 2, by their owners.
-    let publish = |j: usize, l: &[T; E], wv: &[T; E]| {
-        let buf = (j % 2) * TILE;
-        for e in 0..E {
-            let (r, c) = (row(e), col(e));
-            if c == j {
-                unsafe { *colbuf.add(buf + r) = if r > j { l[e] } else { T::ZERO } };
-                if r == j {
-                    unsafe { *pivots.add(j % 2) = l[e] };
-                }
-            }
-            if r == j {
-                unsafe { *rowbuf.add(buf + c) = wv[e] };
-            }
-        }
-    };
-    publish(0, &l, &wv);
-    for j in 0..w {
-        blocktri_prims::sync_threads();
-        let buf = (j % 2) * TILE;
-        let dj = unsafe { *pivots.add(j % 2) };
-        if !(dj > T::ZERO && dj.is_finite()) {
-            // Every thread read the same pivot: a uniform exit.
-            if tid == 0 {
-                let key = info_key(a.level, InfoCode::NotPositiveDefinite, nd.b as u32);
-                unsafe { atomic::atomic_min_u64(a.info.add(nd.s), key) };
-            }
-            return;
-        }
-        let rs = dj.rsqrt_fast();
-        let inv_d = rs * rs;
-        let li: [T; POTRF_PER] = core::array::from_fn(|i| unsafe { *colbuf.add(buf + ti + POTRF_GRID * i) } * inv_d);
-        let lc: [T; POTRF_PER] = core::array::from_fn(|i| unsafe { *colbuf.add(buf + tj + POTRF_GRID * i) });
-        let wr: [T; POTRF_PER] = core::array::from_fn(|i| unsafe { *rowbuf.add(buf + tj + POTRF_GRID * i) });
-        for e in 0..E {
-            let (p, q) = (e / POTRF_PER, e % POTRF_PER);
-            l[e] = (-li[p]).mul_add(lc[q], l[e]);
-            wv[e] = (-li[p]).mul_add(wr[q], wv[e]);
-            // Column j of L and row j of W are final after scaling (the updates above left
-            // them unchanged: the published column is zero in row j).
-            if col(e) == j {
-                l[e] *= rs;
-            }
-            if row(e) == j {
-                wv[e] *= rs;
-            }
-        }
-        if j + 1 < w {
-            publish(j + 1, &l, &wv);
-        }
-    }
-    let inv = unsafe { a.dinv_tile(nd.s, nd.b, a.step as usize) };
-    for e in 0..E {
-        let (r, c) = (row(e), col(e));
-        if r < w && c < w {
-            unsafe { *d.add(c * ld + r) = if c <= r { l[e] } else { T::ZERO } };
-        }
-        unsafe { *inv.add(c * TILE + r) = wv[e] };
     }
 }
 

@@ -15,6 +15,12 @@ use blocktri_device::level::{
     row_size, solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes,
 };
 
+/// The largest block size `KernelFamily::Auto` gives the panel kernels; the tiled engine
+/// takes larger blocks. Measured on the H100 (`docs/perf-notes.md`, entry 12): at n = 80
+/// and 96 the tiled engine's factor + solve is 1.1-1.3x faster in f64 and f32 (the panel
+/// kernels pad 65..96 to 96), at n = 64 the panel kernels' is (their solve is 2x faster).
+pub(super) const AUTO_PANEL_MAX_N: usize = 64;
+
 /// The fused kernels a plan runs, with their padded block size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Variant {
@@ -40,7 +46,7 @@ impl Variant {
                 let rows_limit = if T::BYTES == 4 { 32 } else { 16 };
                 match (row_size(n), panel_size(n)) {
                     (Some(np), _) if n <= rows_limit => Some(Variant::Rows(np)),
-                    (_, Some(np)) => Some(Variant::Panel(np)),
+                    (_, Some(np)) if n <= AUTO_PANEL_MAX_N => Some(Variant::Panel(np)),
                     _ => None,
                 }
             }
@@ -135,7 +141,7 @@ impl Fused {
         let needed = variant.min_smem(n, T::BYTES);
         if needed > smem as usize {
             return Err(Error::Unsupported(format!(
-                "block size n = {n} with the {variant:?} kernels needs {needed} bytes of shared memory per block, this device has {smem}; the tiled kernels (the default above n = 96) have no such limit",
+                "block size n = {n} with the {variant:?} kernels needs {needed} bytes of shared memory per block, this device has {smem}; the tiled kernels (the default above n = 64) have no such limit",
             )));
         }
         let k = |name: &str| gpu.kernel(kernel_name::<T>(name).as_str());
@@ -238,13 +244,15 @@ mod tests {
     const HOPPER_SMEM: u32 = 232_448;
 
     #[test]
-    fn auto_picks_rows_then_panels_then_the_tiled_engine() {
+    fn auto_picks_rows_then_panels_then_the_tiled_engine_above_64() {
         let auto = |n| Variant::choose::<f64>(KernelFamily::Auto, n).unwrap();
         assert_eq!(auto(1), Some(Variant::Rows(4)));
         assert_eq!(auto(16), Some(Variant::Rows(16)));
         assert_eq!(auto(17), Some(Variant::Panel(32)));
-        assert_eq!(auto(96), Some(Variant::Panel(96)));
-        assert_eq!(auto(97), None);
+        assert_eq!(auto(64), Some(Variant::Panel(64)));
+        assert_eq!(auto(65), None);
+        assert_eq!(auto(96), None);
+        assert_eq!(Variant::choose::<f64>(KernelFamily::Panel, 96).unwrap(), Some(Variant::Panel(96)));
         assert_eq!(auto(2048), None);
         assert_eq!(Variant::choose::<f32>(KernelFamily::Auto, 32).unwrap(), Some(Variant::Rows(32)));
         assert_eq!(Variant::choose::<f64>(KernelFamily::Tiled, 8).unwrap(), None);

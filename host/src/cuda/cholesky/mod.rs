@@ -7,7 +7,7 @@
 //! - [`fused`]: the fused engine (one launch per level, a node per thread block; rows,
 //!   panel and generic families, `n <= 96` by default);
 //! - [`tiled`]: the tiled engine (a node's tiles over many thread blocks, products on
-//!   FP64 tensor cores; any `n`, the default above 96);
+//!   FP64 tensor cores; any `n`, the default above 64);
 //! - [`chain`]: the chain engine (sequential block Cholesky, one warp or one thread block
 //!   per system; the default for batches of six or more systems per SM with `n <= 16`).
 //!
@@ -133,7 +133,7 @@ impl F32Products {
 pub enum KernelFamily {
     /// The family measured fastest for the block size (see `docs/perf-notes.md`):
     /// register-resident rows up to `n = 16` (`n = 32` in `f32`), shared-memory panels up
-    /// to `n = 96`, the tiled engine above.
+    /// to `n = 64`, the tiled engine above.
     #[default]
     Auto,
     /// Always the generic fused shared-memory kernels (any `n` that fits in shared memory).

@@ -1,6 +1,6 @@
 //! The tiled engine (`blocktri_device::tiled`): every level split into `64 x 64` tile
 //! operations over many thread blocks per node, products on FP64 tensor cores. No block
-//! size limit but device memory; the default above `n = 96`.
+//! size limit but device memory; the default above `n = 64`.
 //!
 //! Launches of a factorization: reset the status words, `prep`; per level and per column
 //! tile `k` of the panel: `update` (from `k = 1`), `potrf`, `trsm`; then the
