@@ -116,6 +116,9 @@ pub fn copy_batched<V: Copy + Default, M: crate::team::Team>(
 #[inline(always)]
 pub fn for_each_rc<M: crate::team::Team>(team: M, rows: usize, cols: usize, mut f: impl FnMut(usize, usize)) {
     let total = rows * cols;
+    if total == 0 {
+        return; // and no divider by zero rows
+    }
     let div = FastDiv::new(rows as u32);
     let mut e = team.rank();
     while e < total {

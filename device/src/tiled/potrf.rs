@@ -13,8 +13,9 @@
 //! # Per panel `p` (columns `c0 = 16 p ..`), three phases separated by barriers
 //! - A (warp 0): Cholesky of the diagonal block `A_pp = L_pp L_pp^T` and its inverse
 //!   `W_pp` in one register-resident sweep (see `diagonal_block`); both into shared memory.
-//! - B (all threads): the panel below, `L_ip = A_ip W_pp^T` (into the scratch `pan`); the partial row block of the inverse, `T = L_p,0..p W_0..p,0..p`
-//!   (into the scratch `tb`). Nothing read in this phase is written in it.
+//! - B (all threads): the panel below, `L_ip = A_ip W_pp^T` (into the scratch `pan`); the
+//!   partial row block of the inverse, `T = L_p,0..p W_0..p,0..p` (into the scratch `tb`).
+//!   Nothing read in this phase is written in it.
 //! - C (all threads): `L_ip` into the tile; the trailing update `A_ij -= L_ip L_jp^T` (from
 //!   `pan`); the inverse's row block `W_p,0..p = -W_pp T`.
 //!
@@ -24,13 +25,16 @@
 use super::factor::{FLAG_BYTES, WIDE_THREADS, shared_areas};
 use super::{TILE, TiledArgs, rem_div};
 use crate::level::{InfoCode, info_key};
+use crate::team::Block;
+use crate::tile::for_each_rc;
 use blocktri_prims::index::opaque_u32;
 use blocktri_prims::{Real, atomic, sync_threads, sync_warp, thread_idx_x};
 
 /// Columns per panel (and rows of a warp's register block).
 pub const PW: usize = 16;
-/// Leading dimension of the tile and of the inverse in shared memory (odd, so that a
-/// warp reading along a row hits distinct banks).
+/// Leading dimension of the tile and of the inverse in shared memory. Every access runs
+/// down columns (consecutive lanes, consecutive rows), so the padding is not needed for
+/// the banks; it is the layout that was measured.
 const LDS: usize = TILE + 1;
 /// Most rows of a panel below its diagonal block.
 const BELOW: usize = TILE - PW;
@@ -115,23 +119,18 @@ pub unsafe fn potrf<T: Real>(args: &TiledArgs<T>) {
 
         // B: L_ip = A_ip W_pp^T (rows below the block, fastest) into `pan`; it replaces
         // A_ip in phase C, once nobody reads A_ip any more.
-        let mut e = tid;
-        while e < below * PW {
-            let (rr, c) = rem_div(e, below);
+        for_each_rc(Block, below, PW, |rr, c| {
             let r = c0 + PW + rr;
             let mut acc = T::ZERO;
             for k in 0..PW {
                 acc = unsafe { *sa.add((c0 + k) * LDS + r) }.mul_add(unsafe { *sw.add((c0 + k) * LDS + c0 + c) }, acc);
             }
             unsafe { *pan.add(c * BELOW + rr) = acc };
-            e += threads;
-        }
+        });
         // B: T = L[c0.., 0..c0] W[0..c0, 0..c0]; W is lower triangular, so column c sums
         // from the start of c's panel: whole 16-column chunks (unrolled, loads in flight,
         // two partial sums), the same trip count for a whole warp.
-        let mut e = tid;
-        while e < PW * c0 {
-            let (r, c) = rem_div(e, PW);
+        for_each_rc(Block, PW, c0, |r, c| {
             let (mut even, mut odd) = (T::ZERO, T::ZERO);
             for k0 in (c / PW..p).map(|q| q * PW) {
                 for kk in (0..PW).step_by(2) {
@@ -141,17 +140,13 @@ pub unsafe fn potrf<T: Real>(args: &TiledArgs<T>) {
                 }
             }
             unsafe { *tb.add(c * PW + r) = even + odd };
-            e += threads;
-        }
+        });
         sync_threads();
 
         // C: the panel into the tile; the trailing update from `pan`; W's row block p.
-        let mut e = tid;
-        while e < below * PW {
-            let (rr, c) = rem_div(e, below);
-            unsafe { *sa.add((c0 + c) * LDS + c0 + PW + rr) = *pan.add(c * BELOW + rr) };
-            e += threads;
-        }
+        for_each_rc(Block, below, PW, |rr, c| unsafe {
+            *sa.add((c0 + c) * LDS + c0 + PW + rr) = *pan.add(c * BELOW + rr);
+        });
         let (ti, tj) = (tid % PW, tid / PW);
         for bi in 0..below / PW {
             let li: [T; PW] = core::array::from_fn(|k| unsafe { *pan.add(k * BELOW + bi * PW + ti) });
@@ -163,27 +158,22 @@ pub unsafe fn potrf<T: Real>(args: &TiledArgs<T>) {
                 // Whole 16 x 16 blocks, also above the diagonal of the diagonal blocks:
                 // those entries are never read into a result (see `diagonal_block`).
                 let at = (c0 + PW + bj * PW + tj) * LDS + c0 + PW + bi * PW + ti;
-                unsafe { *sa.add(at) = *sa.add(at) - acc };
+                unsafe { *sa.add(at) -= acc };
             }
         }
-        let mut e = tid;
-        while e < PW * c0 {
-            let (r, c) = rem_div(e, PW);
+        for_each_rc(Block, PW, c0, |r, c| {
             let mut acc = T::ZERO;
             for q in 0..PW {
                 acc = unsafe { *sw.add((c0 + q) * LDS + c0 + r) }.mul_add(unsafe { *tb.add(c * PW + q) }, acc);
             }
             unsafe { *sw.add(c * LDS + c0 + r) = -acc };
-            e += threads;
-        }
+        });
         sync_threads();
     }
 
     // SAFETY: dinv tile `step` of block b; the factor tile as above.
     let inv = unsafe { a.dinv_tile(nd.s, nd.b, a.step as usize) };
-    let mut e = tid;
-    while e < TILE * TILE {
-        let (r, c) = rem_div(e, TILE);
+    for_each_rc(Block, TILE, TILE, |r, c| {
         let inside = r < w && c < w;
         unsafe {
             if inside {
@@ -191,8 +181,7 @@ pub unsafe fn potrf<T: Real>(args: &TiledArgs<T>) {
             }
             *inv.add(c * TILE + r) = if inside { *sw.add(c * LDS + r) } else { T::ZERO };
         }
-        e += threads;
-    }
+    });
 }
 
 /// Phase A for one warp: the `PW x PW` block at `blk` (leading dimension [`LDS`], lower
@@ -225,8 +214,7 @@ unsafe fn diagonal_block<T: Real>(blk: *mut T, inv: *mut T, lane: usize, bad: *m
     let lane = opaque_u32(lane as u32) as usize;
     let r = lane % PW;
     let upper = lane >= PW;
-    // Branch-free throughout (selects, not branches): per-step branches split the unrolled
-    // sweep into blocks whose copies ptxas did not coalesce (255 registers and spills).
+    // Selects, not branches: the unrolled sweep stays straight-line code.
     let mut v: [T; PW] = core::array::from_fn(|c| {
         let a = unsafe { *blk.add(c * LDS + r) };
         let e = if c == r { T::ONE } else { T::ZERO };
