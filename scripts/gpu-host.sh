@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The host path on the GPU machine, in one call:
-#   bash scripts/gpu-host.sh [tests] [link] [cli] [bench] [ooc]
+#   bash scripts/gpu-host.sh [tests] [link] [probe] [cli] [bench] [ooc]
 # tests: the transfer, chunking, tridiagonal and error tests (TESTS= to choose others);
 # link: `blocktri info --transfers` (CPU copies, pinned/pageable link, staged copies);
+# probe: the same questions asked through PyTorch (scripts/host-path-probe.py), a reference;
 # cli: `blocktri solve`/`invert` wall clock from host memory; bench: host-to-host rows
 # beside the device-resident ones and the peers (SIZES_N, SIZES_n); ooc: a batch larger
 # than the device (S = 1024, N = 16384, n = 16: 69 GB of input) through factor_solve.
@@ -12,6 +13,7 @@ steps=${*:-tests link cli bench}
 b=.gpu/bin/blocktri
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/device.txt"
 nproc | sed 's/^/cpus: /' | tee -a "$OUT/device.txt"; free -g | head -2 | tee -a "$OUT/device.txt"
+sed 's/^/transparent huge pages: /' /sys/kernel/mm/transparent_hugepage/enabled | tee -a "$OUT/device.txt"
 for step in $steps; do
   case $step in
     tests)
@@ -20,7 +22,9 @@ for step in $steps; do
         echo "== $t"; timeout ${TT:-200} $exe --test-threads=2 2>&1 | tee -a "$OUT/tests.log" | grep -E "test result|FAILED|panicked" 
       done ;;
     link)
-      $b info --transfers 2>&1 | tee "$OUT/link.log" | tail -20 ;;
+      $b info --transfers 2>&1 | tee "$OUT/link.log" | tail -24 ;;
+    probe)
+      THREADS=8 python3 scripts/host-path-probe.py 2>&1 | tee "$OUT/probe.log" | tail -18 ;;
     cli)
       for g in 16384,16 4096,16 16384,8 1024,16384,16x; do
         [ "$g" = 1024,16384,16x ] && continue

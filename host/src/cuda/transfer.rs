@@ -270,55 +270,213 @@ impl Columns {
     }
 }
 
-/// Default staging chunk (bytes) and number of chunks in the ring: large enough that the
-/// per-copy overhead (~10 us) is small against a chunk's 160 us on the link, small enough
-/// that the first chunk's CPU copy (not overlapped) stays short.
-pub(crate) const CHUNK_BYTES: usize = 8 << 20;
-const SLOTS: usize = 3;
-/// Threads of the staging copies (see [`copy_with_threads`]).
-const STAGING_THREADS: usize = 8;
+/// Bytes of one staging slot: the largest piece a worker moves at once.
+pub(crate) const SLOT_BYTES: usize = 2 << 20;
+/// Slots per worker: one filled (or emptied) by the CPU while the other is on the link.
+const SLOTS_PER_WORKER: usize = 2;
+/// Workers of one staged copy, each a rayon task with its own slots.
+const STAGING_WORKERS: usize = 8;
+/// Pieces are no smaller than this unless the whole copy is: the driver's per-copy cost
+/// (a few µs) stays small against a piece's time on the link (~5 µs at 256 KiB).
+const MIN_PIECE_BYTES: usize = 256 << 10;
 
-/// A ring of page-locked chunks for staged copies, owned by one solver and reused by
-/// every call. Allocated on first use.
+/// A page-locked slot and the event that says when the copy using it has finished.
+struct Slot {
+    buf: PinnedBuffer<u8>,
+    done: CudaEvent,
+    pending: bool,
+}
+
+impl Slot {
+    /// Waits until the slot's last copy has finished, so that it may be reused.
+    fn wait(&mut self) -> Result<()> {
+        if self.pending {
+            self.done.synchronize()?;
+            self.pending = false;
+        }
+        Ok(())
+    }
+
+    /// Marks the slot busy until the work enqueued on `stream` so far has finished.
+    fn record(&mut self, stream: &CudaStream) -> Result<()> {
+        self.done.record(stream)?;
+        self.pending = true;
+        Ok(())
+    }
+
+    /// The first `len` values of the slot.
+    ///
+    /// # Safety
+    /// The slot is not the source or target of an unfinished copy ([`Slot::wait`]);
+    /// `len * size_of::<T>()` fits in it.
+    unsafe fn values<T: Scalar>(&mut self, len: usize) -> &mut [T] {
+        debug_assert!(len * std::mem::size_of::<T>() <= self.buf.len());
+        // SAFETY: page-aligned allocation of at least that many bytes; any bits are a valid T.
+        unsafe { std::slice::from_raw_parts_mut(self.buf.as_mut_ptr() as *mut T, len) }
+    }
+}
+
+/// One piece of a staged copy: whole columns, or a part of one column longer than a slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Piece {
+    Columns { first: usize, count: usize },
+    Part { col: usize, start: usize, len: usize },
+}
+
+impl Piece {
+    /// Offset of the piece's first element in a layout with leading dimension `ld`.
+    fn offset(self, ld: usize) -> usize {
+        match self {
+            Piece::Columns { first, .. } => first * ld,
+            Piece::Part { col, start, .. } => col * ld + start,
+        }
+    }
+}
+
+/// Splits a copy of `cols` columns of `width` values, `ld` apart on the device, into
+/// pieces of at most `max_values` values of the device layout (padding included, so that
+/// a piece's columns keep their pitch in the slot); columns longer than that in parts.
+fn plan_pieces(width: usize, cols: usize, ld: usize, max_values: usize) -> Vec<Piece> {
+    let max_values = max_values.max(1);
+    if ld <= max_values {
+        let per = max_values / ld;
+        (0..cols).step_by(per).map(|first| Piece::Columns { first, count: per.min(cols - first) }).collect()
+    } else {
+        (0..cols)
+            .flat_map(|col| (0..width).step_by(max_values).map(move |start| Piece::Part { col, start, len: max_values.min(width - start) }))
+            .collect()
+    }
+}
+
+/// `pieces` split into at most `workers` contiguous runs of nearly equal length.
+fn share_out(pieces: usize, workers: usize) -> Vec<std::ops::Range<usize>> {
+    let workers = workers.clamp(1, pieces.max(1));
+    (0..workers).map(|w| pieces * w / workers..pieces * (w + 1) / workers).filter(|r| !r.is_empty()).collect()
+}
+
+/// The pieces of a copy with device layout `dev` (values of `size` bytes) through slots of
+/// `slot_bytes`, and their runs for at most `workers` workers: enough pieces for every
+/// worker to pipeline a few, each at least [`MIN_PIECE_BYTES`] (unless a slot is smaller)
+/// and at most a slot.
+fn plan_copy(dev: Columns, size: usize, workers: usize, slot_bytes: usize) -> (Vec<Piece>, Vec<std::ops::Range<usize>>) {
+    let workers = workers.max(1);
+    let target = (dev.span() * size / (3 * workers)).clamp(MIN_PIECE_BYTES, slot_bytes.max(MIN_PIECE_BYTES)).min(slot_bytes);
+    let pieces = plan_pieces(dev.width, dev.cols, dev.ld, target / size);
+    let runs = share_out(pieces.len(), workers);
+    (pieces, runs)
+}
+
+/// Fills a slot with `piece` of host `src` (layout `from`) in the device layout `to`;
+/// returns how many values of the slot the DMA engine must move (padding after the last
+/// column excluded).
+fn fill_piece<T: Scalar>(src: &[T], from: Columns, to: Columns, piece: Piece, slot: &mut [T], streaming: bool) -> usize {
+    match piece {
+        Piece::Columns { first, count } => {
+            pack_columns(&src[first * from.ld..], from, slot, to, count, 1, streaming);
+            (count - 1) * to.ld + to.width
+        }
+        Piece::Part { col, start, len } => {
+            let at = col * from.ld + start;
+            if streaming {
+                copy_streaming(&src[at..at + len], &mut slot[..len], 1);
+            } else {
+                slot[..len].copy_from_slice(&src[at..at + len]);
+            }
+            len
+        }
+    }
+}
+
+/// Values of the slot that `piece` occupies in the device layout `dev` (whole columns
+/// with their padding).
+fn piece_room(dev: Columns, piece: Piece) -> usize {
+    match piece {
+        Piece::Columns { count, .. } => count * dev.ld,
+        Piece::Part { len, .. } => len,
+    }
+}
+
+/// Values of the device layout `dev` that the DMA engine moves for `piece`.
+fn piece_values(dev: Columns, piece: Piece) -> usize {
+    match piece {
+        Piece::Columns { count, .. } => (count - 1) * dev.ld + dev.width,
+        Piece::Part { len, .. } => len,
+    }
+}
+
+/// Copies `piece`, downloaded into `slot` in the device layout `from`, into `out` (the
+/// host layout `to`, starting at the host offset `base`).
+fn empty_piece<T: Scalar>(slot: &[T], from: Columns, to: Columns, piece: Piece, out: &mut [T], base: usize) {
+    let at = piece.offset(to.ld) - base;
+    match piece {
+        Piece::Columns { count, .. } => pack_columns(slot, from, &mut out[at..], to, count, 1, false),
+        Piece::Part { len, .. } => out[at..at + len].copy_from_slice(&slot[..len]),
+    }
+}
+
+/// `out` (host layout `host`) cut into the parts the runs of `pieces` write: from a run's
+/// first piece to the next run's, the last to the end of the layout (nothing after it is
+/// touched, not even the last column's padding). Each part comes with its host offset.
+fn split_output<'a, T>(out: &'a mut [T], pieces: &[Piece], runs: &[std::ops::Range<usize>], host: Columns) -> Vec<(usize, &'a mut [T])> {
+    let ld = host.ld;
+    let mut parts = Vec::with_capacity(runs.len());
+    let (mut rest, mut consumed) = (&mut out[..host.span()], 0);
+    for (w, run) in runs.iter().enumerate() {
+        let start = pieces[run.start].offset(ld);
+        let end = runs.get(w + 1).map_or(consumed + rest.len(), |next| pieces[next.start].offset(ld));
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(end - consumed);
+        parts.push((start, &mut head[start - consumed..]));
+        (rest, consumed) = (tail, end);
+    }
+    parts
+}
+
+/// Page-locked slots for staged copies, owned by one solver and reused by every call
+/// (allocated on first use). A copy is split into pieces of at most a slot; each of up to
+/// [`STAGING_WORKERS`] rayon tasks moves its own contiguous run of pieces through its own
+/// two slots: the CPU copy of one piece overlaps the DMA of the previous, and the workers'
+/// copies overlap each other. One parallel region per call: the rayon threads wake once,
+/// not once per piece (the first design, one ring whose every piece was a rayon join, ran
+/// at 10-30 GB/s on the H100 machine, where a ring with spinning copy threads reaches ~40;
+/// `docs/perf-notes.md`, entry 13).
 pub(crate) struct Staging {
     ctx: Arc<CudaContext>,
-    chunk_bytes: usize,
-    /// Threads of the CPU copies into and out of the slots.
-    threads: usize,
+    slot_bytes: usize,
+    workers: usize,
     /// Non-temporal stores into the slots ([`copy_streaming`]).
     streaming: bool,
-    slots: Vec<(PinnedBuffer<u8>, Option<CudaEvent>)>,
+    slots: Vec<Slot>,
 }
 
 impl std::fmt::Debug for Staging {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Staging").field("chunk_bytes", &self.chunk_bytes).field("slots", &self.slots.len()).finish()
+        f.debug_struct("Staging").field("slot_bytes", &self.slot_bytes).field("slots", &self.slots.len()).finish()
     }
 }
 
 impl Staging {
     pub fn new(ctx: &Arc<CudaContext>) -> Self {
-        Self::with_chunk(ctx, CHUNK_BYTES)
+        Self::with_chunk(ctx, SLOT_BYTES)
     }
 
-    /// A ring of `chunk_bytes` chunks (tests force small chunks to exercise the overlap).
-    pub fn with_chunk(ctx: &Arc<CudaContext>, chunk_bytes: usize) -> Self {
-        Staging { ctx: ctx.clone(), chunk_bytes: chunk_bytes.max(64), threads: STAGING_THREADS, streaming: true, slots: Vec::new() }
+    /// Slots of `slot_bytes` (tests force small slots to exercise the pipeline).
+    pub fn with_chunk(ctx: &Arc<CudaContext>, slot_bytes: usize) -> Self {
+        Staging { ctx: ctx.clone(), slot_bytes: slot_bytes.max(64), workers: STAGING_WORKERS, streaming: true, slots: Vec::new() }
     }
 
-    fn ensure_slots(&mut self) -> Result<()> {
-        while self.slots.len() < SLOTS {
-            self.slots.push((PinnedBuffer::zeroed_in(&self.ctx, self.chunk_bytes)?, None));
+    /// The pieces of a copy with device layout `dev` of `T` and the workers' runs of them
+    /// ([`plan_copy`]), with a pair of slots for every run.
+    fn plan<T: Scalar>(&mut self, dev: Columns) -> Result<(Vec<Piece>, Vec<std::ops::Range<usize>>)> {
+        let workers = self.workers.min(rayon::current_num_threads());
+        let (pieces, runs) = plan_copy(dev, std::mem::size_of::<T>(), workers, self.slot_bytes);
+        while self.slots.len() < SLOTS_PER_WORKER * runs.len() {
+            self.slots.push(Slot {
+                buf: PinnedBuffer::zeroed_in(&self.ctx, self.slot_bytes)?,
+                done: self.ctx.new_event(None)?,
+                pending: false,
+            });
         }
-        Ok(())
-    }
-
-    /// Waits until slot `i`'s previous copy has finished, so that it may be reused.
-    fn free_slot(&mut self, i: usize) -> Result<()> {
-        if let Some(ev) = self.slots[i].1.take() {
-            ev.synchronize()?;
-        }
-        Ok(())
+        Ok((pieces, runs))
     }
 
     /// Copies host `src` (layout `from`) to the device address `dst` (layout `to`, same
@@ -338,72 +496,58 @@ impl Staging {
             stream.synchronize()?;
             return Ok(());
         }
-        self.ensure_slots()?;
-        let size = std::mem::size_of::<T>();
-        let per_chunk = (self.chunk_bytes / (to.ld * size)).max(1);
-        if per_chunk * to.ld * size > self.chunk_bytes {
-            // One column is larger than a chunk: stage a flat copy piece by piece.
-            return unsafe { self.upload_wide(stream, src, from, dst, to) };
-        }
-        let mut c0 = 0;
-        let mut slot = 0;
-        while c0 < from.cols {
-            let cols = per_chunk.min(from.cols - c0);
-            self.free_slot(slot)?;
-            let staged = &mut self.slots[slot].0;
-            // SAFETY: the slot holds chunk_bytes >= cols * to.ld * size bytes, aligned for T
-            // (page-aligned allocation).
-            let out = unsafe { std::slice::from_raw_parts_mut(staged.as_mut_ptr() as *mut T, cols * to.ld) };
-            pack_columns(&src[c0 * from.ld..], from, out, to, cols, self.threads, self.streaming);
-            let bytes = ((cols - 1) * to.ld + to.width) * size;
-            // SAFETY: destination inside the caller's range; the slot stays untouched until
-            // its event (recorded right after) completes.
-            unsafe {
-                sys::cuMemcpyHtoDAsync_v2(dst + (c0 * to.ld * size) as u64, out.as_ptr() as *const _, bytes, stream.cu_stream())
-                    .result()?;
-            }
-            self.slots[slot].1 = Some(stream.record_event(None)?);
-            c0 += cols;
-            slot = (slot + 1) % SLOTS;
-        }
-        Ok(())
-    }
-
-    /// `upload` of columns longer than a chunk: each column in chunk-sized pieces.
-    unsafe fn upload_wide<T: Scalar>(&mut self, stream: &CudaStream, src: &[T], from: Columns, dst: u64, to: Columns) -> Result<()> {
-        let size = std::mem::size_of::<T>();
-        let piece = (self.chunk_bytes / size).max(1);
-        let mut slot = 0;
-        for c in 0..from.cols {
-            let mut e0 = 0;
-            while e0 < from.width {
-                let len = piece.min(from.width - e0);
-                self.free_slot(slot)?;
-                let staged = &mut self.slots[slot].0;
-                // SAFETY: len * size <= chunk_bytes.
-                let out = unsafe { std::slice::from_raw_parts_mut(staged.as_mut_ptr() as *mut T, len) };
-                copy_with_threads(&src[c * from.ld + e0..c * from.ld + e0 + len], out, self.threads);
-                // SAFETY: as in `upload`.
+        let (pieces, runs) = self.plan::<T>(to)?;
+        let (size, streaming, ctx) = (std::mem::size_of::<T>(), self.streaming, self.ctx.clone());
+        let worker = |slots: &mut [Slot], run: std::ops::Range<usize>| -> Result<()> {
+            ctx.bind_to_thread()?;
+            for (i, &piece) in pieces[run].iter().enumerate() {
+                let slot = &mut slots[i % SLOTS_PER_WORKER];
+                slot.wait()?;
+                // SAFETY: the slot is free (waited); a piece fits in it (plan_pieces).
+                let values = fill_piece(src, from, to, piece, unsafe { slot.values::<T>(piece_room(to, piece)) }, streaming);
+                // SAFETY: the destination run lies inside the caller's range (`to`'s span);
+                // the slot stays untouched until its event, recorded right after, completes.
                 unsafe {
                     sys::cuMemcpyHtoDAsync_v2(
-                        dst + ((c * to.ld + e0) * size) as u64,
-                        out.as_ptr() as *const _,
-                        len * size,
+                        dst + (piece.offset(to.ld) * size) as u64,
+                        slot.buf.as_ptr() as *const _,
+                        values * size,
                         stream.cu_stream(),
                     )
                     .result()?;
                 }
-                self.slots[slot].1 = Some(stream.record_event(None)?);
-                e0 += len;
-                slot = (slot + 1) % SLOTS;
+                slot.record(stream)?;
             }
+            Ok(())
+        };
+        self.run_workers(runs, |slots, run, _| worker(slots, run), Vec::<()>::new())
+    }
+
+    /// Runs `work(slots, run, part)` for each run of pieces, with its own slots and the
+    /// matching part of `parts` (empty when there are none): on the calling thread for one
+    /// run, else as rayon tasks.
+    fn run_workers<P: Send>(
+        &mut self,
+        runs: Vec<std::ops::Range<usize>>,
+        work: impl Fn(&mut [Slot], std::ops::Range<usize>, Option<P>) -> Result<()> + Sync,
+        parts: Vec<P>,
+    ) -> Result<()> {
+        let mut parts: Vec<Option<P>> = parts.into_iter().map(Some).collect();
+        parts.resize_with(runs.len(), || None);
+        let slots = &mut self.slots[..SLOTS_PER_WORKER * runs.len()];
+        if runs.len() == 1 {
+            let (run, part) = (runs.into_iter().next().expect("one run"), parts.pop().flatten());
+            return work(slots, run, part);
         }
-        Ok(())
+        slots
+            .par_chunks_mut(SLOTS_PER_WORKER)
+            .zip(runs.into_par_iter().zip(parts.into_par_iter()))
+            .try_for_each(|(s, (run, part))| work(s, run, part))
     }
 
     /// Copies the device data at `src` (layout `from`) into host `out` (layout `to`) and
-    /// waits for them. Chunks move through the ring: while the CPU copies chunk `i` out of
-    /// its slot, the DMA engine fills the next ones.
+    /// waits for them. Each worker keeps its two slots on the link while it copies the
+    /// previous piece out of one of them.
     ///
     /// # Safety
     /// `src` must be valid for `from.span()` elements of `T`, and its producers enqueued on
@@ -422,71 +566,44 @@ impl Staging {
             stream.synchronize()?;
             return Ok(());
         }
-        self.ensure_slots()?;
-        // Chunks as (first column, columns) or, for columns longer than a chunk, pieces of
-        // a flat copy (dense layouts only; else one column at a time).
-        let per_chunk = self.chunk_bytes / (from.ld * size);
-        let pieces: Vec<(usize, usize)> = if per_chunk >= 1 {
-            (0..from.cols).step_by(per_chunk).map(|c0| (c0, per_chunk.min(from.cols - c0))).collect()
-        } else {
-            Vec::new()
+        let (pieces, runs) = self.plan::<T>(from)?;
+        // Each worker writes only its own part of `out`.
+        let parts = split_output(out, &pieces, &runs, to);
+        let enqueue = |slot: &mut Slot, piece: Piece| -> Result<()> {
+            // SAFETY: the source run lies inside `from`'s span; the slot is free and holds
+            // a piece (plan_pieces); it is not read until its event, recorded right after,
+            // completes.
+            unsafe {
+                sys::cuMemcpyDtoHAsync_v2(
+                    slot.buf.as_mut_ptr() as *mut _,
+                    src + (piece.offset(from.ld) * size) as u64,
+                    piece_values(from, piece) * size,
+                    stream.cu_stream(),
+                )
+                .result()?;
+            }
+            slot.record(stream)
         };
-        if pieces.is_empty() {
-            // Wide columns: one column at a time through the ring, unpipelined (rare: a
-            // single column of more than a chunk).
-            for c in 0..from.cols {
-                let piece = (self.chunk_bytes / size).max(1);
-                let mut e0 = 0;
-                while e0 < from.width {
-                    let len = piece.min(from.width - e0);
-                    let staged = &mut self.slots[0].0;
-                    // SAFETY: len * size <= chunk_bytes; synchronized before reading.
-                    let buf = unsafe { std::slice::from_raw_parts_mut(staged.as_mut_ptr() as *mut T, len) };
-                    unsafe {
-                        sys::cuMemcpyDtoHAsync_v2(
-                            buf.as_mut_ptr() as *mut _,
-                            src + ((c * from.ld + e0) * size) as u64,
-                            len * size,
-                            stream.cu_stream(),
-                        )
-                        .result()?;
-                    }
-                    stream.synchronize()?;
-                    copy_with_threads(buf, &mut out[c * to.ld + e0..c * to.ld + e0 + len], self.threads);
-                    e0 += len;
+        let ctx = self.ctx.clone();
+        let worker = |slots: &mut [Slot], run: std::ops::Range<usize>, part: Option<(usize, &mut [T])>| -> Result<()> {
+            ctx.bind_to_thread()?;
+            let (base, mine) = part.expect("every run has its part of the output");
+            let pieces = &pieces[run];
+            for (i, &piece) in pieces.iter().take(SLOTS_PER_WORKER).enumerate() {
+                enqueue(&mut slots[i], piece)?;
+            }
+            for (i, &piece) in pieces.iter().enumerate() {
+                let slot = &mut slots[i % SLOTS_PER_WORKER];
+                slot.wait()?;
+                // SAFETY: the slot's copy has completed; it holds the piece.
+                empty_piece(unsafe { slot.values::<T>(piece_values(from, piece)) }, from, to, piece, mine, base);
+                if let Some(&next) = pieces.get(i + SLOTS_PER_WORKER) {
+                    enqueue(slot, next)?;
                 }
             }
-            return Ok(());
-        }
-        let enqueue = |this: &mut Self, slot: usize, (c0, cols): (usize, usize)| -> Result<()> {
-            let staged = &mut this.slots[slot].0;
-            let bytes = ((cols - 1) * from.ld + from.width) * size;
-            // SAFETY: bytes <= chunk_bytes; the slot is not read until its event completes.
-            unsafe {
-                sys::cuMemcpyDtoHAsync_v2(staged.as_mut_ptr() as *mut _, src + (c0 * from.ld * size) as u64, bytes, stream.cu_stream())
-                    .result()?;
-            }
-            this.slots[slot].1 = Some(stream.record_event(None)?);
             Ok(())
         };
-        for (i, &p) in pieces.iter().take(SLOTS).enumerate() {
-            self.free_slot(i)?;
-            enqueue(self, i, p)?;
-        }
-        for (i, &(c0, cols)) in pieces.iter().enumerate() {
-            let slot = i % SLOTS;
-            self.free_slot(slot)?;
-            {
-                let staged = &self.slots[slot].0;
-                // SAFETY: the slot's copy has completed (event synchronized).
-                let buf = unsafe { std::slice::from_raw_parts(staged.as_ptr() as *const T, cols * from.ld) };
-                pack_columns(buf, from, &mut out[c0 * to.ld..], to, cols, self.threads, false);
-            }
-            if let Some(&next) = pieces.get(i + SLOTS) {
-                enqueue(self, slot, next)?;
-            }
-        }
-        Ok(())
+        self.run_workers(runs, worker, parts)
     }
 }
 
@@ -494,10 +611,8 @@ impl Drop for Staging {
     fn drop(&mut self) {
         // A slot may still be the source or target of a copy: let those finish before the
         // pinned memory is freed.
-        for (_, ev) in &mut self.slots {
-            if let Some(ev) = ev.take() {
-                let _ = ev.synchronize();
-            }
+        for slot in &mut self.slots {
+            let _ = slot.wait();
         }
     }
 }
@@ -635,7 +750,7 @@ pub fn measure_transfers(gpu: &Arc<Gpu>, bytes: usize) -> Result<Vec<(String, f6
             Ok(())
         })?,
     ));
-    let piece = (CHUNK_BYTES / 8).min(len);
+    let piece = ((8 << 20) / 8).min(len);
     out.push((
         "link H2D, pinned, in 8 MiB copies".to_string(),
         best(&mut || {
@@ -682,14 +797,16 @@ pub fn measure_transfers(gpu: &Arc<Gpu>, bytes: usize) -> Result<Vec<(String, f6
             Ok(())
         })?,
     ));
-    for (chunk, threads, streaming) in
-        [(8usize << 20, 8usize, false), (8 << 20, 8, true), (8 << 20, 16, true), (2 << 20, 8, true), (32 << 20, 8, true)]
+    // Slot size, workers, streaming stores: the solvers' setting is (2 MiB, 8, yes).
+    for (slot, workers, streaming) in
+        [(2usize << 20, 8usize, false), (1 << 20, 8, true), (8 << 20, 8, true), (2 << 20, 4, true), (2 << 20, 16, true)]
     {
-        let mut other = Staging::with_chunk(gpu.context(), chunk);
-        other.threads = threads;
+        let mut other = Staging::with_chunk(gpu.context(), slot);
+        other.workers = workers;
         other.streaming = streaming;
+        let what = format!("{} MiB slots, {workers} workers{}", slot >> 20, if streaming { ", streaming" } else { "" });
         out.push((
-            format!("staged H2D, {} MiB chunks, {threads} threads{}", chunk >> 20, if streaming { ", streaming" } else { "" }),
+            format!("staged H2D, {what}"),
             best(&mut || {
                 // SAFETY: `dev` holds the flat layout.
                 unsafe { other.upload(&stream, &src, flat, addr, flat)? };
@@ -697,7 +814,7 @@ pub fn measure_transfers(gpu: &Arc<Gpu>, bytes: usize) -> Result<Vec<(String, f6
             })?,
         ));
         out.push((
-            format!("staged D2H, {} MiB chunks, {threads} threads", chunk >> 20),
+            format!("staged D2H, {what}"),
             // SAFETY: as above.
             best(&mut || unsafe { other.download(&stream, addr, flat, &mut dst, flat) })?,
         ));
@@ -734,6 +851,122 @@ mod tests {
                 assert_eq!(dst[c * 4 + r], (c * 5 + r) as f64);
             }
             assert_eq!(dst[c * 4 + 3], 0.0);
+        }
+    }
+
+    #[test]
+    fn pieces_cover_every_value_once_within_a_slot() {
+        for (width, cols, ld, max) in [(3usize, 10usize, 4usize, 9usize), (8, 1, 8, 8), (100, 3, 128, 50), (5, 7, 5, 1000), (1, 1, 1, 1)] {
+            let pieces = plan_pieces(width, cols, ld, max);
+            let mut seen = vec![0u8; cols * ld];
+            for p in &pieces {
+                let (at, staged) = match *p {
+                    Piece::Columns { first, count } => {
+                        assert!(count * ld <= max, "{p:?} exceeds the slot");
+                        for c in first..first + count {
+                            (0..width).for_each(|r| seen[c * ld + r] += 1);
+                        }
+                        (first * ld, count * ld)
+                    }
+                    Piece::Part { col, start, len } => {
+                        assert!(ld > max && len <= max && start + len <= width, "{p:?}");
+                        (start..start + len).for_each(|r| seen[col * ld + r] += 1);
+                        (col * ld + start, len)
+                    }
+                };
+                assert_eq!(p.offset(ld), at);
+                assert!(staged <= max.max(ld.min(max)));
+            }
+            for c in 0..cols {
+                assert!((0..width).all(|r| seen[c * ld + r] == 1), "{width} {cols} {ld} {max}");
+                assert!((width..ld).all(|r| seen[c * ld + r] == 0));
+            }
+            // In order of offset: each worker's run is a contiguous stretch of memory.
+            assert!(pieces.windows(2).all(|w| w[0].offset(ld) < w[1].offset(ld)));
+        }
+    }
+
+    #[test]
+    fn runs_share_out_the_pieces_in_order() {
+        for (pieces, workers) in [(1usize, 8usize), (7, 8), (8, 8), (33, 8), (100, 3), (5, 1)] {
+            let runs = share_out(pieces, workers);
+            assert_eq!(runs.len(), workers.min(pieces));
+            assert_eq!(runs[0].start, 0);
+            assert_eq!(runs.last().unwrap().end, pieces);
+            assert!(runs.windows(2).all(|w| w[0].end == w[1].start));
+            let (lo, hi) = (runs.iter().map(|r| r.len()).min().unwrap(), runs.iter().map(|r| r.len()).max().unwrap());
+            assert!(lo >= 1 && hi - lo <= 1);
+        }
+    }
+
+    /// Layouts the staged copies meet: dense, padded on either side, columns longer than
+    /// a slot, a single flat column; with slots from tiny to the default.
+    fn staging_cases() -> Vec<(Columns, Columns, usize, usize)> {
+        let mut cases = Vec::new();
+        for (width, cols, host_ld, dev_ld) in [
+            (8usize, 40usize, 11usize, 8usize),
+            (65, 30, 65, 72),
+            (16, 64, 16, 16),
+            (130, 9, 130, 136),
+            (5000, 1, 5000, 5000),
+            (3, 1000, 5, 4),
+        ] {
+            for (slot_bytes, workers) in [(64usize, 3usize), (512, 8), (4096, 2), (1 << 16, 8), (SLOT_BYTES, 8), (SLOT_BYTES, 1)] {
+                cases.push((Columns { width, cols, ld: host_ld }, Columns { width, cols, ld: dev_ld }, slot_bytes, workers));
+            }
+        }
+        cases
+    }
+
+    #[test]
+    fn staged_uploads_deliver_every_value_in_the_device_layout() {
+        // The upload's loops with the DMA replaced by a copy into a host "device" array.
+        for (host, dev, slot_bytes, workers) in staging_cases() {
+            let src: Vec<f64> = (0..host.span()).map(|v| v as f64 + 0.5).collect();
+            let (pieces, runs) = plan_copy(dev, 8, workers, slot_bytes);
+            assert!(runs.len() <= workers);
+            let mut device = vec![f64::NAN; dev.span()];
+            let mut slot = vec![f64::NAN; slot_bytes / 8];
+            for (run, streaming) in runs.iter().zip([true, false].into_iter().cycle()) {
+                for &piece in &pieces[run.clone()] {
+                    let room = piece_room(dev, piece);
+                    let values = fill_piece(&src, host, dev, piece, &mut slot[..room], streaming);
+                    assert_eq!(values, piece_values(dev, piece));
+                    let at = piece.offset(dev.ld);
+                    device[at..at + values].copy_from_slice(&slot[..values]);
+                }
+            }
+            for c in 0..dev.cols {
+                for r in 0..dev.width {
+                    assert_eq!(device[c * dev.ld + r], src[c * host.ld + r], "{host:?} {dev:?} slot {slot_bytes}: ({r}, {c})");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn staged_downloads_deliver_every_value_in_the_host_layout() {
+        for (host, dev, slot_bytes, workers) in staging_cases() {
+            let device: Vec<f64> = (0..dev.span()).map(|v| v as f64 + 0.25).collect();
+            let (pieces, runs) = plan_copy(dev, 8, workers, slot_bytes);
+            let mut out = vec![f64::NAN; host.span() + 3];
+            let parts = split_output(&mut out, &pieces, &runs, host);
+            assert_eq!(parts.len(), runs.len());
+            let mut slot = vec![f64::NAN; slot_bytes / 8];
+            for (run, (base, mine)) in runs.iter().zip(parts) {
+                for &piece in &pieces[run.clone()] {
+                    let values = piece_values(dev, piece);
+                    let at = piece.offset(dev.ld);
+                    slot[..values].copy_from_slice(&device[at..at + values]);
+                    empty_piece(&slot[..values], dev, host, piece, mine, base);
+                }
+            }
+            for c in 0..host.cols {
+                for r in 0..host.width {
+                    assert_eq!(out[c * host.ld + r], device[c * dev.ld + r], "{host:?} {dev:?} slot {slot_bytes}: ({r}, {c})");
+                }
+            }
+            assert!(out[host.span()..].iter().all(|v| v.is_nan()), "nothing written past the layout");
         }
     }
 
