@@ -1,0 +1,400 @@
+"""blocktri: symmetric positive definite block-tridiagonal systems on the GPU (or the CPU).
+
+A matrix is given by its diagonal blocks ``diag`` (``(N, n, n)``, or ``(S, N, n, n)`` for
+a batch of ``S`` systems) and its sub-diagonal blocks ``sub`` (``(N-1, n, n)`` or
+``(S, N-1, n, n)``): ``sub[i]`` is the block ``A[i+1, i]``. Right-hand sides are
+``(N, n)`` or ``(N, n, k)`` (``(S, N, n)`` or ``(S, N, n, k)`` for a batch). Any numpy
+array, or anything ``numpy.asarray`` accepts (lists, CPU tensors through DLPack), in C
+or Fortran order; float32 or float64.
+
+>>> import numpy as np, blocktri
+>>> diag, sub = blocktri.random_spd(64, 8, seed=1)        # N = 64 blocks of 8 x 8
+>>> rhs = np.ones((64, 8))
+>>> solver = blocktri.Solver(backend="cpu")              # "auto": the GPU when there is one
+>>> x = solver.factor_solve(diag, sub, rhs)
+>>> bool(np.allclose(blocktri.matvec(diag, sub, x), rhs))
+True
+
+Errors are exceptions carrying the system and block they concern, e.g.
+:class:`NotPositiveDefinite` (a ``ValueError``) with ``.system`` and ``.block``.
+"""
+
+import numpy as np
+
+from . import _blocktri
+
+__version__ = _blocktri.__version__
+
+__all__ = [
+    "Solver",
+    "tridiag_inverse",
+    "random_spd",
+    "random_rhs",
+    "matvec",
+    "BlocktriError",
+    "ShapeError",
+    "NonFiniteError",
+    "NotSymmetricError",
+    "NotPositiveDefinite",
+    "NonFiniteSolution",
+    "NotDiagonallyDominant",
+    "SingularPivot",
+    "NotFactoredError",
+    "UnsupportedError",
+    "GpuOutOfMemory",
+    "HostOutOfMemory",
+    "NoGpuError",
+    "CudaError",
+]
+
+
+class BlocktriError(Exception):
+    """Base class of the errors raised by blocktri. ``str(e)`` is the library's message."""
+
+    def __init__(self, message, **fields):
+        super().__init__(message)
+        for key, value in fields.items():
+            setattr(self, key, value)
+
+
+class ShapeError(BlocktriError, ValueError):
+    """Arrays whose shapes, dtypes or sizes do not fit together."""
+
+
+class NonFiniteError(BlocktriError, ValueError):
+    """A NaN or infinite input value: ``.what`` (which array), ``.system``, ``.block``."""
+
+
+class NotSymmetricError(BlocktriError, ValueError):
+    """A diagonal block that is not symmetric: ``.system``, ``.block``, ``.row``, ``.col``, ``.tol``."""
+
+
+class NotPositiveDefinite(BlocktriError, ValueError):
+    """The matrix is not positive definite: the pivot of ``.block`` in ``.system`` failed
+    (``.level``: the elimination level of the schedule that found it)."""
+
+
+class NonFiniteSolution(BlocktriError, ArithmeticError):
+    """The solution overflowed: ``.system``, ``.block``."""
+
+
+class NotDiagonallyDominant(BlocktriError, ValueError):
+    """A tridiagonal matrix that is not diagonally dominant: ``.matrix``, ``.row``."""
+
+
+class SingularPivot(BlocktriError, ArithmeticError):
+    """A zero pivot in the tridiagonal inverse: ``.matrix``, ``.row``."""
+
+
+class NotFactoredError(BlocktriError, RuntimeError):
+    """``solve`` (or another call that needs a factorization) before ``factor``."""
+
+
+class UnsupportedError(BlocktriError, ValueError):
+    """A size or option this backend does not support."""
+
+
+class GpuOutOfMemory(BlocktriError, MemoryError):
+    """Not enough GPU memory: ``.needed`` and ``.free`` bytes."""
+
+
+class HostOutOfMemory(BlocktriError, MemoryError):
+    """Not enough host memory: ``.needed`` bytes."""
+
+
+class NoGpuError(BlocktriError, RuntimeError):
+    """``backend="gpu"`` without a usable CUDA GPU."""
+
+
+class CudaError(BlocktriError, RuntimeError):
+    """A CUDA call failed."""
+
+
+_KINDS = {
+    "shape": ShapeError,
+    "non_finite": NonFiniteError,
+    "not_symmetric": NotSymmetricError,
+    "not_positive_definite": NotPositiveDefinite,
+    "non_finite_solution": NonFiniteSolution,
+    "not_diagonally_dominant": NotDiagonallyDominant,
+    "singular_pivot": SingularPivot,
+    "not_factored": NotFactoredError,
+    "unsupported": UnsupportedError,
+    "gpu_out_of_memory": GpuOutOfMemory,
+    "host_out_of_memory": HostOutOfMemory,
+    "no_gpu": NoGpuError,
+    "cuda": CudaError,
+}
+
+
+def _call(fn, *args):
+    """Calls into the compiled module, turning its errors into this module's classes."""
+    try:
+        return fn(*args)
+    except _blocktri.RawError as raw:
+        kind, message, fields = raw.args
+        raise _KINDS.get(kind, BlocktriError)(message, **fields) from None
+
+
+_DTYPES = {"f32": np.float32, "f64": np.float64}
+
+
+def _precision(precision):
+    if precision in ("f64", "float64", np.float64, float):
+        return "f64"
+    if precision in ("f32", "float32", np.float32):
+        return "f32"
+    raise ShapeError(f"unknown precision {precision!r} (f32, f64)")
+
+
+def _array(x, name, dtype):
+    """``x`` as a numpy array of ``dtype`` (values only: checked for dtype kind)."""
+    if hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
+        device = x.__dlpack_device__()[0] if hasattr(x, "__dlpack_device__") else 1
+        if device != 1:  # kDLCPU
+            raise UnsupportedError(
+                f"{name}: arrays on a device (DLPack device type {device}) are not supported yet; "
+                "copy them to the host first (e.g. tensor.cpu())"
+            )
+        x = np.from_dlpack(x)
+    a = np.asarray(x)
+    if a.dtype.kind not in "fiu":
+        raise ShapeError(f"{name}: expected real numbers, got dtype {a.dtype}")
+    return a.astype(dtype, copy=False)
+
+
+def _ptr(a):
+    """The data address of a C-contiguous, aligned array (what the compiled module reads)."""
+    assert a.flags.c_contiguous and a.flags.aligned
+    return a.ctypes.data
+
+
+def _blocks(diag, sub, dtype):
+    """Checks ``diag``/``sub`` and returns ``(shape, batched, column-major diag, sub)``."""
+    d = _array(diag, "diag", dtype)
+    s = _array(sub, "sub", dtype)
+    if d.ndim not in (3, 4):
+        raise ShapeError(f"diag: expected (N, n, n) or (S, N, n, n), got shape {d.shape}")
+    batched = d.ndim == 4
+    if not batched:
+        d = d[None]
+        s = s[None] if s.ndim == 3 else s
+    S, N, n, n2 = d.shape
+    if n != n2 or n == 0 or N == 0 or S == 0:
+        raise ShapeError(f"diag: blocks must be square and non-empty, got shape {np.shape(diag)}")
+    if s.shape != (S, N - 1, n, n):
+        want = (S, N - 1, n, n) if batched else (N - 1, n, n)
+        raise ShapeError(f"sub: expected shape {want} for diag of shape {np.shape(diag)}, got {np.shape(sub)}")
+    # The library stores each block column-major: the transpose of the block, C order.
+    d = np.ascontiguousarray(np.swapaxes(d, -1, -2))
+    s = np.ascontiguousarray(np.swapaxes(s, -1, -2))
+    return (S, N, n), batched, d, s
+
+
+def _from_blocks(d, s, batched):
+    """Column-major blocks back to the user's layout (each block transposed back)."""
+    d, s = np.swapaxes(d, -1, -2), np.swapaxes(s, -1, -2)
+    return (d, s) if batched else (d[0], s[0])
+
+
+class Solver:
+    """Factor ``A = L L^T`` once, solve many times.
+
+    ``backend``: ``"auto"`` (the GPU when one is usable, else the threaded CPU solver;
+    :attr:`fallback_reason` says why), ``"gpu"``, ``"cpu"`` or ``"cpu-sequential"``.
+    ``precision``: ``"f64"`` or ``"f32"`` (inputs are converted).
+
+    >>> import numpy as np, blocktri
+    >>> diag, sub = blocktri.random_spd(32, 4, batch=3, seed=7)
+    >>> s = blocktri.Solver(backend="cpu")
+    >>> s.factor(diag, sub)
+    >>> x = s.solve(np.ones((3, 32, 4)))
+    >>> x.shape
+    (3, 32, 4)
+    """
+
+    def __init__(self, backend="auto", precision="f64"):
+        self._precision = _precision(precision)
+        self._dtype = _DTYPES[self._precision]
+        self._inner = _call(_blocktri._Solver, backend, self._precision)
+        self._batched = None
+
+    @property
+    def backend(self):
+        """The backend in use: ``"gpu"``, ``"cpu-threaded"`` or ``"cpu-sequential"``."""
+        return self._inner.backend
+
+    @property
+    def fallback_reason(self):
+        """Why ``backend="auto"`` chose the CPU, or ``None``."""
+        return self._inner.fallback_reason
+
+    @property
+    def precision(self):
+        """``"f32"`` or ``"f64"``."""
+        return self._precision
+
+    @property
+    def shape(self):
+        """``(S, N, n)`` of the factorization, or ``None`` before the first ``factor``."""
+        return self._inner.shape
+
+    def _factor(self, diag, sub, refactor):
+        (S, N, n), batched, d, s = _blocks(diag, sub, self._dtype)
+        _call(self._inner.factor, _ptr(d), _ptr(s), S, N, n, refactor)
+        self._batched = batched
+
+    def factor(self, diag, sub):
+        """Factors ``A`` (validated: finite, symmetric diagonal blocks, positive definite)."""
+        self._factor(diag, sub, False)
+
+    def refactor(self, diag, sub):
+        """Factors a new matrix of the same shape, reusing the buffers (the fast path of
+        interior-point and MPC loops)."""
+        self._factor(diag, sub, True)
+
+    def solve(self, rhs):
+        """The solution of ``A x = rhs``, in ``rhs``'s shape (``(N, n)``, ``(N, n, k)``,
+        batched with a leading ``S``)."""
+        shape = self.shape
+        if shape is None:
+            raise NotFactoredError("no factorization: call factor() before solve()")
+        S, N, n = shape
+        b = _array(rhs, "rhs", self._dtype)
+        single_col = b.ndim == (3 if self._batched else 2)
+        if single_col:
+            b = b[..., None]
+        if not self._batched:
+            b = b[None]
+        if b.ndim != 4 or b.shape[:3] != (S, N, n) or b.shape[3] == 0:
+            want = f"({S}, {N}, {n}[, k])" if self._batched else f"({N}, {n}[, k])"
+            raise ShapeError(f"rhs: expected shape {want} for the factored matrix, got {np.shape(rhs)}")
+        k = b.shape[3]
+        # The library's layout: per system, k columns of N n values.
+        cols = np.ascontiguousarray(np.moveaxis(b, 3, 1))
+        out = np.empty_like(cols)
+        _call(self._inner.solve, _ptr(cols), _ptr(out), k)
+        x = np.moveaxis(out, 1, 3)
+        if not self._batched:
+            x = x[0]
+        return x[..., 0] if single_col else x
+
+    def factor_solve(self, diag, sub, rhs):
+        """``factor`` then ``solve``."""
+        self.factor(diag, sub)
+        return self.solve(rhs)
+
+    def logdet(self):
+        """``log det A`` of the factored matrix (a float, or an array of ``S`` for a batch)."""
+        v = np.array(_call(self._inner.log_determinant), dtype=np.float64)
+        return v if self._batched else float(v[0])
+
+    def selected_inverse(self):
+        """The diagonal blocks ``(A^-1)[i, i]`` and sub-diagonal blocks ``(A^-1)[i+1, i]``
+        of the factored matrix, as ``(diag, sub)`` in the input's shapes."""
+        shape = self.shape
+        if shape is None:
+            raise NotFactoredError("no factorization: call factor() before selected_inverse()")
+        S, N, n = shape
+        d = np.empty((S, N, n, n), self._dtype)
+        s = np.empty((S, N - 1, n, n), self._dtype)
+        _call(self._inner.selected_inverse, _ptr(d), _ptr(s))
+        return _from_blocks(d, s, self._batched)
+
+    def condition_estimate(self, diag, sub):
+        """The 1-norm condition number estimate of each system of ``A`` (already factored)."""
+        (S, N, n), batched, d, s = _blocks(diag, sub, self._dtype)
+        v = np.array(_call(self._inner.condition_estimate, _ptr(d), _ptr(s), S, N, n), dtype=np.float64)
+        return v if batched else float(v[0])
+
+    def __repr__(self):
+        return f"blocktri.Solver(backend={self.backend!r}, precision={self._precision!r})"
+
+
+def tridiag_inverse(a, b, c, method="auto", check_dominance=True, precision=None):
+    """Inverses of diagonally dominant tridiagonal matrices: ``a`` the diagonal (``(n,)``
+    or ``(batch, n)``), ``b`` the sub-diagonal and ``c`` the super-diagonal (``n - 1``
+    each). Returns ``(n, n)`` or ``(batch, n, n)``.
+
+    ``method``: ``"auto"`` (the GPU when there is one, else ``"threaded"``), ``"gpu"``,
+    ``"gpu-stagewise"``, ``"threaded"``, ``"sequential"``, ``"direct"``.
+
+    >>> import numpy as np, blocktri
+    >>> x = blocktri.tridiag_inverse([4.0, 4.0, 4.0], [1.0, 1.0], [1.0, 1.0], method="sequential")
+    >>> bool(np.allclose(x @ (np.diag([4.0] * 3) + np.diag([1.0] * 2, -1) + np.diag([1.0] * 2, 1)), np.eye(3)))
+    True
+    """
+    a0 = np.asarray(a)
+    prec = _precision(precision) if precision is not None else ("f32" if a0.dtype == np.float32 else "f64")
+    dtype = _DTYPES[prec]
+    av, bv, cv = (_array(v, name, dtype) for v, name in ((a, "a"), (b, "b"), (c, "c")))
+    batched = av.ndim == 2
+    if av.ndim not in (1, 2) or av.shape[-1] == 0:
+        raise ShapeError(f"a: expected (n,) or (batch, n), got shape {av.shape}")
+    if not batched:
+        av, bv, cv = av[None], bv[None], cv[None]
+    batch, n = av.shape
+    for name, v in (("b", bv), ("c", cv)):
+        if v.shape != (batch, n - 1):
+            want = (batch, n - 1) if batched else (n - 1,)
+            raise ShapeError(f"{name}: expected shape {want}, got {v.shape if batched else v.shape[1:]}")
+    if method == "auto":
+        method = "gpu" if _has_gpu() else "threaded"
+    av, bv, cv = (np.ascontiguousarray(v) for v in (av, bv, cv))
+    out = np.empty((batch, n, n), dtype)
+    _call(_blocktri.tridiag_inverse, prec, _ptr(av), _ptr(bv), _ptr(cv), n, batch, method, check_dominance, _ptr(out))
+    # Column-major inverses: each stored matrix is the transpose of the C-order view.
+    x = np.swapaxes(out, -1, -2)
+    return x if batched else x[0]
+
+
+_GPU = None
+
+
+def _has_gpu():
+    global _GPU
+    if _GPU is None:
+        _GPU = Solver("auto").backend == "gpu"
+    return _GPU
+
+
+def random_spd(nblocks, block, batch=None, seed=0, precision="f64"):
+    """A random SPD block-tridiagonal matrix ``(diag, sub)`` (the library's generator):
+    ``(N, n, n)``/``(N-1, n, n)``, or with a leading ``batch``."""
+    prec = _precision(precision)
+    S = 1 if batch is None else batch
+    d = np.empty((S, nblocks, block, block), _DTYPES[prec])
+    s = np.empty((S, max(nblocks - 1, 0), block, block), _DTYPES[prec])
+    _call(_blocktri.random_spd, prec, S, nblocks, block, seed, _ptr(d), _ptr(s))
+    return _from_blocks(d, s, batch is not None)
+
+
+def random_rhs(nblocks, block, ncols=None, batch=None, seed=0, precision="f64"):
+    """Random right-hand sides: ``(N, n)``, ``(N, n, k)`` with ``ncols=k``, with a leading
+    ``batch`` when given."""
+    prec = _precision(precision)
+    S, k = (1 if batch is None else batch), (1 if ncols is None else ncols)
+    out = np.empty((S, k, nblocks, block), _DTYPES[prec])
+    _call(_blocktri.random_rhs, prec, S, nblocks, block, k, seed, _ptr(out))
+    x = np.moveaxis(out, 1, 3)
+    if batch is None:
+        x = x[0]
+    return x[..., 0] if ncols is None else x
+
+
+def matvec(diag, sub, x):
+    """``A x`` for the block-tridiagonal ``A`` given by ``diag``, ``sub`` (numpy, any
+    precision; for residual checks)."""
+    d, s, x = np.asarray(diag), np.asarray(sub), np.asarray(x)
+    batched = d.ndim == 4
+    if not batched:
+        d, s, x = d[None], s[None], x[None]
+    single = x.ndim == 3
+    if single:
+        x = x[..., None]
+    y = np.einsum("sirc,sick->sirk", d, x)
+    y[:, 1:] += np.einsum("sirc,sick->sirk", s, x[:, :-1])
+    y[:, :-1] += np.einsum("sicr,sick->sirk", s, x[:, 1:])
+    if single:
+        y = y[..., 0]
+    return y if batched else y[0]
