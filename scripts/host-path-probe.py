@@ -33,6 +33,28 @@ def gbs(nbytes, t):
     return nbytes / t / 1e9
 
 
+def while_copying(copy, nbytes, timed):
+    """Times `timed` (best of 8) while another thread repeats `copy` (which moves `nbytes`);
+    returns (seconds, GB/s of the background copy meanwhile)."""
+    stop = threading.Event()
+    copied = [0]
+
+    def loop():
+        while not stop.is_set():
+            copy()
+            copied[0] += nbytes
+
+    th = threading.Thread(target=loop)
+    th.start()
+    time.sleep(0.05)
+    c0, s0 = copied[0], time.perf_counter()
+    t = best(timed, reps=8)
+    c1, s1 = copied[0], time.perf_counter()
+    stop.set()
+    th.join()
+    return t, gbs(c1 - c0, s1 - s0)
+
+
 def main():
     torch.set_num_threads(int(os.environ.get("THREADS", "8")))
     print("cpus", os.cpu_count(), "torch threads", torch.get_num_threads())
@@ -73,27 +95,12 @@ def main():
 
     # Both at once: a background thread copies on the CPU while the main thread times DMAs.
     for what, a, b in [("pageable->pageable", dst, src), ("pageable->pinned(other)", pinned2, src)]:
-        stop = threading.Event()
-        copied = [0]
-
-        def loop():
-            while not stop.is_set():
-                a.copy_(b)
-                copied[0] += TOTAL
-
-        th = threading.Thread(target=loop)
-        th.start()
-        time.sleep(0.05)
-        c0, s0 = copied[0], time.perf_counter()
-        t = best(dma, reps=8)
-        c1, s1 = copied[0], time.perf_counter()
-        stop.set()
-        th.join()
+        t, rate = while_copying(lambda: a.copy_(b), TOTAL, dma)
         rows.append((f"DMA H2D pinned while CPU copies {what}", gbs(TOTAL, t)))
-        rows.append((f"  ... CPU copy rate meanwhile ({what})", gbs(c1 - c0, s1 - s0)))
+        rows.append((f"  ... CPU copy rate meanwhile ({what})", rate))
 
     # The staging ring as transfer.rs builds it, with torch.
-    def staged(chunk, slots_n, copy_in_thread=False):
+    def staged(chunk, slots_n):
         slots = [torch.empty(chunk, dtype=torch.uint8).pin_memory() for _ in range(slots_n)]
         for s in slots:
             s.fill_(0)
@@ -135,24 +142,9 @@ def main():
 
     # DMA of the slot repeated while the CPU keeps rewriting the same slot (the staging's
     # access pattern without the waits; the data are garbage, only the rates count).
-    stop = threading.Event()
-    copied = [0]
-
-    def rewrite():
-        while not stop.is_set():
-            slot.copy_(src[:chunk])
-            copied[0] += chunk
-
-    th = threading.Thread(target=rewrite)
-    th.start()
-    time.sleep(0.05)
-    c0, s0 = copied[0], time.perf_counter()
-    t = best(dma_pieces, reps=8)
-    c1, s1 = copied[0], time.perf_counter()
-    stop.set()
-    th.join()
+    t, rate = while_copying(lambda: slot.copy_(src[:chunk]), chunk, dma_pieces)
     rows.append(("DMA from the slot while the CPU rewrites it", gbs(TOTAL, t)))
-    rows.append(("  ... CPU rewrite rate meanwhile", gbs(c1 - c0, s1 - s0)))
+    rows.append(("  ... CPU rewrite rate meanwhile", rate))
 
     for what, v in rows:
         print(f"{what:55s} {v:7.1f} GB/s")
