@@ -146,6 +146,36 @@ pub fn random_spd_conditioned<T: Scalar>(batch: usize, nblocks: usize, block: us
     })
 }
 
+/// A random SPD batch with an arrowhead of width `width` ([`crate::arrow`]): the chain of
+/// [`random_spd`] (whose smallest eigenvalue is above 1, by Gershgorin), border entries
+/// uniform in `(-1, 1) / sqrt(N n)` (so `||B||_2^2 <= a`), and a tip `(a + 1) I` plus a
+/// symmetric perturbation of norm below 1/2, so that the Schur complement
+/// `C - B T^-1 B^T` has eigenvalues above 1/2.
+///
+/// ```
+/// let m = blocktri::generate::random_spd_arrow::<f64>(1, 10, 4, 2, 7).unwrap();
+/// assert_eq!((m.width(), m.to_dense(0).nrows()), (2, 42));
+/// ```
+pub fn random_spd_arrow<T: Scalar>(
+    batch: usize,
+    nblocks: usize,
+    block: usize,
+    width: usize,
+    seed: u64,
+) -> Result<crate::arrow::BlockTridiagArrow<T>> {
+    let chain = random_spd::<T>(batch, nblocks, block, seed)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xa770_4ead);
+    let scale = 1.0 / ((nblocks * block) as f64).sqrt();
+    let arrow = (0..batch * nblocks * width * block).map(|_| cast(rng.random_range(-1.0..1.0) * scale)).collect();
+    let mut tip = Vec::with_capacity(batch * width * width);
+    for _ in 0..batch {
+        let m = uniform_matrix(&mut rng, width, width) / (width.max(1) as f64);
+        let c = (&m + m.transpose()) * 0.25 + DMatrix::identity(width, width) * (width as f64 + 1.0);
+        tip.extend(c.iter().map(|&v| cast::<T>(v)));
+    }
+    crate::arrow::BlockTridiagArrow::new(chain, width, arrow, tip)
+}
+
 /// Random right-hand sides with entries uniform in `(-1, 1)`.
 pub fn random_rhs<T: Scalar>(shape: Shape, ncols: usize, seed: u64) -> Result<BlockVec<T>> {
     let mut r = rng(seed);

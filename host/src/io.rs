@@ -10,6 +10,7 @@
 //!
 //! Both memory orders are accepted on input, `f32` or `f64` values; output is C order.
 
+use crate::arrow::{ArrowVec, BlockTridiagArrow};
 use crate::error::{Error, Result};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use crate::scalar::{Scalar, cast, wide};
@@ -226,12 +227,83 @@ pub fn read_problem<T: Scalar>(path: &Path, block: Option<usize>) -> Result<(Blo
     }
 }
 
-/// Reads `diag`, `sub` and optional `rhs` from an `.npz` archive.
+/// Reads `diag`, `sub` and optional `rhs` from an `.npz` archive. A problem with an
+/// arrowhead (arrays `arrow` and `tip`) is an error here: [`read_arrow_npz`] reads it.
 pub fn read_npz<T: Scalar>(path: &Path) -> Result<(BlockTridiag<T>, Option<BlockVec<T>>)> {
     let mut get = npz_arrays(path)?;
+    if get("arrow")?.is_some() || get("tip")?.is_some() {
+        return Err(format_err(path, "the problem has an arrowhead (arrays \"arrow\", \"tip\"): read it with io::read_arrow_npz"));
+    }
+    let (a, _) = read_chain(&mut get, path)?;
+    let b = get("rhs")?.map(|r| rhs_from_array(&r, a.shape(), path)).transpose()?;
+    Ok((a, b))
+}
+
+/// Whether the `.npz` archive at `path` holds an arrowhead (an array `arrow` or `tip`).
+pub fn npz_has_arrow(path: &Path) -> Result<bool> {
+    let mut get = npz_arrays(path)?;
+    Ok(get("tip")?.is_some() || get("arrow")?.is_some())
+}
+
+/// Reads an arrowhead problem from an `.npz` archive: `diag` and `sub` as in
+/// [`read_npz`], `arrow` (`(N, a, n)` or `(S, N, a, n)`: `arrow[i] = A[tip, i]`), `tip`
+/// (`(a, a)` or `(S, a, a)`) and optional `rhs` with `N n + a` rows (the tip's last).
+/// Without `arrow` and `tip` the width is 0.
+pub fn read_arrow_npz<T: Scalar>(path: &Path) -> Result<(BlockTridiagArrow<T>, Option<ArrowVec<T>>)> {
+    let mut get = npz_arrays(path)?;
+    let (chain, batched) = read_chain(&mut get, path)?;
+    let sh = chain.shape();
+    let (nb, n) = (sh.nblocks, sh.block);
+    let with_batch = |rest: &[usize]| -> Vec<usize> { if batched { [&[sh.batch][..], rest].concat() } else { rest.to_vec() } };
+    let (arrow, tip) = (get("arrow")?, get("tip")?);
+    let width = match (&arrow, &tip) {
+        (None, None) => 0,
+        (Some(_), Some(t)) => *t.shape.last().unwrap_or(&0),
+        _ => return Err(format_err(path, "an arrowhead needs both arrays \"arrow\" and \"tip\"")),
+    };
+    let mut border = Vec::with_capacity(sh.batch * nb * width * n);
+    let mut tips = Vec::with_capacity(sh.batch * width * width);
+    if let (Some(ar), Some(t)) = (&arrow, &tip) {
+        for (name, arr, want) in [("arrow", ar, with_batch(&[nb, width, n])), ("tip", t, with_batch(&[width, width]))] {
+            if arr.shape != want {
+                return Err(format_err(path, format!("\"{name}\" has shape {:?}; expected {want:?}", arr.shape)));
+            }
+        }
+        let at = |arr: &NdArray, s: usize, idx: &[usize]| if batched { arr.at(&[&[s][..], idx].concat()) } else { arr.at(idx) };
+        for s in 0..sh.batch {
+            for i in 0..nb {
+                for c in 0..n {
+                    border.extend((0..width).map(|r| cast::<T>(at(ar, s, &[i, r, c]))));
+                }
+            }
+            for c in 0..width {
+                tips.extend((0..width).map(|r| cast::<T>(at(t, s, &[r, c]))));
+            }
+        }
+    }
+    let m = BlockTridiagArrow::new(chain, width, border, tips)?;
+    let b = match get("rhs")? {
+        None => None,
+        Some(r) => {
+            let (k, values) = rhs_columns(&r, sh.batch, sh.dim() + width, path)?;
+            let (d, rows) = (sh.dim(), sh.dim() + width);
+            let mut chain_part = Vec::with_capacity(sh.batch * d * k);
+            let mut tip_part = Vec::with_capacity(sh.batch * width * k);
+            for col in values.chunks(rows) {
+                chain_part.extend(col[..d].iter().map(|&v| cast::<T>(v)));
+                tip_part.extend(col[d..].iter().map(|&v| cast::<T>(v)));
+            }
+            Some(ArrowVec::new(BlockVec::from_vec(sh, k, chain_part)?, width, tip_part)?)
+        }
+    };
+    Ok((m, b))
+}
+
+/// The block-tridiagonal part of an `.npz` problem (`diag`, `sub`), and whether its
+/// arrays carry a batch axis.
+fn read_chain<T: Scalar>(get: &mut impl FnMut(&str) -> Result<Option<NdArray>>, path: &Path) -> Result<(BlockTridiag<T>, bool)> {
     let diag = get("diag")?.ok_or_else(|| format_err(path, "missing array \"diag\""))?;
     let sub = get("sub")?;
-    let rhs = get("rhs")?;
     let (batch, nb, n, batched) = match diag.shape.as_slice() {
         [nb, n, n2] if n == n2 => (1, *nb, *n, false),
         [s, nb, n, n2] if n == n2 => (*s, *nb, *n, true),
@@ -261,34 +333,39 @@ pub fn read_npz<T: Scalar>(path: &Path) -> Result<(BlockTridiag<T>, Option<Block
             }
         }
     }
-    let b = rhs.map(|r| rhs_from_array(&r, shape, path)).transpose()?;
-    Ok((a, b))
+    Ok((a, batched))
+}
+
+/// The columns of an `rhs` array of `rows` rows: `(rows,)`, `(rows, k)` (one system) or
+/// `(S, rows, k)`; returns `k` and the values, system by system, column by column.
+fn rhs_columns(r: &NdArray, batch: usize, rows: usize, path: &Path) -> Result<(usize, Vec<f64>)> {
+    let k = match r.shape.as_slice() {
+        [d] if *d == rows && batch == 1 => 1,
+        [d, k] if *d == rows && batch == 1 => *k,
+        [s, d, k] if *d == rows && *s == batch => *k,
+        other => {
+            return Err(format_err(path, format!("\"rhs\" has shape {other:?}; expected ({rows},), ({rows}, k) or ({batch}, {rows}, k)")));
+        }
+    };
+    if k == 0 {
+        return Err(format_err(path, "\"rhs\" has no columns"));
+    }
+    let mut values = Vec::with_capacity(batch * rows * k);
+    for s in 0..batch {
+        for c in 0..k {
+            values.extend((0..rows).map(|row| match r.shape.len() {
+                1 => r.at(&[row]),
+                2 => r.at(&[row, c]),
+                _ => r.at(&[s, row, c]),
+            }));
+        }
+    }
+    Ok((k, values))
 }
 
 fn rhs_from_array<T: Scalar>(r: &NdArray, shape: Shape, path: &Path) -> Result<BlockVec<T>> {
-    let d = shape.dim();
-    let (batch, k) = match r.shape.as_slice() {
-        [rows] if *rows == d && shape.batch == 1 => (1, 1),
-        [rows, k] if *rows == d && shape.batch == 1 => (1, *k),
-        [s, rows, k] if *rows == d && *s == shape.batch => (*s, *k),
-        other => {
-            return Err(format_err(path, format!("\"rhs\" has shape {other:?}; expected ({d},), ({d}, k) or ({}, {d}, k)", shape.batch)));
-        }
-    };
-    let mut b = BlockVec::zeros(shape, k.max(1))?;
-    for s in 0..batch {
-        for c in 0..k {
-            for row in 0..d {
-                let v = match r.shape.len() {
-                    1 => r.at(&[row]),
-                    2 => r.at(&[row, c]),
-                    _ => r.at(&[s, row, c]),
-                };
-                b.set(s, row, c, cast(v));
-            }
-        }
-    }
-    Ok(b)
+    let (k, values) = rhs_columns(r, shape.batch, shape.dim(), path)?;
+    BlockVec::from_vec(shape, k, values.into_iter().map(cast).collect())
 }
 
 /// Reads right-hand sides from a `.npy` (`(N n,)`, `(N n, k)` or `(S, N n, k)`).
@@ -298,10 +375,37 @@ pub fn read_rhs_npy<T: Scalar>(path: &Path, shape: Shape) -> Result<BlockVec<T>>
 
 /// Writes a problem as `.npz` (C order, `f32` or `f64` as `T`).
 pub fn write_npz<T: Scalar>(path: &Path, a: &BlockTridiag<T>, b: Option<&BlockVec<T>>) -> Result<()> {
-    write_atomically(path, |tmp| write_npz_to(tmp, a, b))
+    let rhs = b.map(|b| (a.shape().dim(), b.ncols(), rhs_c_order(b)));
+    write_atomically(path, |tmp| write_problem_to(tmp, a, None, rhs))
 }
 
-fn write_npz_to<T: Scalar>(path: &Path, a: &BlockTridiag<T>, b: Option<&BlockVec<T>>) -> Result<()> {
+/// Writes an arrowhead problem as `.npz`: `diag`, `sub`, `arrow`, `tip` (left out for
+/// width 0) and, with `b`, `rhs` (`N n + a` rows, the tip's last), the layout
+/// [`read_arrow_npz`] reads.
+pub fn write_arrow_npz<T: Scalar>(path: &Path, m: &BlockTridiagArrow<T>, b: Option<&ArrowVec<T>>) -> Result<()> {
+    let rhs = b.map(|b| {
+        let (sh, k, a) = (m.shape(), b.chain().ncols(), m.width());
+        let (d, rows) = (sh.dim(), sh.dim() + a);
+        let mut v = Vec::with_capacity(sh.batch * rows * k);
+        for s in 0..sh.batch {
+            let (cs, ts) = (b.chain().system(s), b.tip(s));
+            for row in 0..rows {
+                v.extend((0..k).map(|c| if row < d { cs[c * d + row] } else { ts[c * a + row - d] }));
+            }
+        }
+        (rows, k, v)
+    });
+    write_atomically(path, |tmp| write_problem_to(tmp, m.chain(), Some(m), rhs))
+}
+
+/// The `.npz` writer of [`write_npz`] and [`write_arrow_npz`]: `rhs` as `(rows, k,
+/// values in C order [s][row][c])`.
+fn write_problem_to<T: Scalar>(
+    path: &Path,
+    a: &BlockTridiag<T>,
+    arrow: Option<&BlockTridiagArrow<T>>,
+    rhs: Option<(usize, usize, Vec<T>)>,
+) -> Result<()> {
     let shape = a.shape();
     let (s, nb, n) = (shape.batch, shape.nblocks, shape.block);
     let batch_axis = |rest: &[u64]| -> Vec<u64> { if s > 1 { [&[s as u64][..], rest].concat() } else { rest.to_vec() } };
@@ -316,8 +420,22 @@ fn write_npz_to<T: Scalar>(path: &Path, a: &BlockTridiag<T>, b: Option<&BlockVec
     };
     put("diag", batch_axis(&[nb as u64, n as u64, n as u64]), block_values(a, true))?;
     put("sub", batch_axis(&[(nb - 1) as u64, n as u64, n as u64]), block_values(a, false))?;
-    if let Some(b) = b {
-        put("rhs", batch_axis(&[shape.dim() as u64, b.ncols() as u64]), rhs_c_order(b))?;
+    if let Some(m) = arrow.filter(|m| m.width() > 0) {
+        let w = m.width();
+        // C order [s][i][r][c] of the a x n border blocks, [s][r][c] of the tips.
+        let border = (0..s).flat_map(|sys| (0..nb).map(move |i| (sys, i))).flat_map(|(sys, i)| {
+            let b = m.arrow_block(sys, i);
+            (0..w).flat_map(move |r| (0..n).map(move |c| b[c * w + r]))
+        });
+        put("arrow", batch_axis(&[nb as u64, w as u64, n as u64]), border.collect())?;
+        let tips = (0..s).flat_map(|sys| {
+            let t = m.tip(sys);
+            (0..w).flat_map(move |r| (0..w).map(move |c| t[c * w + r]))
+        });
+        put("tip", batch_axis(&[w as u64, w as u64]), tips.collect())?;
+    }
+    if let Some((rows, k, values)) = rhs {
+        put("rhs", batch_axis(&[rows as u64, k as u64]), values)?;
     }
     Ok(())
 }

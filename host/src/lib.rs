@@ -26,6 +26,7 @@
 //! (tridiagonal inverse), [`io`] (`.npz`, `.npy`, Matrix Market), [`residual`],
 //! [`plan`] (the schedule), `bench` (the comparison harness, feature `bench`).
 
+pub mod arrow;
 #[cfg(feature = "bench")]
 pub mod bench;
 pub mod condition;

@@ -1,6 +1,7 @@
 //! `blocktri`: solve SPD block-tridiagonal systems, generate problems, invert tridiagonal
 //! matrices, and benchmark against the peers.
 
+use blocktri::arrow::{ArrowSolver, ArrowVec, BlockTridiagArrow};
 use blocktri::bench::{self, report};
 use blocktri::cuda::Gpu;
 use blocktri::tridiag::{Method, Tridiagonal, inverse_error, invert};
@@ -45,7 +46,8 @@ struct SelinvArgs {
     /// Block size n (for .mtx input).
     #[arg(long)]
     block_size: Option<usize>,
-    /// Write the blocks of A^-1 here (.npz with arrays diag and sub, the input's layout).
+    /// Write the blocks of A^-1 here (.npz with arrays diag and sub, the input's layout;
+    /// with an arrowhead also arrow and tip).
     #[arg(long)]
     out: Option<PathBuf>,
     #[command(flatten)]
@@ -101,6 +103,10 @@ struct SolveArgs {
     /// Also print log det A of every system (from the factor).
     #[arg(long)]
     logdet: bool,
+    /// With --generate: add a dense arrowhead of this width (global unknowns coupled to
+    /// every block; .npz inputs with arrays arrow and tip have one already).
+    #[arg(long, default_value_t = 0)]
+    arrow: usize,
 }
 
 #[derive(Args)]
@@ -126,6 +132,9 @@ struct GenerateArgs {
     /// Measurement dimension of the `kalman` kind.
     #[arg(long, default_value_t = 16)]
     obs: usize,
+    /// Width of a dense arrowhead (`random` kind; .npz arrays arrow and tip).
+    #[arg(long, default_value_t = 0)]
+    arrow: usize,
     /// Right-hand-side columns.
     #[arg(long, default_value_t = 1)]
     nrhs: usize,
@@ -310,6 +319,13 @@ fn solve<T: Scalar>(args: &SolveArgs) -> Result<()> {
         io::check_writable(out)?;
     }
     let backend: Backend = args.run.backend.parse()?;
+    let arrow_input = match &args.input {
+        Some(p) if p.extension().is_some_and(|e| e == "npz") => io::npz_has_arrow(p)?,
+        _ => false,
+    };
+    if arrow_input || (args.arrow > 0 && args.generate.is_some()) {
+        return solve_arrow::<T>(args, backend);
+    }
     let (a, b): (BlockTridiag<T>, BlockVec<T>) = match (&args.input, &args.generate) {
         (Some(_), Some(_)) => return Err(Error::Shape("give an input file or --generate, not both".into())),
         (None, None) => return Err(Error::Shape("give an input file (.npz or .mtx) or --generate N,n".into())),
@@ -384,8 +400,82 @@ fn solve<T: Scalar>(args: &SolveArgs) -> Result<()> {
     Ok(())
 }
 
+/// `solve` of a problem with an arrowhead (`blocktri::arrow`).
+fn solve_arrow<T: Scalar>(args: &SolveArgs, backend: Backend) -> Result<()> {
+    let (m, b) = match (&args.input, &args.generate) {
+        (Some(path), None) => {
+            let (m, b) = io::read_arrow_npz::<T>(path)?;
+            let b = match (b, &args.rhs) {
+                (Some(b), None) => b,
+                (_, Some(_)) => return Err(Error::Shape("--rhs is not supported with an arrowhead: put rhs in the .npz".into())),
+                (None, None) => {
+                    eprintln!("no right-hand side in the input: solving for B = A * ones");
+                    ones_rhs(&m)?
+                }
+            };
+            (m, b)
+        }
+        (None, Some(g)) => {
+            let (s, nb, n) = parse_dims(g)?;
+            let m = generate::random_spd_arrow::<T>(s, nb, n, args.arrow, args.seed)?;
+            let b = m.matvec(&ones_rhs(&m)?)?;
+            (m, b)
+        }
+        _ => return Err(Error::Shape("give an input file or --generate, not both".into())),
+    };
+    let mut solver = ArrowSolver::<T>::new(backend)?;
+    match solver.fallback_reason() {
+        Some(why) => println!("backend: {} (no GPU found: {why}; running on the CPU backend)", solver.backend_name()),
+        None => println!("backend: {}", solver.backend_name()),
+    }
+    println!("problem: {} with an arrowhead of width {}, {} right-hand side(s), {}", m.shape(), m.width(), b.chain().ncols(), T::PRECISION);
+    let t = Instant::now();
+    solver.factor(&m)?;
+    let x = solver.solve(&b)?;
+    println!("factor+solve: {:.3} ms (from host memory)", t.elapsed().as_secs_f64() * 1e3);
+    let r = m.matvec(&x)?;
+    let (mut num, mut den) = (0.0f64, 0.0f64);
+    for s in 0..m.shape().batch {
+        num += (r.to_dense(s) - b.to_dense(s)).norm_squared();
+        den += b.to_dense(s).norm_squared();
+    }
+    println!("relative residual ||AX - B|| / ||B|| = {:.3e}", (num / den.max(f64::MIN_POSITIVE)).sqrt());
+    if args.logdet {
+        print_log_determinants(&solver.log_determinant()?);
+    }
+    if let Some(out) = &args.out {
+        io::write_arrow_npz(out, &m, Some(&x))?;
+        println!("wrote {} (the problem with the solution as rhs: N n + a rows, the tip's last)", out.display());
+    }
+    Ok(())
+}
+
+/// The all-ones vector of an arrowhead problem's shape.
+fn ones_rhs<T: Scalar>(m: &BlockTridiagArrow<T>) -> Result<ArrowVec<T>> {
+    let sh = m.shape();
+    let chain = BlockVec::from_vec(sh, 1, vec![T::one(); sh.batch * sh.dim()])?;
+    ArrowVec::new(chain, m.width(), vec![T::one(); sh.batch * m.width()])
+}
+
 fn generate_cmd<T: Scalar>(args: &GenerateArgs) -> Result<()> {
     io::check_writable(&args.out)?;
+    if args.arrow > 0 {
+        if args.kind != "random" || !args.out.extension().is_some_and(|e| e == "npz") {
+            return Err(Error::Shape("--arrow works with --kind random and an .npz output".into()));
+        }
+        let m = generate::random_spd_arrow::<T>(args.batch, args.nblocks, args.block_size, args.arrow, args.seed)?;
+        let chain = generate::random_rhs(m.shape(), args.nrhs, args.seed + 1)?;
+        let tip = generate::random_rhs::<T>(blocktri::Shape::new(args.batch, 1, args.arrow)?, args.nrhs, args.seed + 2)?.into_vec();
+        io::write_arrow_npz(&args.out, &m, Some(&ArrowVec::new(chain, args.arrow, tip)?))?;
+        println!(
+            "wrote {} ({} with an arrowhead of width {}, {} right-hand side(s))",
+            args.out.display(),
+            m.shape(),
+            args.arrow,
+            args.nrhs
+        );
+        return Ok(());
+    }
     let (a, b) = match args.kind.as_str() {
         "random" => {
             let a = generate::random_spd::<T>(args.batch, args.nblocks, args.block_size, args.seed)?;
@@ -586,6 +676,9 @@ fn selinv_cmd<T: Scalar>(args: &SelinvArgs) -> Result<()> {
     if let Some(out) = &args.out {
         io::check_writable(out)?;
     }
+    if args.input.extension().is_some_and(|e| e == "npz") && io::npz_has_arrow(&args.input)? {
+        return selinv_arrow::<T>(args);
+    }
     let (a, _) = io::read_problem::<T>(&args.input, args.block_size)?;
     let mut solver = Solver::<T>::new(args.run.backend.parse()?)?;
     if let Some(why) = solver.fallback_reason() {
@@ -599,6 +692,27 @@ fn selinv_cmd<T: Scalar>(args: &SelinvArgs) -> Result<()> {
     if let Some(out) = &args.out {
         io::write_npz(out, &sigma, None)?;
         println!("wrote {} (diag: blocks (A^-1)_ii, sub: blocks (A^-1)_(i+1,i))", out.display());
+    }
+    Ok(())
+}
+
+/// `selinv` of a problem with an arrowhead: the chain's blocks, the border and the tip of
+/// `A^-1`.
+fn selinv_arrow<T: Scalar>(args: &SelinvArgs) -> Result<()> {
+    let (m, _) = io::read_arrow_npz::<T>(&args.input)?;
+    let mut solver = ArrowSolver::<T>::new(args.run.backend.parse()?)?;
+    let t = Instant::now();
+    solver.factor(&m)?;
+    let inv = solver.selected_inverse()?;
+    println!("problem: {} with an arrowhead of width {}, {}", m.shape(), m.width(), T::PRECISION);
+    println!("factor + selected inversion ({}): {:.3} ms (from host memory)", solver.backend_name(), t.elapsed().as_secs_f64() * 1e3);
+    if let Some(out) = &args.out {
+        let sigma = BlockTridiagArrow::new(inv.chain, m.width(), inv.border, inv.tip)?;
+        io::write_arrow_npz(out, &sigma, None)?;
+        println!(
+            "wrote {} (diag, sub: blocks of A^-1 on and below the diagonal; arrow: (A^-1)[tip, i]; tip: (A^-1)[tip, tip])",
+            out.display()
+        );
     }
     Ok(())
 }

@@ -1,0 +1,443 @@
+//! Block-tridiagonal systems with a dense **arrowhead**: `a` global unknowns (the tip)
+//! coupled to every block, as in the precision matrices of spatio-temporal models with a
+//! few shared parameters:
+//!
+//! ```text
+//! A = [ T    B^T ]   T: block tridiagonal (N blocks of n), B = [B_0 .. B_{N-1}] (a x n
+//!     [ B    C   ]   each, the border), C: the a x a tip.
+//! ```
+//!
+//! The chain is eliminated first and the tip last: `T = L L^T` on any backend (the GPU's
+//! nested dissection included), `G = T^-1 B^T` by one solve with `a` right-hand sides,
+//! and the Schur complement `S = C - B G` factored densely (in `f64`, `a` is small). Then
+//! `x_C = S^-1 (b_C - B T^-1 b_T)`, `x_T = T^-1 b_T - G x_C`; `log det A = log det T +
+//! log det S`; and the blocks of `A^-1` are those of `T^-1` plus `G S^-1 G^T`'s, with
+//! border `-S^-1 G^T` and tip `S^-1`.
+
+use crate::error::{Error, Result};
+use crate::matrix::{BlockTridiag, BlockVec, Shape};
+use crate::scalar::{Scalar, cast, wide};
+use crate::solver::{Backend, Solver};
+use nalgebra::DMatrix;
+use rayon::prelude::*;
+
+/// A batch of block-tridiagonal matrices with an arrowhead of width `a` (module docs).
+/// The border block `B_i = A[tip, i]` of system `s` is `a x n`, column-major, at
+/// `arrow[(s N + i) a n..]`; the tip `C` of system `s` is `a x a`, column-major, at
+/// `tip[s a a..]`. Width 0 is the plain block-tridiagonal matrix.
+///
+/// ```
+/// use blocktri::arrow::BlockTridiagArrow;
+/// let chain = blocktri::generate::random_spd::<f64>(1, 16, 4, 3).unwrap();
+/// let a = 2; // two global unknowns
+/// let arrow = vec![0.01; 16 * a * 4];
+/// let tip = vec![10.0, 0.0, 0.0, 10.0];
+/// let m = BlockTridiagArrow::new(chain, a, arrow, tip).unwrap();
+/// assert_eq!(m.to_dense(0).nrows(), 16 * 4 + 2);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockTridiagArrow<T> {
+    chain: BlockTridiag<T>,
+    width: usize,
+    arrow: Vec<T>,
+    tip: Vec<T>,
+}
+
+impl<T: Scalar> BlockTridiagArrow<T> {
+    /// The chain `chain` with the border blocks `arrow` and tips `tip` of width `width`
+    /// (layout in the type docs).
+    pub fn new(chain: BlockTridiag<T>, width: usize, arrow: Vec<T>, tip: Vec<T>) -> Result<Self> {
+        let sh = chain.shape();
+        let (na, nt) = (sh.batch * sh.nblocks * width * sh.block, sh.batch * width * width);
+        if arrow.len() != na || tip.len() != nt {
+            return Err(Error::Shape(format!(
+                "{sh} with an arrowhead of width {width} needs {na} border and {nt} tip values, got {} and {}",
+                arrow.len(),
+                tip.len()
+            )));
+        }
+        Ok(BlockTridiagArrow { chain, width, arrow, tip })
+    }
+
+    /// The block-tridiagonal part `T`.
+    pub fn chain(&self) -> &BlockTridiag<T> {
+        &self.chain
+    }
+    /// The shape of the chain.
+    pub fn shape(&self) -> Shape {
+        self.chain.shape()
+    }
+    /// The arrowhead's width `a`.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+    /// Border block `B_i = A[tip, i]` of system `s` (`a x n`, column-major).
+    pub fn arrow_block(&self, s: usize, i: usize) -> &[T] {
+        let sh = self.shape();
+        let len = self.width * sh.block;
+        let at = (s * sh.nblocks + i) * len;
+        &self.arrow[at..at + len]
+    }
+    /// The border blocks of every system (layout in the type docs).
+    pub fn arrow_values(&self) -> &[T] {
+        &self.arrow
+    }
+    /// The tips of every system.
+    pub fn tip_values(&self) -> &[T] {
+        &self.tip
+    }
+    /// The tip `C` of system `s` (`a x a`, column-major).
+    pub fn tip(&self, s: usize) -> &[T] {
+        let len = self.width * self.width;
+        &self.tip[s * len..(s + 1) * len]
+    }
+
+    /// System `s` as a dense `(N n + a)` square matrix, the tip last.
+    pub fn to_dense(&self, s: usize) -> DMatrix<T> {
+        let sh = self.shape();
+        let (d, a, n) = (sh.dim(), self.width, sh.block);
+        let mut m = DMatrix::zeros(d + a, d + a);
+        m.view_mut((0, 0), (d, d)).copy_from(&self.chain.to_dense(s));
+        for i in 0..sh.nblocks {
+            let b = self.arrow_block(s, i);
+            for c in 0..n {
+                for r in 0..a {
+                    m[(d + r, i * n + c)] = b[c * a + r];
+                    m[(i * n + c, d + r)] = b[c * a + r];
+                }
+            }
+        }
+        let t = self.tip(s);
+        for c in 0..a {
+            for r in 0..a {
+                m[(d + r, d + c)] = t[c * a + r];
+            }
+        }
+        m
+    }
+
+    /// `Y = A X` for every system.
+    pub fn matvec(&self, x: &ArrowVec<T>) -> Result<ArrowVec<T>> {
+        if x.width != self.width {
+            return Err(Error::Shape(format!("a vector of width {} for a matrix of width {}", x.width, self.width)));
+        }
+        let mut chain = self.chain.matvec(&x.chain)?;
+        let (sh, a, k) = (self.shape(), self.width, x.chain.ncols());
+        let (n, d) = (sh.block, sh.dim());
+        let mut tip = vec![T::zero(); x.tip.len()];
+        for s in 0..sh.batch {
+            let (xc, xt, c) = (x.chain.system(s), x.tip(s), self.tip(s));
+            let (yc, yt) = (chain.system_mut(s), &mut tip[s * a * k..(s + 1) * a * k]);
+            for col in 0..k {
+                for i in 0..sh.nblocks {
+                    let b = self.arrow_block(s, i);
+                    for q in 0..n {
+                        for r in 0..a {
+                            // y_T += B^T x_C, y_C += B x_T.
+                            yc[col * d + i * n + q] += b[q * a + r] * xt[col * a + r];
+                            yt[col * a + r] += b[q * a + r] * xc[col * d + i * n + q];
+                        }
+                    }
+                }
+                for j in 0..a {
+                    for r in 0..a {
+                        yt[col * a + r] += c[j * a + r] * xt[col * a + j];
+                    }
+                }
+            }
+        }
+        ArrowVec::new(chain, a, tip)
+    }
+
+    /// The border and tip checks the chain's own checks do not cover: finite values, a
+    /// symmetric tip (named as block `N`).
+    fn validate_arrow(&self) -> Result<()> {
+        let sh = self.shape();
+        let (a, nb) = (self.width, sh.nblocks);
+        for s in 0..sh.batch {
+            if let Some(i) = (0..nb).find(|&i| self.arrow_block(s, i).iter().any(|v| !v.is_finite())) {
+                return Err(Error::NonFinite { what: "border block", system: s, block: i });
+            }
+            let t = self.tip(s);
+            if t.iter().any(|v| !v.is_finite()) {
+                return Err(Error::NonFinite { what: "tip block", system: s, block: nb });
+            }
+            let tol = wide(T::symmetry_tolerance());
+            for c in 0..a {
+                for r in c + 1..a {
+                    let (lo, up) = (wide(t[c * a + r]), wide(t[r * a + c]));
+                    if (lo - up).powi(2) > tol * tol * (wide(t[r * a + r]) * wide(t[c * a + c])).abs() {
+                        return Err(Error::NotSymmetric { system: s, block: nb, row: r, col: c, tol });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Right-hand sides or solutions of an arrowhead system: the chain's part (`k` columns)
+/// and the tip's, `a x k` column-major per system at `tip[s a k..]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArrowVec<T> {
+    chain: BlockVec<T>,
+    width: usize,
+    tip: Vec<T>,
+}
+
+impl<T: Scalar> ArrowVec<T> {
+    /// The chain part `chain` and the tip part `tip` (`S a k` values) of width `width`.
+    pub fn new(chain: BlockVec<T>, width: usize, tip: Vec<T>) -> Result<Self> {
+        let want = chain.shape().batch * width * chain.ncols();
+        if tip.len() != want {
+            return Err(Error::Shape(format!(
+                "the tip part of {} columns of width {width} needs {want} values, got {}",
+                chain.ncols(),
+                tip.len()
+            )));
+        }
+        Ok(ArrowVec { chain, width, tip })
+    }
+    /// The chain part.
+    pub fn chain(&self) -> &BlockVec<T> {
+        &self.chain
+    }
+    /// The arrowhead's width `a`.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+    /// The tip parts of every system (`S a k` values).
+    pub fn tip_values(&self) -> &[T] {
+        &self.tip
+    }
+    /// The tip part of system `s` (`a x k`, column-major).
+    pub fn tip(&self, s: usize) -> &[T] {
+        let len = self.width * self.chain.ncols();
+        &self.tip[s * len..(s + 1) * len]
+    }
+    /// The whole of system `s`, `(N n + a) x k`, as a dense matrix (chain rows first).
+    pub fn to_dense(&self, s: usize) -> DMatrix<f64> {
+        let (d, k, a) = (self.chain.shape().dim(), self.chain.ncols(), self.width);
+        let (cs, ts) = (self.chain.system(s), self.tip(s));
+        DMatrix::from_fn(d + a, k, |r, c| if r < d { wide(cs[c * d + r]) } else { wide(ts[c * a + r - d]) })
+    }
+}
+
+/// The diagonal and sub-diagonal blocks of `A^-1` for an arrowhead system: the chain's
+/// blocks, the border blocks `(A^-1)[tip, i]` (`a x n`, layout of
+/// [`BlockTridiagArrow`]'s border) and the tips `(A^-1)[tip, tip]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArrowInverse<T> {
+    /// Diagonal and sub-diagonal blocks of `A^-1` in the chain's rows and columns.
+    pub chain: BlockTridiag<T>,
+    /// `(A^-1)[tip, i]` for every system and block.
+    pub border: Vec<T>,
+    /// `(A^-1)[tip, tip]` for every system.
+    pub tip: Vec<T>,
+}
+
+/// Factor and solve arrowhead systems on any [`Backend`] (module docs for the method).
+///
+/// ```
+/// use blocktri::arrow::{ArrowSolver, ArrowVec, BlockTridiagArrow};
+/// use blocktri::{generate, Backend};
+/// let chain = generate::random_spd::<f64>(1, 32, 4, 5).unwrap();
+/// let m = BlockTridiagArrow::new(chain, 1, vec![0.05; 32 * 4], vec![20.0]).unwrap();
+/// let b = ArrowVec::new(generate::random_rhs(m.shape(), 1, 2).unwrap(), 1, vec![1.0]).unwrap();
+/// let mut solver = ArrowSolver::new(Backend::Cpu).unwrap();
+/// solver.factor(&m).unwrap();
+/// let x = solver.solve(&b).unwrap();
+/// let r = m.to_dense(0) * x.to_dense(0) - b.to_dense(0);
+/// assert!(r.norm() < 1e-10);
+/// ```
+pub struct ArrowSolver<T: Scalar> {
+    chain: Solver<T>,
+    width: usize,
+    /// `G = T^-1 B^T` (`a` columns); `None` for width 0.
+    g: Option<BlockVec<T>>,
+    /// `B^T` as `a` columns of the chain (for `B z` in the solves); `None` for width 0.
+    border: Option<BlockVec<T>>,
+    /// Per system, the lower Cholesky factor of `S = C - B G` (`a x a`, `f64`).
+    tip_factor: Vec<DMatrix<f64>>,
+    shape: Option<Shape>,
+}
+
+impl<T: Scalar> std::fmt::Debug for ArrowSolver<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArrowSolver").field("chain", &self.chain).field("width", &self.width).field("shape", &self.shape).finish()
+    }
+}
+
+impl<T: Scalar> ArrowSolver<T> {
+    /// A solver whose chain runs on `backend`.
+    pub fn new(backend: Backend) -> Result<Self> {
+        Ok(ArrowSolver { chain: Solver::new(backend)?, width: 0, g: None, border: None, tip_factor: Vec::new(), shape: None })
+    }
+
+    /// The backend of the chain (`gpu`, `cpu-threaded`, `cpu-sequential`).
+    pub fn backend_name(&self) -> &'static str {
+        self.chain.backend_name()
+    }
+
+    /// Why [`Backend::Auto`] chose the CPU, if it did.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.chain.fallback_reason()
+    }
+
+    /// Factors `m`. A chain that is not positive definite is reported as by the plain
+    /// solver; a Schur complement of the tip that is not, as block `N` (the tip) of its
+    /// system.
+    pub fn factor(&mut self, m: &BlockTridiagArrow<T>) -> Result<()> {
+        self.shape = None;
+        m.validate_arrow()?;
+        self.chain.factor(m.chain())?;
+        let (sh, a) = (m.shape(), m.width);
+        self.width = a;
+        if a == 0 {
+            (self.g, self.border, self.tip_factor) = (None, None, Vec::new());
+            self.shape = Some(sh);
+            return Ok(());
+        }
+        let (n, d) = (sh.block, sh.dim());
+        // B^T as `a` right-hand sides: column j of system s is row j of every B_i.
+        let mut bt = BlockVec::zeros(sh, a)?;
+        bt.as_mut_slice().par_chunks_mut(d * a).enumerate().for_each(|(s, sys)| {
+            for i in 0..sh.nblocks {
+                let b = m.arrow_block(s, i);
+                for c in 0..n {
+                    for j in 0..a {
+                        sys[j * d + i * n + c] = b[c * a + j];
+                    }
+                }
+            }
+        });
+        let g = self.chain.solve(&bt)?;
+        // S = C - B G, in f64, factored per system.
+        let factors: Result<Vec<DMatrix<f64>>> = (0..sh.batch)
+            .into_par_iter()
+            .map(|s| {
+                let (bs, gs, t) = (bt.system(s), g.system(s), m.tip(s));
+                let schur = DMatrix::from_fn(a, a, |r, c| {
+                    let dot: f64 = (0..d).map(|q| wide(bs[r * d + q]) * wide(gs[c * d + q])).sum();
+                    0.5 * (wide(t[c * a + r]) + wide(t[r * a + c])) - dot
+                });
+                schur.cholesky().map(|ch| ch.l()).ok_or(Error::NotPositiveDefinite { system: s, block: sh.nblocks, level: 0 })
+            })
+            .collect();
+        self.tip_factor = factors?;
+        self.g = Some(g);
+        self.border = Some(bt);
+        self.shape = Some(sh);
+        Ok(())
+    }
+
+    /// Solves `A x = b` for every system and column.
+    pub fn solve(&mut self, b: &ArrowVec<T>) -> Result<ArrowVec<T>> {
+        let sh = self.shape.ok_or(Error::NotFactored)?;
+        if b.chain.shape() != sh || b.width != self.width {
+            return Err(Error::Shape(format!(
+                "right-hand sides of {} with width {} for a factorization of {sh} with width {}",
+                b.chain.shape(),
+                b.width,
+                self.width
+            )));
+        }
+        let z = self.chain.solve(&b.chain)?;
+        let (a, k, d) = (self.width, b.chain.ncols(), sh.dim());
+        let Some(g) = &self.g else {
+            return ArrowVec::new(z, 0, Vec::new());
+        };
+        let (border, factors) = (self.border.as_ref().expect("width > 0"), &self.tip_factor);
+        let mut chain = z.clone();
+        let mut tip = vec![T::zero(); b.tip.len()];
+        chain.as_mut_slice().par_chunks_mut(d * k).zip(tip.par_chunks_mut(a * k)).enumerate().for_each(|(s, (xs, xt))| {
+            // x_C = S^-1 (b_C - B z), then x_T = z - G x_C.
+            let (gs, zs, bt) = (g.system(s), z.system(s), b.tip(s));
+            let bz = border_times(border.system(s), a, zs, k);
+            let rhs = DMatrix::from_fn(a, k, |j, c| wide(bt[c * a + j]) - bz[(j, c)]);
+            let xc = solve_with_factor(&factors[s], rhs);
+            for c in 0..k {
+                for (q, x) in xs[c * d..(c + 1) * d].iter_mut().enumerate() {
+                    let corr: f64 = (0..a).map(|j| wide(gs[j * d + q]) * xc[(j, c)]).sum();
+                    *x = cast(wide(*x) - corr);
+                }
+                for j in 0..a {
+                    xt[c * a + j] = cast(xc[(j, c)]);
+                }
+            }
+        });
+        ArrowVec::new(chain, a, tip)
+    }
+
+    /// `log det A` of every system: the chain's plus the Schur complement's.
+    pub fn log_determinant(&mut self) -> Result<Vec<f64>> {
+        self.shape.ok_or(Error::NotFactored)?;
+        let mut v = self.chain.log_determinant()?;
+        for (s, l) in self.tip_factor.iter().enumerate() {
+            v[s] += 2.0 * l.diagonal().iter().map(|x| x.ln()).sum::<f64>();
+        }
+        Ok(v)
+    }
+
+    /// The diagonal and sub-diagonal blocks of `A^-1`, the border and the tip (module docs).
+    pub fn selected_inverse(&mut self) -> Result<ArrowInverse<T>> {
+        let sh = self.shape.ok_or(Error::NotFactored)?;
+        let mut chain = self.chain.selected_inverse()?;
+        let Some(g) = &self.g else {
+            return Ok(ArrowInverse { chain, border: Vec::new(), tip: Vec::new() });
+        };
+        let (a, n, nb, d, ld) = (self.width, sh.block, sh.nblocks, sh.dim(), chain.ld());
+        let mut border = vec![T::zero(); sh.batch * nb * a * n];
+        let mut tip = vec![T::zero(); sh.batch * a * a];
+        for s in 0..sh.batch {
+            let gs = g.system(s);
+            // S^-1 and H = S^-1 G^T (a x N n): the border of A^-1 is -H.
+            let sinv = solve_with_factor(&self.tip_factor[s], DMatrix::identity(a, a));
+            let gt = DMatrix::from_fn(a, d, |j, q| wide(gs[j * d + q]));
+            let h = &sinv * &gt;
+            for (j, v) in tip[s * a * a..(s + 1) * a * a].iter_mut().enumerate() {
+                *v = cast(sinv[(j % a, j / a)]);
+            }
+            for i in 0..nb {
+                let blk = &mut border[(s * nb + i) * a * n..(s * nb + i + 1) * a * n];
+                for c in 0..n {
+                    for r in 0..a {
+                        blk[c * a + r] = cast(-h[(r, i * n + c)]);
+                    }
+                }
+            }
+            // Chain blocks: + G_i S^-1 G_j^T = G_i H_j for (i, j) = (i, i) and (i + 1, i).
+            let correction =
+                |bi: usize, bj: usize, r: usize, c: usize| -> f64 { (0..a).map(|j| gt[(j, bi * n + r)] * h[(j, bj * n + c)]).sum() };
+            for i in 0..nb {
+                let blk = chain.diag_block_mut(s, i);
+                for c in 0..n {
+                    for r in 0..n {
+                        blk[c * ld + r] = cast(wide(blk[c * ld + r]) + correction(i, i, r, c));
+                    }
+                }
+            }
+            for i in 0..nb.saturating_sub(1) {
+                let blk = chain.sub_block_mut(s, i);
+                for c in 0..n {
+                    for r in 0..n {
+                        blk[c * ld + r] = cast(wide(blk[c * ld + r]) + correction(i + 1, i, r, c));
+                    }
+                }
+            }
+        }
+        Ok(ArrowInverse { chain, border, tip })
+    }
+}
+
+/// `B z` (`a x k`) from `bt` = `B^T` (`a` columns of `d` values) and `z` (`k` columns).
+fn border_times<T: Scalar>(bt: &[T], a: usize, z: &[T], k: usize) -> DMatrix<f64> {
+    let d = z.len() / k;
+    DMatrix::from_fn(a, k, |j, c| (0..d).map(|q| wide(bt[j * d + q]) * wide(z[c * d + q])).sum())
+}
+
+/// `L^-T L^-1 rhs` for the lower Cholesky factor `l`.
+fn solve_with_factor(l: &DMatrix<f64>, rhs: DMatrix<f64>) -> DMatrix<f64> {
+    let y = l.solve_lower_triangular(&rhs).expect("a Cholesky factor has a positive diagonal");
+    l.transpose().solve_upper_triangular(&y).expect("a Cholesky factor has a positive diagonal")
+}

@@ -1,0 +1,232 @@
+//! Arrowhead systems (`blocktri::arrow`) against dense nalgebra references: solve,
+//! log-determinant, and every block of the selected inverse (chain, border, tip), on the
+//! CPU backends (and the GPU when there is one, through `Backend::Auto`); the errors.
+
+use blocktri::arrow::{ArrowSolver, ArrowVec, BlockTridiagArrow};
+use blocktri::{Backend, Error, Scalar, generate};
+use nalgebra::DMatrix;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// A random SPD arrowhead batch: the library's random chain, a random border, and a tip
+/// `C = B T^-1 B^T + M` with `M` SPD, so that the Schur complement is `M`.
+fn problem<T: Scalar>(s: usize, nb: usize, n: usize, a: usize, seed: u64) -> BlockTridiagArrow<T> {
+    let chain = generate::random_spd::<f64>(s, nb, n, seed).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed);
+    let scale = 1.0 / ((nb * n) as f64).sqrt();
+    let arrow: Vec<f64> = (0..s * nb * a * n).map(|_| rng.random_range(-1.0..1.0) * scale).collect();
+    let mut tip = Vec::new();
+    let d = nb * n;
+    for sys in 0..s {
+        let t = chain.to_dense(sys);
+        let b = DMatrix::from_fn(a, d, |r, q| arrow[((sys * nb + q / n) * n + q % n) * a + r]);
+        let tinv_bt = t.cholesky().unwrap().solve(&b.transpose());
+        let r = DMatrix::from_fn(a, a, |_, _| rng.random_range(-1.0..1.0));
+        let c = &b * tinv_bt + DMatrix::identity(a, a) + &r * r.transpose() / (a.max(1) as f64);
+        let c = (&c + c.transpose()) * 0.5;
+        tip.extend(c.iter().copied());
+    }
+    let m = BlockTridiagArrow::new(chain, a, arrow, tip).unwrap();
+    BlockTridiagArrow::new(m.chain().cast(), a, m_arrow(&m).iter().map(|&v| blocktri::scalar::cast(v)).collect(), m_tip(&m)).unwrap()
+}
+
+fn m_arrow(m: &BlockTridiagArrow<f64>) -> Vec<f64> {
+    let sh = m.shape();
+    (0..sh.batch).flat_map(|s| (0..sh.nblocks).flat_map(move |i| m.arrow_block(s, i).to_vec())).collect()
+}
+
+fn m_tip<T: Scalar>(m: &BlockTridiagArrow<f64>) -> Vec<T> {
+    (0..m.shape().batch).flat_map(|s| m.tip(s).iter().map(|&v| blocktri::scalar::cast(v)).collect::<Vec<T>>()).collect()
+}
+
+fn dense<T: Scalar>(m: &BlockTridiagArrow<T>, s: usize) -> DMatrix<f64> {
+    m.to_dense(s).map(blocktri::scalar::wide)
+}
+
+fn rhs<T: Scalar>(m: &BlockTridiagArrow<T>, k: usize, seed: u64) -> ArrowVec<T> {
+    let chain = generate::random_rhs::<T>(m.shape(), k, seed).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let tip = (0..m.shape().batch * m.width() * k).map(|_| blocktri::scalar::cast(rng.random_range(-1.0..1.0))).collect();
+    ArrowVec::new(chain, m.width(), tip).unwrap()
+}
+
+fn rel(a: &DMatrix<f64>, b: &DMatrix<f64>) -> f64 {
+    (a - b).norm() / b.norm().max(1e-300)
+}
+
+fn check_all(backend: Backend, s: usize, nb: usize, n: usize, a: usize, seed: u64) {
+    let m = problem::<f64>(s, nb, n, a, seed);
+    let b = rhs(&m, 2, seed + 1);
+    let mut solver = ArrowSolver::<f64>::new(backend).unwrap();
+    solver.factor(&m).unwrap();
+    let x = solver.solve(&b).unwrap();
+    let logdet = solver.log_determinant().unwrap();
+    let inv = solver.selected_inverse().unwrap();
+    let (d, what) = (nb * n, format!("{backend:?} S={s} N={nb} n={n} a={a}"));
+    for (sys, &logdet) in logdet.iter().enumerate() {
+        let am = dense(&m, sys);
+        let reference = am.clone().lu().solve(&b.to_dense(sys)).unwrap();
+        assert!(rel(&x.to_dense(sys), &reference) < 1e-10, "solve {what} system {sys}");
+        let l = am.clone().cholesky().unwrap();
+        let ld: f64 = 2.0 * l.l().diagonal().iter().map(|v| v.ln()).sum::<f64>();
+        assert!((logdet - ld).abs() <= 1e-10 * ld.abs().max(1.0), "logdet {what}: {logdet} vs {ld}");
+        let ainv = l.inverse();
+        let scale = ainv.norm();
+        let close = |got: DMatrix<f64>, want: DMatrix<f64>, part: &str| {
+            assert!((got - want).norm() <= 1e-10 * scale, "{part} of A^-1, {what} system {sys}");
+        };
+        let ldc = inv.chain.ld();
+        for i in 0..nb {
+            let blk = inv.chain.diag_block(sys, i);
+            close(DMatrix::from_fn(n, n, |r, c| blk[c * ldc + r]), ainv.view((i * n, i * n), (n, n)).into_owned(), "diagonal block");
+            if i + 1 < nb {
+                let blk = inv.chain.sub_block(sys, i);
+                close(
+                    DMatrix::from_fn(n, n, |r, c| blk[c * ldc + r]),
+                    ainv.view(((i + 1) * n, i * n), (n, n)).into_owned(),
+                    "sub-diagonal block",
+                );
+            }
+            if a > 0 {
+                let blk = &inv.border[(sys * nb + i) * a * n..(sys * nb + i + 1) * a * n];
+                close(DMatrix::from_fn(a, n, |r, c| blk[c * a + r]), ainv.view((d, i * n), (a, n)).into_owned(), "border block");
+            }
+        }
+        if a > 0 {
+            let t = &inv.tip[sys * a * a..(sys + 1) * a * a];
+            close(DMatrix::from_fn(a, a, |r, c| t[c * a + r]), ainv.view((d, d), (a, a)).into_owned(), "tip");
+        }
+    }
+}
+
+#[test]
+fn arrowhead_systems_match_dense_references() {
+    let mut seed = 100;
+    for &(nb, n) in &[(1usize, 1usize), (1, 8), (2, 2), (3, 8), (64, 1), (64, 2), (64, 8), (1000, 1)] {
+        for &a in &[0usize, 1, 4, 32] {
+            for &s in &[1usize, 7] {
+                if s * (nb * n + a) > 2000 && s > 1 {
+                    continue; // the dense references of the largest batches add nothing new
+                }
+                seed += 1;
+                check_all(Backend::Cpu, s, nb, n, a, seed);
+            }
+        }
+    }
+}
+
+#[test]
+fn every_backend_gives_the_same_answers() {
+    for backend in [Backend::CpuSequential, Backend::Auto] {
+        check_all(backend, 3, 33, 4, 5, 7);
+    }
+}
+
+#[test]
+fn f32_arrowhead_solves_to_f32_accuracy() {
+    let m = problem::<f32>(2, 40, 4, 3, 9);
+    let b = rhs(&m, 1, 10);
+    let mut solver = ArrowSolver::<f32>::new(Backend::Cpu).unwrap();
+    solver.factor(&m).unwrap();
+    let x = solver.solve(&b).unwrap();
+    for s in 0..2 {
+        let reference = dense(&m, s).lu().solve(&b.to_dense(s)).unwrap();
+        assert!(rel(&x.to_dense(s), &reference) < 1e-4);
+    }
+}
+
+#[test]
+fn failures_name_the_system_and_block() {
+    let (nb, n, a) = (20, 3, 2);
+    // A chain block that is not positive definite: reported as by the plain solver.
+    let m = problem::<f64>(3, nb, n, a, 11);
+    let mut chain = m.chain().clone();
+    for r in 0..n {
+        let v = chain.diag_block(1, 13)[r * chain.ld() + r];
+        chain.set_diag(1, 13, r, r, -v);
+    }
+    let bad = BlockTridiagArrow::new(chain, a, m_arrow(&m), m_tip(&m)).unwrap();
+    let mut solver = ArrowSolver::<f64>::new(Backend::Cpu).unwrap();
+    assert!(matches!(solver.factor(&bad), Err(Error::NotPositiveDefinite { system: 1, block: 13, .. })));
+    assert!(matches!(solver.solve(&rhs(&m, 1, 1)), Err(Error::NotFactored)));
+    // A tip whose Schur complement is not positive definite: block N of its system.
+    let mut tip: Vec<f64> = m_tip(&m);
+    tip[2 * a * a] -= 1e6;
+    let bad = BlockTridiagArrow::new(m.chain().clone(), a, m_arrow(&m), tip).unwrap();
+    assert!(matches!(solver.factor(&bad), Err(Error::NotPositiveDefinite { system: 2, block, .. }) if block == nb));
+    // Non-finite border values and an asymmetric tip.
+    let mut arrow = m_arrow(&m);
+    arrow[(nb + 5) * a * n + 1] = f64::NAN;
+    let bad = BlockTridiagArrow::new(m.chain().clone(), a, arrow, m_tip(&m)).unwrap();
+    assert!(matches!(solver.factor(&bad), Err(Error::NonFinite { what: "border block", system: 1, block: 5 })));
+    let mut tip: Vec<f64> = m_tip(&m);
+    tip[1] += 1.0;
+    let bad = BlockTridiagArrow::new(m.chain().clone(), a, m_arrow(&m), tip).unwrap();
+    assert!(matches!(solver.factor(&bad), Err(Error::NotSymmetric { system: 0, block, .. }) if block == nb));
+    // Shapes.
+    assert!(matches!(BlockTridiagArrow::new(m.chain().clone(), a, vec![0.0; 3], m_tip(&m)), Err(Error::Shape(_))));
+    solver.factor(&m).unwrap();
+    let other = problem::<f64>(3, nb, n, a + 1, 12);
+    assert!(matches!(solver.solve(&rhs(&other, 1, 2)), Err(Error::Shape(_))));
+}
+
+#[test]
+fn npz_files_round_trip_and_plain_readers_refuse_an_arrowhead() {
+    let dir = tempfile::tempdir().unwrap();
+    for (s, a) in [(1usize, 3usize), (3, 1), (2, 0)] {
+        let m = generate::random_spd_arrow::<f64>(s, 9, 4, a, 21).unwrap();
+        let b = rhs(&m, 2, 22);
+        let path = dir.path().join(format!("arrow{s}{a}.npz"));
+        blocktri::io::write_arrow_npz(&path, &m, Some(&b)).unwrap();
+        let (m2, b2) = blocktri::io::read_arrow_npz::<f64>(&path).unwrap();
+        assert_eq!(m2.width(), a);
+        for sys in 0..s {
+            assert_eq!(dense(&m2, sys), dense(&m, sys));
+            assert_eq!(b2.as_ref().unwrap().to_dense(sys), b.to_dense(sys));
+        }
+        assert_eq!(blocktri::io::npz_has_arrow(&path).unwrap(), a > 0);
+        if a > 0 {
+            assert!(matches!(blocktri::io::read_npz::<f64>(&path), Err(Error::Format { .. })));
+        }
+    }
+    // The generator's problems are positive definite.
+    let m = generate::random_spd_arrow::<f64>(2, 30, 3, 6, 5);
+    let m = m.unwrap();
+    for s in 0..2 {
+        assert!(dense(&m, s).symmetric_eigenvalues().min() > 0.0);
+    }
+}
+
+#[cfg(feature = "cli")] // the binary is built with the `cli` feature
+#[test]
+fn cli_generates_solves_and_inverts_arrowhead_problems() {
+    use std::process::Command;
+    let dir = tempfile::tempdir().unwrap();
+    let exe = env!("CARGO_BIN_EXE_blocktri");
+    let path = dir.path().join("p.npz");
+    let (p, x, sigma) = (path.to_str().unwrap(), dir.path().join("x.npz"), dir.path().join("sigma.npz"));
+    let run = |args: &[&str]| {
+        let out = Command::new(exe).args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {text}");
+        text
+    };
+    run(&["generate", "--out", p, "--nblocks", "20", "--block-size", "3", "--batch", "2", "--arrow", "4", "--nrhs", "2"]);
+    let text = run(&["solve", p, "--backend", "cpu", "--logdet", "--out", x.to_str().unwrap()]);
+    assert!(text.contains("arrowhead of width 4") && text.contains("log det A"), "{text}");
+    let (m, b) = blocktri::io::read_arrow_npz::<f64>(&path).unwrap();
+    let (_, xs) = blocktri::io::read_arrow_npz::<f64>(&x).unwrap();
+    let (xs, b) = (xs.unwrap(), b.unwrap());
+    for s in 0..2 {
+        let reference = dense(&m, s).lu().solve(&b.to_dense(s)).unwrap();
+        assert!(rel(&xs.to_dense(s), &reference) < 1e-12);
+    }
+    run(&["selinv", p, "--backend", "cpu-sequential", "--out", sigma.to_str().unwrap()]);
+    let (inv, _) = blocktri::io::read_arrow_npz::<f64>(&sigma).unwrap();
+    let d = 20 * 3;
+    let ainv = dense(&m, 1).try_inverse().unwrap();
+    let t = inv.tip(1);
+    assert!(rel(&DMatrix::from_fn(4, 4, |r, c| t[c * 4 + r]), &ainv.view((d, d), (4, 4)).into_owned()) < 1e-12);
+    let text = run(&["solve", "--generate", "2,30,4", "--arrow", "2", "--backend", "cpu"]);
+    assert!(text.contains("relative residual"), "{text}");
+}
