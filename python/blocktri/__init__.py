@@ -27,6 +27,7 @@ __version__ = _blocktri.__version__
 
 __all__ = [
     "Solver",
+    "ArrowSolver",
     "tridiag_inverse",
     "random_spd",
     "random_rhs",
@@ -309,6 +310,113 @@ class Solver:
 
     def __repr__(self):
         return f"blocktri.Solver(backend={self.backend!r}, precision={self._precision!r})"
+
+
+class ArrowSolver:
+    """A block-tridiagonal matrix with a dense arrowhead: ``a`` global unknowns (the tip,
+    last) coupled to every block. ``arrow`` holds the border blocks ``A[tip, i]``
+    (``(N, a, n)``, or ``(S, N, a, n)``), ``tip`` the ``(a, a)`` (or ``(S, a, a)``) corner;
+    ``diag`` and ``sub`` as for :class:`Solver`. The chain is factored on the chosen backend,
+    the tip's Schur complement last.
+
+    >>> import numpy as np, blocktri
+    >>> diag, sub = blocktri.random_spd(32, 4, seed=3)
+    >>> arrow, tip = np.full((32, 2, 4), 0.01), 5.0 * np.eye(2)
+    >>> s = blocktri.ArrowSolver(backend="cpu")
+    >>> s.factor(diag, sub, arrow, tip)
+    >>> x, x_tip = s.solve(np.ones((32, 4)), np.ones(2))
+    >>> x.shape, x_tip.shape
+    ((32, 4), (2,))
+    """
+
+    def __init__(self, backend="auto", precision="f64"):
+        self._precision = _precision(precision)
+        self._dtype = _DTYPES[self._precision]
+        self._inner = _call(_blocktri._ArrowSolver, backend, self._precision)
+        self._shape = None
+
+    @property
+    def backend(self):
+        """The backend of the chain."""
+        return self._inner.backend
+
+    @property
+    def shape(self):
+        """``(S, N, n, a)`` of the factorization, or ``None``."""
+        return self._shape
+
+    def factor(self, diag, sub, arrow, tip):
+        """Factors the arrowhead matrix (errors name the system and block; block ``N`` is
+        the tip)."""
+        (S, N, n), batched, d, s = _blocks(diag, sub, self._dtype)
+        ar = _array(arrow, "arrow", self._dtype)
+        tp = _array(tip, "tip", self._dtype)
+        if not batched:
+            ar, tp = ar[None], tp[None]
+        if ar.ndim != 4 or ar.shape[:2] != (S, N) or ar.shape[3] != n:
+            want = "(S, N, a, n)" if batched else "(N, a, n)"
+            raise ShapeError(f"arrow: expected {want} with N = {N}, n = {n}, got shape {np.shape(arrow)}")
+        a = ar.shape[2]
+        if tp.shape != (S, a, a):
+            want = (S, a, a) if batched else (a, a)
+            raise ShapeError(f"tip: expected shape {want}, got {np.shape(tip)}")
+        ar = np.ascontiguousarray(np.swapaxes(ar, -1, -2))
+        tp = np.ascontiguousarray(np.swapaxes(tp, -1, -2))
+        _call(self._inner.factor, _ptr(d), _ptr(s), _ptr(ar), _ptr(tp), S, N, n, a)
+        self._shape, self._batched = (S, N, n, a), batched
+
+    def _factored(self):
+        if self._shape is None:
+            raise NotFactoredError("no factorization: call factor() first")
+        return self._shape
+
+    def solve(self, rhs, rhs_tip):
+        """``(x, x_tip)`` solving ``A [x; x_tip] = [rhs; rhs_tip]``: ``rhs`` ``(N, n[, k])``,
+        ``rhs_tip`` ``(a[, k])``, with a leading ``S`` for a batch."""
+        S, N, n, a = self._factored()
+        b = _array(rhs, "rhs", self._dtype)
+        t = _array(rhs_tip, "rhs_tip", self._dtype)
+        single_col = b.ndim == (3 if self._batched else 2)
+        if single_col:
+            b, t = b[..., None], t[..., None]
+        if not self._batched:
+            b, t = b[None], t[None]
+        k = b.shape[-1] if b.ndim == 4 else 0
+        if b.shape != (S, N, n, k) or k == 0:
+            raise ShapeError(f"rhs: expected shape {'(S, ' if self._batched else '('}{N}, {n}[, k]), got {np.shape(rhs)}")
+        if t.shape != (S, a, k):
+            raise ShapeError(f"rhs_tip: expected {a} rows and {k} columns per system, got shape {np.shape(rhs_tip)}")
+        cols = np.ascontiguousarray(np.moveaxis(b, 3, 1))
+        tcols = np.ascontiguousarray(np.moveaxis(t, 2, 1))
+        out, out_tip = np.empty_like(cols), np.empty_like(tcols)
+        _call(self._inner.solve, _ptr(cols), _ptr(tcols), _ptr(out), _ptr(out_tip), k, S, N, n, a)
+        x, xt = np.moveaxis(out, 1, 3), np.moveaxis(out_tip, 1, 2)
+        if not self._batched:
+            x, xt = x[0], xt[0]
+        return (x[..., 0], xt[..., 0]) if single_col else (x, xt)
+
+    def logdet(self):
+        """``log det A`` (a float, or an array of ``S`` for a batch)."""
+        self._factored()
+        v = np.array(_call(self._inner.log_determinant), dtype=np.float64)
+        return v if self._batched else float(v[0])
+
+    def selected_inverse(self):
+        """``(diag, sub, arrow, tip)`` of ``A^-1``: the chain's diagonal and sub-diagonal
+        blocks, the border blocks ``(A^-1)[tip, i]`` and the tip ``(A^-1)[tip, tip]``, in
+        the input's shapes."""
+        S, N, n, a = self._factored()
+        d = np.empty((S, N, n, n), self._dtype)
+        s = np.empty((S, N - 1, n, n), self._dtype)
+        ar = np.empty((S, N, n, a), self._dtype)
+        tp = np.empty((S, a, a), self._dtype)
+        _call(self._inner.selected_inverse, _ptr(d), _ptr(s), _ptr(ar), _ptr(tp))
+        d, s = _from_blocks(d, s, self._batched)
+        ar, tp = np.swapaxes(ar, -1, -2), np.swapaxes(tp, -1, -2)
+        return (d, s, ar, tp) if self._batched else (d, s, ar[0], tp[0])
+
+    def __repr__(self):
+        return f"blocktri.ArrowSolver(backend={self.backend!r}, precision={self._precision!r})"
 
 
 def tridiag_inverse(a, b, c, method="auto", check_dominance=True, precision=None):

@@ -7,6 +7,7 @@
 //! runs the library with the GIL released, and raises [`RawError`] with the error's kind
 //! and fields, which the Python half maps onto its exception classes.
 
+use blocktri::arrow::{ArrowSolver, ArrowVec, BlockTridiagArrow};
 use blocktri::tridiag::{Method, Tridiagonal, invert};
 use blocktri::{Backend, BlockTridiag, BlockVec, Error, Scalar, Shape, Solver, generate};
 use pyo3::create_exception;
@@ -144,15 +145,16 @@ enum Any {
     F64(Solver<f64>),
 }
 
-/// Runs `$body` with `$s` bound to the solver and `$t` to its scalar type.
+/// Runs `$body` with `$s` bound to the solver in `$any` (an `$enum` of the two
+/// precisions) and `$t` to its scalar type.
 macro_rules! with_solver {
-    ($any:expr, $s:ident, $t:ident, $body:expr) => {
+    ($enum:ident, $any:expr, $s:ident, $t:ident, $body:expr) => {
         match $any {
-            Any::F32($s) => {
+            $enum::F32($s) => {
                 type $t = f32;
                 $body
             }
-            Any::F64($s) => {
+            $enum::F64($s) => {
                 type $t = f64;
                 $body
             }
@@ -160,23 +162,41 @@ macro_rules! with_solver {
     };
 }
 
-/// The library's `Solver` for Python (`blocktri.Solver` wraps it). Calls from several
-/// Python threads are serialized by the lock; the GIL is released while the solver works.
+/// A solver behind a lock: calls from several Python threads are serialized, and the GIL
+/// is released while the solver works.
+struct Locked<A>(Mutex<A>);
+
+impl<A: Send> Locked<A> {
+    /// Runs `f` on the solver with the GIL released.
+    fn run<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut A) -> blocktri::Result<R> + Send) -> PyResult<R> {
+        py.detach(|| {
+            // A panic inside the library leaves no broken invariant behind the lock.
+            let mut any = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            f(&mut any)
+        })
+        .map_err(raise)
+    }
+}
+
+/// The precision named by the Python half.
+fn parse_precision(name: &str) -> PyResult<&'static str> {
+    match name {
+        "f32" => Ok("f32"),
+        "f64" => Ok("f64"),
+        other => Err(raise(Error::Shape(format!("unknown precision {other:?} (f32, f64)")))),
+    }
+}
+
+/// The library's `Solver` for Python (`blocktri.Solver` wraps it).
 #[pyclass(name = "_Solver", module = "blocktri._blocktri")]
 struct PySolver {
-    inner: Mutex<Any>,
+    inner: Locked<Any>,
     precision: &'static str,
 }
 
 impl PySolver {
-    /// Runs `f` on the solver with the GIL released.
     fn run<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Any) -> blocktri::Result<R> + Send) -> PyResult<R> {
-        py.detach(|| {
-            // A panic inside the library leaves no broken invariant behind the lock.
-            let mut any = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            f(&mut any)
-        })
-        .map_err(raise)
+        self.inner.run(py, f)
     }
 }
 
@@ -185,17 +205,13 @@ impl PySolver {
     #[new]
     fn new(py: Python<'_>, backend: &str, precision: &str) -> PyResult<Self> {
         let backend: Backend = backend.parse().map_err(raise)?;
-        let precision = match precision {
-            "f32" => "f32",
-            "f64" => "f64",
-            other => return Err(raise(Error::Shape(format!("unknown precision {other:?} (f32, f64)")))),
-        };
+        let precision = parse_precision(precision)?;
         let any = py
             .detach(|| -> blocktri::Result<Any> {
                 Ok(if precision == "f32" { Any::F32(Solver::new(backend)?) } else { Any::F64(Solver::new(backend)?) })
             })
             .map_err(raise)?;
-        Ok(PySolver { inner: Mutex::new(any), precision })
+        Ok(PySolver { inner: Locked(Mutex::new(any)), precision })
     }
 
     #[getter]
@@ -205,18 +221,18 @@ impl PySolver {
 
     #[getter]
     fn backend(&self, py: Python<'_>) -> PyResult<String> {
-        self.run(py, |any| Ok(with_solver!(any, s, _T, s.backend_name().to_string())))
+        self.run(py, |any| Ok(with_solver!(Any, any, s, _T, s.backend_name().to_string())))
     }
 
     #[getter]
     fn fallback_reason(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        self.run(py, |any| Ok(with_solver!(any, s, _T, s.fallback_reason().map(str::to_string))))
+        self.run(py, |any| Ok(with_solver!(Any, any, s, _T, s.fallback_reason().map(str::to_string))))
     }
 
     /// `(batch, nblocks, block)` of the factorization, or `None`.
     #[getter]
     fn shape(&self, py: Python<'_>) -> PyResult<Option<(usize, usize, usize)>> {
-        self.run(py, |any| Ok(with_solver!(any, s, _T, s.shape().map(|sh| (sh.batch, sh.nblocks, sh.block)))))
+        self.run(py, |any| Ok(with_solver!(Any, any, s, _T, s.shape().map(|sh| (sh.batch, sh.nblocks, sh.block)))))
     }
 
     /// Factors the matrix at `diag`/`sub` (`refactor`: same shape as before, buffers reused).
@@ -224,7 +240,7 @@ impl PySolver {
     fn factor(&self, py: Python<'_>, diag: usize, sub: usize, batch: usize, nblocks: usize, block: usize, refactor: bool) -> PyResult<()> {
         let sh = shape(batch, nblocks, block)?;
         self.run(py, |any| {
-            with_solver!(any, s, T, {
+            with_solver!(Any, any, s, T, {
                 // SAFETY: the Python half passes arrays of this shape (module docs).
                 let a = unsafe { matrix::<T>(sh, diag, sub)? };
                 if refactor { s.refactor(&a) } else { s.factor(&a) }
@@ -235,7 +251,7 @@ impl PySolver {
     /// Solves for the `ncols` right-hand sides at `rhs` (layout `(S, k, N n)`), writing `out`.
     fn solve(&self, py: Python<'_>, rhs: usize, out: usize, ncols: usize) -> PyResult<()> {
         self.run(py, |any| {
-            with_solver!(any, s, T, {
+            with_solver!(Any, any, s, T, {
                 let sh = s.shape().ok_or(Error::NotFactored)?;
                 let len = sh.batch * sh.dim() * ncols;
                 // SAFETY: the Python half passes arrays of the factored shape (module docs).
@@ -250,13 +266,13 @@ impl PySolver {
 
     /// `log det A` of every system of the factorization.
     fn log_determinant(&self, py: Python<'_>) -> PyResult<Vec<f64>> {
-        self.run(py, |any| with_solver!(any, s, _T, s.log_determinant()))
+        self.run(py, |any| with_solver!(Any, any, s, _T, s.log_determinant()))
     }
 
     /// The diagonal and sub-diagonal blocks of `A^-1`, written to `diag` and `sub`.
     fn selected_inverse(&self, py: Python<'_>, diag: usize, sub: usize) -> PyResult<()> {
         self.run(py, |any| {
-            with_solver!(any, s, _T, {
+            with_solver!(Any, any, s, _T, {
                 let inv = s.selected_inverse()?;
                 // SAFETY: the Python half allocates both for the factored shape.
                 unsafe { write_matrix(&inv, diag, sub) }
@@ -276,10 +292,132 @@ impl PySolver {
     ) -> PyResult<Vec<f64>> {
         let sh = shape(batch, nblocks, block)?;
         self.run(py, |any| {
-            with_solver!(any, s, T, {
+            with_solver!(Any, any, s, T, {
                 // SAFETY: as in `factor`.
                 let a = unsafe { matrix::<T>(sh, diag, sub)? };
                 s.condition_estimate(&a)
+            })
+        })
+    }
+}
+
+/// An arrowhead solver in one of the two precisions.
+enum AnyArrow {
+    F32(ArrowSolver<f32>),
+    F64(ArrowSolver<f64>),
+}
+
+/// The library's `ArrowSolver` for Python (`blocktri.ArrowSolver` wraps it). Arrays as
+/// for [`PySolver`]; the border `(S, N)` blocks of `a x n` and the tips `a x a`, each
+/// column-major; the tip parts of right-hand sides `(S, k, a)`.
+#[pyclass(name = "_ArrowSolver", module = "blocktri._blocktri")]
+struct PyArrowSolver {
+    inner: Locked<AnyArrow>,
+}
+
+#[pymethods]
+impl PyArrowSolver {
+    #[new]
+    fn new(py: Python<'_>, backend: &str, precision: &str) -> PyResult<Self> {
+        let backend: Backend = backend.parse().map_err(raise)?;
+        let precision = parse_precision(precision)?;
+        let any = py
+            .detach(|| -> blocktri::Result<AnyArrow> {
+                Ok(if precision == "f32" { AnyArrow::F32(ArrowSolver::new(backend)?) } else { AnyArrow::F64(ArrowSolver::new(backend)?) })
+            })
+            .map_err(raise)?;
+        Ok(PyArrowSolver { inner: Locked(Mutex::new(any)) })
+    }
+
+    #[getter]
+    fn backend(&self, py: Python<'_>) -> PyResult<String> {
+        self.inner.run(py, |any| Ok(with_solver!(AnyArrow, any, s, _T, s.backend_name().to_string())))
+    }
+
+    /// Factors the arrowhead matrix of `(batch, nblocks, block)` and width `width`.
+    #[allow(clippy::too_many_arguments)] // four arrays and their shape
+    fn factor(
+        &self,
+        py: Python<'_>,
+        diag: usize,
+        sub: usize,
+        arrow: usize,
+        tip: usize,
+        batch: usize,
+        nblocks: usize,
+        block: usize,
+        width: usize,
+    ) -> PyResult<()> {
+        let sh = shape(batch, nblocks, block)?;
+        self.inner.run(py, |any| {
+            with_solver!(AnyArrow, any, s, T, {
+                // SAFETY: the Python half passes arrays of this shape (module docs).
+                let m = unsafe {
+                    let chain = matrix::<T>(sh, diag, sub)?;
+                    let border = values::<T>(arrow, batch * nblocks * width * block).to_vec();
+                    BlockTridiagArrow::new(chain, width, border, values::<T>(tip, batch * width * width).to_vec())?
+                };
+                s.factor(&m)
+            })
+        })
+    }
+
+    /// Solves for `ncols` right-hand sides (`rhs`: `(S, k, N n)`, `rhs_tip`: `(S, k, a)`),
+    /// writing `out` and `out_tip` (same layouts).
+    #[allow(clippy::too_many_arguments)] // two inputs, two outputs and their shape
+    fn solve(
+        &self,
+        py: Python<'_>,
+        rhs: usize,
+        rhs_tip: usize,
+        out: usize,
+        out_tip: usize,
+        ncols: usize,
+        batch: usize,
+        nblocks: usize,
+        block: usize,
+        width: usize,
+    ) -> PyResult<()> {
+        let sh = shape(batch, nblocks, block)?;
+        self.inner.run(py, |any| {
+            with_solver!(AnyArrow, any, s, T, {
+                let (len, len_tip) = (batch * sh.dim() * ncols, batch * width * ncols);
+                // SAFETY: the Python half passes arrays of these sizes (module docs).
+                let b = unsafe {
+                    ArrowVec::new(
+                        BlockVec::from_vec(sh, ncols, values::<T>(rhs, len).to_vec())?,
+                        width,
+                        values::<T>(rhs_tip, len_tip).to_vec(),
+                    )?
+                };
+                let x = s.solve(&b)?;
+                // SAFETY: as above, the outputs have the same sizes.
+                unsafe {
+                    values_mut::<T>(out, len).copy_from_slice(x.chain().as_slice());
+                    values_mut::<T>(out_tip, len_tip).copy_from_slice(x.tip_values());
+                }
+                Ok(())
+            })
+        })
+    }
+
+    fn log_determinant(&self, py: Python<'_>) -> PyResult<Vec<f64>> {
+        self.inner.run(py, |any| with_solver!(AnyArrow, any, s, _T, s.log_determinant()))
+    }
+
+    /// The blocks of `A^-1`: chain diagonal and sub-diagonal, border, tip (layouts of
+    /// `factor`'s inputs).
+    fn selected_inverse(&self, py: Python<'_>, diag: usize, sub: usize, arrow: usize, tip: usize) -> PyResult<()> {
+        self.inner.run(py, |any| {
+            with_solver!(AnyArrow, any, s, T, {
+                let inv = s.selected_inverse()?;
+                // SAFETY: the Python half allocates the four for the factored shape.
+                unsafe {
+                    write_matrix(&inv.chain, diag, sub)?;
+                    values_mut::<T>(arrow, inv.border.len()).copy_from_slice(&inv.border);
+                    values_mut::<T>(tip, inv.tip.len()).copy_from_slice(&inv.tip);
+                }
+                Ok(())
             })
         })
     }
@@ -391,6 +529,7 @@ fn random_rhs(
 #[pymodule]
 fn _blocktri(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySolver>()?;
+    m.add_class::<PyArrowSolver>()?;
     m.add_function(wrap_pyfunction!(tridiag_inverse, m)?)?;
     m.add_function(wrap_pyfunction!(random_spd, m)?)?;
     m.add_function(wrap_pyfunction!(random_rhs, m)?)?;

@@ -274,3 +274,82 @@ def test_docstring_examples_run():
 
     failures, tried = doctest.testmod(blocktri)
     assert tried > 0 and failures == 0
+
+
+def dense_arrow(diag, sub, arrow, tip):
+    """The assembled arrowhead matrix of one system (the tip last)."""
+    N, n, _ = diag.shape
+    a = tip.shape[0]
+    m = np.zeros((N * n + a, N * n + a))
+    m[:N * n, :N * n] = dense(diag, sub)
+    for i in range(N):
+        m[N * n:, i * n:(i + 1) * n] = arrow[i]
+        m[i * n:(i + 1) * n, N * n:] = arrow[i].T
+    m[N * n:, N * n:] = tip
+    return m
+
+
+def random_arrow(gen, N, n, a, S=None):
+    diag, sub = random_problem(gen, N, n, S=S)
+    S1 = 1 if S is None else S
+    arrow = gen.uniform(-1, 1, (S1, N, a, n)) / np.sqrt(N * n)
+    r = gen.uniform(-1, 1, (S1, a, a)) / max(a, 1)
+    tip = (a + 1.0) * np.eye(a) + 0.25 * (r + np.swapaxes(r, -1, -2))
+    return (diag, sub, arrow, tip) if S is not None else (diag, sub, arrow[0], tip[0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("S,N,n,a,k", [(None, 1, 2, 1, None), (None, 40, 3, 4, 2), (3, 17, 2, 5, None)])
+def test_arrowhead_matches_dense(request, backend, S, N, n, a, k):
+    gen = rng(request)
+    diag, sub, arrow, tip = random_arrow(gen, N, n, a, S=S)
+    lead = () if S is None else (S,)
+    tail = () if k is None else (k,)
+    rhs = gen.standard_normal(lead + (N, n) + tail)
+    rhs_tip = gen.standard_normal(lead + (a,) + tail)
+    solver = blocktri.ArrowSolver(backend)
+    solver.factor(diag, sub, arrow, tip)
+    x, xt = solver.solve(rhs, rhs_tip)
+    assert x.shape == rhs.shape and xt.shape == rhs_tip.shape
+    logdet = solver.logdet()
+    inv_d, inv_s, inv_a, inv_t = solver.selected_inverse()
+    for s in range(1 if S is None else S):
+        pick = (lambda v: v) if S is None else (lambda v: v[s])
+        m = dense_arrow(pick(diag), pick(sub), pick(arrow), pick(tip))
+        b = np.concatenate([pick(rhs).reshape(N * n, -1), pick(rhs_tip).reshape(a, -1)])
+        ref = np.linalg.solve(m, b)
+        got = np.concatenate([pick(x).reshape(N * n, -1), pick(xt).reshape(a, -1)])
+        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-12
+        assert abs(np.atleast_1d(logdet)[s] - np.linalg.slogdet(m)[1]) < 1e-10 * abs(np.linalg.slogdet(m)[1]) + 1e-12
+        minv = np.linalg.inv(m)
+        np.testing.assert_allclose(pick(inv_t), minv[N * n:, N * n:], rtol=1e-10, atol=1e-13)
+        for i in range(N):
+            np.testing.assert_allclose(pick(inv_a)[i], minv[N * n:, i * n:(i + 1) * n], rtol=1e-10, atol=1e-13)
+            np.testing.assert_allclose(pick(inv_d)[i], minv[i * n:(i + 1) * n, i * n:(i + 1) * n], rtol=1e-10, atol=1e-13)
+            if i + 1 < N:
+                np.testing.assert_allclose(pick(inv_s)[i], minv[(i + 1) * n:(i + 2) * n, i * n:(i + 1) * n], rtol=1e-10, atol=1e-13)
+
+
+def test_arrowhead_errors(request):
+    gen = rng(request)
+    diag, sub, arrow, tip = random_arrow(gen, 10, 2, 3, S=2)
+    solver = blocktri.ArrowSolver("cpu")
+    bad = tip.copy()
+    bad[1, 0, 0] = -1e6
+    with pytest.raises(blocktri.NotPositiveDefinite) as e:
+        solver.factor(diag, sub, arrow, bad)
+    assert (e.value.system, e.value.block) == (1, 10)  # block N: the tip
+    with pytest.raises(blocktri.ShapeError, match="arrow"):
+        solver.factor(diag, sub, arrow[:, :, :, :1], tip)
+    with pytest.raises(blocktri.ShapeError, match="tip"):
+        solver.factor(diag, sub, arrow, tip[:, :2, :2])
+    with pytest.raises(blocktri.NotFactoredError):
+        solver.solve(np.ones((2, 10, 2)), np.ones((2, 3)))
+    nan = arrow.copy()
+    nan[0, 4, 1, 0] = np.nan
+    with pytest.raises(blocktri.NonFiniteError) as e:
+        solver.factor(diag, sub, nan, tip)
+    assert (e.value.system, e.value.block, e.value.what) == (0, 4, "border block")
+    solver.factor(diag, sub, arrow, tip)
+    with pytest.raises(blocktri.ShapeError, match="rhs_tip"):
+        solver.solve(np.ones((2, 10, 2)), np.ones((2, 4)))
