@@ -20,7 +20,7 @@ fn as_file(data: &[u8], suffix: &str) -> tempfile::NamedTempFile {
     f
 }
 
-/// The `.npz` problem and tridiagonal readers on arbitrary bytes: an error or a
+/// The `.npz` problem (arrowhead or not) and tridiagonal readers on arbitrary bytes: an error or a
 /// consistent problem, never a panic, an abort or an allocation the file cannot back.
 pub fn npz(data: &[u8]) {
     let file = as_file(data, ".npz");
@@ -32,6 +32,16 @@ pub fn npz(data: &[u8]) {
             assert_eq!(b.as_slice().len(), shape.batch * shape.dim() * b.ncols());
         }
     }
+    if let Ok((m, b)) = io::read_arrow_npz::<f64>(file.path()) {
+        let shape = m.shape();
+        assert_eq!(m.arrow_values().len(), shape.batch * shape.nblocks * m.width() * shape.block);
+        assert_eq!(m.tip_values().len(), shape.batch * m.width() * m.width());
+        if let Some(b) = b {
+            assert_eq!((b.chain().shape(), b.width()), (shape, m.width()));
+            assert_eq!(b.tip_values().len(), shape.batch * m.width() * b.chain().ncols());
+        }
+    }
+    let _ = io::npz_has_arrow(file.path());
     let _ = io::read_problem::<f32>(file.path(), None);
     if let Ok(t) = io::read_tridiagonal::<f32>(file.path()) {
         assert!(t.n() >= 1 && t.batch_size() >= 1);

@@ -1,4 +1,4 @@
-//! The `.npz` problem and tridiagonal readers on arbitrary bytes: an error or a
+//! The `.npz` problem (with or without an arrowhead) and tridiagonal readers on arbitrary bytes: an error or a
 //! consistent problem, never a panic, an abort or an allocation the file cannot back.
 #![no_main]
 

@@ -261,14 +261,17 @@ pub fn read_arrow_npz<T: Scalar>(path: &Path) -> Result<(BlockTridiagArrow<T>, O
         (Some(_), Some(t)) => *t.shape.last().unwrap_or(&0),
         _ => return Err(format_err(path, "an arrowhead needs both arrays \"arrow\" and \"tip\"")),
     };
-    let mut border = Vec::with_capacity(sh.batch * nb * width * n);
-    let mut tips = Vec::with_capacity(sh.batch * width * width);
+    // Sizes come from the file's shapes, so nothing is reserved before they are checked
+    // against arrays whose data the file holds.
+    let (mut border, mut tips) = (Vec::new(), Vec::new());
     if let (Some(ar), Some(t)) = (&arrow, &tip) {
         for (name, arr, want) in [("arrow", ar, with_batch(&[nb, width, n])), ("tip", t, with_batch(&[width, width]))] {
             if arr.shape != want {
                 return Err(format_err(path, format!("\"{name}\" has shape {:?}; expected {want:?}", arr.shape)));
             }
         }
+        border.reserve_exact(ar.data.len());
+        tips.reserve_exact(t.data.len());
         let at = |arr: &NdArray, s: usize, idx: &[usize]| if batched { arr.at(&[&[s][..], idx].concat()) } else { arr.at(idx) };
         for s in 0..sh.batch {
             for i in 0..nb {
