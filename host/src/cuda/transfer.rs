@@ -590,6 +590,9 @@ impl Staging {
             let (base, mine) = part.expect("every run has its part of the output");
             let pieces = &pieces[run];
             for (i, &piece) in pieces.iter().take(SLOTS_PER_WORKER).enumerate() {
+                // The slot may still feed an upload of an earlier call, possibly on another
+                // stream (`solve_many`): stream order alone does not protect it.
+                slots[i].wait()?;
                 enqueue(&mut slots[i], piece)?;
             }
             for (i, &piece) in pieces.iter().enumerate() {
