@@ -167,6 +167,20 @@ macro_rules! with_solver {
 struct Locked<A>(Mutex<A>);
 
 impl<A: Send> Locked<A> {
+    /// A solver made by `make` from the parsed backend and precision names, with the GIL
+    /// released (finding a GPU loads the driver and the kernels).
+    fn build(
+        py: Python<'_>,
+        backend: &str,
+        precision: &str,
+        make: impl FnOnce(Backend, &'static str) -> blocktri::Result<A> + Send,
+    ) -> PyResult<(Self, &'static str)> {
+        let backend: Backend = backend.parse().map_err(raise)?;
+        let precision = parse_precision(precision)?;
+        let any = py.detach(|| make(backend, precision)).map_err(raise)?;
+        Ok((Locked(Mutex::new(any)), precision))
+    }
+
     /// Runs `f` on the solver with the GIL released.
     fn run<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut A) -> blocktri::Result<R> + Send) -> PyResult<R> {
         py.detach(|| {
@@ -204,14 +218,10 @@ impl PySolver {
 impl PySolver {
     #[new]
     fn new(py: Python<'_>, backend: &str, precision: &str) -> PyResult<Self> {
-        let backend: Backend = backend.parse().map_err(raise)?;
-        let precision = parse_precision(precision)?;
-        let any = py
-            .detach(|| -> blocktri::Result<Any> {
-                Ok(if precision == "f32" { Any::F32(Solver::new(backend)?) } else { Any::F64(Solver::new(backend)?) })
-            })
-            .map_err(raise)?;
-        Ok(PySolver { inner: Locked(Mutex::new(any)), precision })
+        let (inner, precision) = Locked::build(py, backend, precision, |backend, precision| {
+            Ok(if precision == "f32" { Any::F32(Solver::new(backend)?) } else { Any::F64(Solver::new(backend)?) })
+        })?;
+        Ok(PySolver { inner, precision })
     }
 
     #[getter]
@@ -319,14 +329,10 @@ struct PyArrowSolver {
 impl PyArrowSolver {
     #[new]
     fn new(py: Python<'_>, backend: &str, precision: &str) -> PyResult<Self> {
-        let backend: Backend = backend.parse().map_err(raise)?;
-        let precision = parse_precision(precision)?;
-        let any = py
-            .detach(|| -> blocktri::Result<AnyArrow> {
-                Ok(if precision == "f32" { AnyArrow::F32(ArrowSolver::new(backend)?) } else { AnyArrow::F64(ArrowSolver::new(backend)?) })
-            })
-            .map_err(raise)?;
-        Ok(PyArrowSolver { inner: Locked(Mutex::new(any)) })
+        let (inner, _) = Locked::build(py, backend, precision, |backend, precision| {
+            Ok(if precision == "f32" { AnyArrow::F32(ArrowSolver::new(backend)?) } else { AnyArrow::F64(ArrowSolver::new(backend)?) })
+        })?;
+        Ok(PyArrowSolver { inner })
     }
 
     #[getter]

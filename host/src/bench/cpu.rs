@@ -15,6 +15,8 @@ use faer::sparse::linalg::solvers::{Llt, SymbolicLlt};
 use faer::sparse::{SparseColMat, Triplet};
 use faer::{Conj, Side};
 
+/// Factor and solve rows of a CPU solver; in the `selinv` suite also the selected inversion
+/// (after the factor).
 fn measure_dense<T: Scalar, F: Factorization<T>>(
     config: &Config,
     row: impl Fn(&str) -> Row,
@@ -30,7 +32,14 @@ fn measure_dense<T: Scalar, F: Factorization<T>>(
     rs.time = time_cpu(config.repeat, |_| solver.solve(b).map(|_| ()))?;
     let x = solver.solve(b)?;
     rs.residual = Some(accuracy(a, &x, b)?.relative_residual);
-    Ok(vec![rf, rs])
+    let mut rows = vec![rf, rs];
+    if row("selinv").suite == "selinv" {
+        let mut r = row("selinv");
+        r.time = time_cpu(config.repeat, |_| solver.selected_inverse().map(|_| ()))?;
+        r.note = "diagonal and sub-diagonal blocks of A^-1 from the factor".into();
+        rows.push(r);
+    }
+    Ok(rows)
 }
 
 /// Rows of the CPU methods for one configuration (skipped beyond the flop budget).

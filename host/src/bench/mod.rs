@@ -197,6 +197,11 @@ impl Config {
     /// let configs = config.configurations();
     /// assert_eq!(configs.len(), 2 * 4); // n in {32, 64} x the horizon's four N
     /// assert!(configs.iter().all(|(_, s, _, n)| *s == 1024 && (*n == 32 || *n == 64)));
+    /// // The selected-inversion sweep: issue #13's two sizes unless sizes are given.
+    /// config.suites = vec!["selinv".into()];
+    /// config.sizes = Default::default();
+    /// let sel: Vec<_> = config.configurations().into_iter().map(|(_, s, nb, n)| (s, nb, n)).collect();
+    /// assert_eq!(sel, vec![(1, 16384, 16), (1, 4096, 64)]);
     /// ```
     pub fn configurations(&self) -> Vec<(String, usize, usize, usize)> {
         let mut out = Vec::new();
@@ -217,6 +222,21 @@ impl Config {
                         for &n in ns {
                             out.extend(nbs.iter().map(|&nb| (suite.clone(), s, nb, n)));
                         }
+                    }
+                }
+                "selinv" => {
+                    // Issue #13's sizes: selected inversion against the factor of the same run.
+                    let pairs: Vec<(usize, usize)> = match (&z.nblocks, &z.blocks) {
+                        (None, None) if q => vec![(4096, 16)],
+                        (None, None) => vec![(16384, 16), (4096, 64)],
+                        _ => {
+                            let nbs = Sizes::pick(&z.nblocks, &[16384, 4096]);
+                            let ns = Sizes::pick(&z.blocks, &[16, 64]);
+                            nbs.iter().flat_map(|&nb| ns.iter().map(move |&n| (nb, n))).collect()
+                        }
+                    };
+                    for &s in Sizes::pick(&z.batches, &[1]) {
+                        out.extend(pairs.iter().map(|&(nb, n)| (suite.clone(), s, nb, n)));
                     }
                 }
                 "batch" => {

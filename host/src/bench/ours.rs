@@ -176,6 +176,19 @@ pub fn bench<T: Scalar>(
         host_row("solve+transfer", t, b_bytes, b_bytes);
         let t = super::timing::time_cpu(config.repeat, |_| crate::Factorization::factor_solve(g, a, b).map(|_| ()))?;
         host_row("factor+solve+transfer", t, a_bytes + b_bytes, b_bytes);
+        if suite == "selinv" {
+            // Selected inversion from the factor (issue #13: at most twice the factor):
+            // the GPU sweep, the blocks of A^-1 downloaded and assembled on the host.
+            crate::Factorization::factor(g, a)?;
+            let t = super::timing::time_cpu(config.repeat, |_| crate::Factorization::selected_inverse(g).map(|_| ()))?;
+            let mut r = row("selinv+transfer");
+            r.time = t;
+            r.bytes = a_bytes;
+            r.floor_ms = peaks.transfer_floor_ms(0.0, a_bytes);
+            r.fraction_of_floor = r.floor_ms.map(|f| f / t.median_ms);
+            r.note = "blocks of A^-1 into host memory, wall clock, from a resident factor".into();
+            rows.push(r);
+        }
     }
     Ok(rows)
 }
