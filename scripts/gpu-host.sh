@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The host path on the GPU machine, in one call:
-#   bash scripts/gpu-host.sh [tests] [link] [probe] [cli] [bench] [ooc]
+#   bash scripts/gpu-host.sh [tests] [link] [probe] [cli] [bench] [ooc] [selinv]
 # tests: the transfer, chunking, tridiagonal and error tests (TESTS= to choose others);
 # link: `blocktri info --transfers` (CPU copies, pinned/pageable link, staged copies);
 # probe: the same questions asked through PyTorch (scripts/host-path-probe.py), a reference;
 # cli: `blocktri solve`/`invert` wall clock from host memory; bench: host-to-host rows
 # beside the device-resident ones and the peers (SIZES_N, SIZES_n); ooc: a batch larger
-# than the device (S = 1024, N = 16384, n = 16: 69 GB of input) through factor_solve.
+# than the device (S = 1024, N = 16384, n = 16: 69 GB of input) through factor_solve;
+# selinv: the selected-inversion sweep beside the factor (issue #13) and an arrowhead
+# factor + solve (N = 8192, n = 32, a = 8) beside the plain one, from the CLI.
 set -u
 source "$(dirname "$0")/gpu-env.sh"
 steps=${*:-tests link cli bench}
@@ -40,6 +42,13 @@ for step in $steps; do
       timeout 200 $b bench --suites tridiag --tridiag-sizes ${TRI:-4096,16384} --precision f64 --methods gpu-fused,cpu-threaded \
         --runs 5 --out-dir "$OUT/bench-tri" > "$OUT/bench-tri.log" 2>&1
       grep -E "gpu|cpu" "$OUT/bench-tri.log" | head -20 ;;
+    selinv)
+      timeout ${T:-300} $b bench --suites selinv --precision f64 --methods blocktri-gpu,vendor-schur,cudss,cpu-threaded \
+        --runs ${RUNS:-5} --out-dir "$OUT/bench-selinv" > "$OUT/bench-selinv.log" 2>&1
+      grep -E "factor |selinv" "$OUT/bench-selinv.log" | head -30
+      for a in 0 8; do
+        echo "== solve --generate 8192,32 --arrow $a"; timeout 120 $b solve --generate 8192,32 --arrow $a 2>&1 | tee -a "$OUT/arrow.log" | grep -E "factor|residual"
+      done ;;
     ooc)
       echo "== solve --generate ${OOC:-1024,16384,16}"
       /usr/bin/time -v timeout ${TO:-400} $b solve --generate ${OOC:-1024,16384,16} 2>&1 | tee "$OUT/ooc.log" | grep -E "problem|factor|residual|chunks|Maximum resident|Elapsed" ;;
