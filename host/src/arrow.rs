@@ -153,7 +153,7 @@ impl<T: Scalar> BlockTridiagArrow<T> {
     /// symmetric tip (named as block `N`).
     fn validate_arrow(&self) -> Result<()> {
         let sh = self.shape();
-        let (a, nb) = (self.width, sh.nblocks);
+        let (a, nb, tol) = (self.width, sh.nblocks, wide(T::symmetry_tolerance()));
         for s in 0..sh.batch {
             if let Some(i) = (0..nb).find(|&i| self.arrow_block(s, i).iter().any(|v| !v.is_finite())) {
                 return Err(Error::NonFinite { what: "border block", system: s, block: i });
@@ -162,14 +162,8 @@ impl<T: Scalar> BlockTridiagArrow<T> {
             if t.iter().any(|v| !v.is_finite()) {
                 return Err(Error::NonFinite { what: "tip block", system: s, block: nb });
             }
-            let tol = wide(T::symmetry_tolerance());
-            for c in 0..a {
-                for r in c + 1..a {
-                    let (lo, up) = (wide(t[c * a + r]), wide(t[r * a + c]));
-                    if (lo - up).powi(2) > tol * tol * (wide(t[r * a + r]) * wide(t[c * a + c])).abs() {
-                        return Err(Error::NotSymmetric { system: s, block: nb, row: r, col: c, tol });
-                    }
-                }
+            if let Some((row, col)) = crate::matrix::asymmetric_entry(t, a, a, tol) {
+                return Err(Error::NotSymmetric { system: s, block: nb, row, col, tol });
             }
         }
         Ok(())
@@ -316,11 +310,8 @@ impl<T: Scalar> ArrowSolver<T> {
         let factors: Result<Vec<DMatrix<f64>>> = (0..sh.batch)
             .into_par_iter()
             .map(|s| {
-                let (bs, gs, t) = (bt.system(s), g.system(s), m.tip(s));
-                let schur = DMatrix::from_fn(a, a, |r, c| {
-                    let dot: f64 = (0..d).map(|q| wide(bs[r * d + q]) * wide(gs[c * d + q])).sum();
-                    0.5 * (wide(t[c * a + r]) + wide(t[r * a + c])) - dot
-                });
+                let (bg, t) = (border_times(bt.system(s), a, g.system(s), a), m.tip(s));
+                let schur = DMatrix::from_fn(a, a, |r, c| 0.5 * (wide(t[c * a + r]) + wide(t[r * a + c])) - bg[(r, c)]);
                 schur.cholesky().map(|ch| ch.l()).ok_or(Error::NotPositiveDefinite { system: s, block: sh.nblocks, level: 0 })
             })
             .collect();
@@ -407,23 +398,19 @@ impl<T: Scalar> ArrowSolver<T> {
                 }
             }
             // Chain blocks: + G_i S^-1 G_j^T = G_i H_j for (i, j) = (i, i) and (i + 1, i).
-            let correction =
-                |bi: usize, bj: usize, r: usize, c: usize| -> f64 { (0..a).map(|j| gt[(j, bi * n + r)] * h[(j, bj * n + c)]).sum() };
-            for i in 0..nb {
-                let blk = chain.diag_block_mut(s, i);
+            let add_correction = |blk: &mut [T], bi: usize, bj: usize| {
                 for c in 0..n {
                     for r in 0..n {
-                        blk[c * ld + r] = cast(wide(blk[c * ld + r]) + correction(i, i, r, c));
+                        let corr: f64 = (0..a).map(|j| gt[(j, bi * n + r)] * h[(j, bj * n + c)]).sum();
+                        blk[c * ld + r] = cast(wide(blk[c * ld + r]) + corr);
                     }
                 }
+            };
+            for i in 0..nb {
+                add_correction(chain.diag_block_mut(s, i), i, i);
             }
             for i in 0..nb.saturating_sub(1) {
-                let blk = chain.sub_block_mut(s, i);
-                for c in 0..n {
-                    for r in 0..n {
-                        blk[c * ld + r] = cast(wide(blk[c * ld + r]) + correction(i + 1, i, r, c));
-                    }
-                }
+                add_correction(chain.sub_block_mut(s, i), i + 1, i);
             }
         }
         Ok(ArrowInverse { chain, border, tip })

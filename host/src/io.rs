@@ -87,10 +87,16 @@ impl NdArray {
     }
 }
 
+/// The `.npz` (zip) archive at `path` and the file's length.
+fn open_npz(path: &Path) -> Result<(zip::ZipArchive<std::io::BufReader<std::fs::File>>, u64)> {
+    let (file, file_len) = open_file(path)?;
+    let zip = zip::ZipArchive::new(file).map_err(|e| format_err(path, format!("not a valid .npz (zip) archive: {e}")))?;
+    Ok((zip, file_len))
+}
+
 /// Opens an `.npz` and returns a reader of its arrays by name (`None`: not in the archive).
 fn npz_arrays(path: &Path) -> Result<impl FnMut(&str) -> Result<Option<NdArray>> + '_> {
-    let (file, file_len) = open_file(path)?;
-    let mut zip = zip::ZipArchive::new(file).map_err(|e| format_err(path, format!("not a valid .npz (zip) archive: {e}")))?;
+    let (mut zip, file_len) = open_npz(path)?;
     Ok(move |name: &str| {
         let entry = match zip.by_name(&format!("{name}.npy")) {
             Ok(entry) => entry,
@@ -230,19 +236,20 @@ pub fn read_problem<T: Scalar>(path: &Path, block: Option<usize>) -> Result<(Blo
 /// Reads `diag`, `sub` and optional `rhs` from an `.npz` archive. A problem with an
 /// arrowhead (arrays `arrow` and `tip`) is an error here: [`read_arrow_npz`] reads it.
 pub fn read_npz<T: Scalar>(path: &Path) -> Result<(BlockTridiag<T>, Option<BlockVec<T>>)> {
-    let mut get = npz_arrays(path)?;
-    if get("arrow")?.is_some() || get("tip")?.is_some() {
+    if npz_has_arrow(path)? {
         return Err(format_err(path, "the problem has an arrowhead (arrays \"arrow\", \"tip\"): read it with io::read_arrow_npz"));
     }
+    let mut get = npz_arrays(path)?;
     let (a, _) = read_chain(&mut get, path)?;
     let b = get("rhs")?.map(|r| rhs_from_array(&r, a.shape(), path)).transpose()?;
     Ok((a, b))
 }
 
-/// Whether the `.npz` archive at `path` holds an arrowhead (an array `arrow` or `tip`).
+/// Whether the `.npz` archive at `path` holds an arrowhead (an array `arrow` or `tip`),
+/// from its directory (no array is read).
 pub fn npz_has_arrow(path: &Path) -> Result<bool> {
-    let mut get = npz_arrays(path)?;
-    Ok(get("tip")?.is_some() || get("arrow")?.is_some())
+    let (zip, _) = open_npz(path)?;
+    Ok(zip.file_names().any(|name| name == "arrow.npy" || name == "tip.npy"))
 }
 
 /// Reads an arrowhead problem from an `.npz` archive: `diag` and `sub` as in
@@ -388,15 +395,9 @@ pub fn write_npz<T: Scalar>(path: &Path, a: &BlockTridiag<T>, b: Option<&BlockVe
 pub fn write_arrow_npz<T: Scalar>(path: &Path, m: &BlockTridiagArrow<T>, b: Option<&ArrowVec<T>>) -> Result<()> {
     let rhs = b.map(|b| {
         let (sh, k, a) = (m.shape(), b.chain().ncols(), m.width());
-        let (d, rows) = (sh.dim(), sh.dim() + a);
-        let mut v = Vec::with_capacity(sh.batch * rows * k);
-        for s in 0..sh.batch {
-            let (cs, ts) = (b.chain().system(s), b.tip(s));
-            for row in 0..rows {
-                v.extend((0..k).map(|c| if row < d { cs[c * d + row] } else { ts[c * a + row - d] }));
-            }
-        }
-        (rows, k, v)
+        let d = sh.dim();
+        let value = |s, row, c| if row < d { b.chain().system(s)[c * d + row] } else { b.tip(s)[c * a + row - d] };
+        (d + a, k, c_order(sh.batch, d + a, k, value))
     });
     write_atomically(path, |tmp| write_problem_to(tmp, m.chain(), Some(m), rhs))
 }
@@ -463,13 +464,15 @@ fn block_values<T: Scalar>(a: &BlockTridiag<T>, diag: bool) -> Vec<T> {
 }
 
 fn rhs_c_order<T: Scalar>(b: &BlockVec<T>) -> Vec<T> {
-    let shape = b.shape();
-    let mut v = Vec::with_capacity(b.as_slice().len());
-    for s in 0..shape.batch {
-        for row in 0..shape.dim() {
-            for c in 0..b.ncols() {
-                v.push(b.get(s, row, c));
-            }
+    c_order(b.shape().batch, b.shape().dim(), b.ncols(), |s, row, c| b.get(s, row, c))
+}
+
+/// The values `value(s, row, c)` of `batch` matrices of `rows x k` in C order `[s][row][c]`.
+fn c_order<T>(batch: usize, rows: usize, k: usize, value: impl Fn(usize, usize, usize) -> T) -> Vec<T> {
+    let mut v = Vec::with_capacity(batch * rows * k);
+    for s in 0..batch {
+        for row in 0..rows {
+            v.extend((0..k).map(|c| value(s, row, c)));
         }
     }
     v

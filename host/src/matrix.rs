@@ -409,15 +409,8 @@ impl<T: Scalar> BlockTridiag<T> {
                         }
                     }
                 }
-                for c in 0..n {
-                    for r in c + 1..n {
-                        let (lo, up) = (wide(blk[c * ld + r]), wide(blk[r * ld + c]));
-                        let scale = (wide(blk[r * ld + r]) * wide(blk[c * ld + c])).abs().sqrt();
-                        let symmetric = (lo - up).abs() <= wide(tol) * scale; // false for NaN
-                        if !symmetric {
-                            return Err(Error::NotSymmetric { system: s, block: i, row: r, col: c, tol: wide(tol) });
-                        }
-                    }
+                if let Some((row, col)) = asymmetric_entry(blk, n, ld, wide(tol)) {
+                    return Err(Error::NotSymmetric { system: s, block: i, row, col, tol: wide(tol) });
                 }
                 if i + 1 < nb {
                     let blk = self.sub_block(s, i);
@@ -531,6 +524,18 @@ impl<T: Scalar> BlockTridiag<T> {
             })
             .collect()
     }
+}
+
+/// The first entry `(row, col)`, `row > col`, of the `n x n` column-major block `blk`
+/// (leading dimension `ld`) that is not symmetric within `tol` relative to
+/// `sqrt(|a_rr a_cc|)` (NaN counts as asymmetric); `None` when the block is symmetric.
+pub(crate) fn asymmetric_entry<T: Scalar>(blk: &[T], n: usize, ld: usize, tol: f64) -> Option<(usize, usize)> {
+    (0..n).flat_map(|c| (c + 1..n).map(move |r| (r, c))).find(|&(r, c)| {
+        let (lo, up) = (wide(blk[c * ld + r]), wide(blk[r * ld + c]));
+        let scale = (wide(blk[r * ld + r]) * wide(blk[c * ld + c])).abs().sqrt();
+        let symmetric = (lo - up).abs() <= tol * scale; // false for NaN
+        !symmetric
+    })
 }
 
 /// Right-hand sides or solutions: for each system of a batch, an `N n x k` column-major

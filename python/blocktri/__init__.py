@@ -198,7 +198,61 @@ def _from_blocks(d, s, batched):
     return (d, s) if batched else (d[0], s[0])
 
 
-class Solver:
+def _to_columns(x, name, S, rows, batched, dtype):
+    """Right-hand sides ``x`` of shape ``rows`` or ``rows + (k,)`` (a leading ``S`` when
+    ``batched``) in the library's layout: ``(S, k) + rows``, C-contiguous. Returns the
+    array and whether ``x`` was a single column."""
+    a = _array(x, name, dtype)
+    single = a.ndim == len(rows) + int(batched)
+    if single:
+        a = a[..., None]
+    if not batched:
+        a = a[None]
+    if a.ndim != len(rows) + 2 or a.shape[0] != S or a.shape[1:-1] != rows or a.shape[-1] == 0:
+        dims = ((S,) if batched else ()) + rows
+        want = "(" + ", ".join(map(str, dims)) + "[, k])"
+        raise ShapeError(f"{name}: expected shape {want} for the factored matrix, got {np.shape(x)}")
+    return np.ascontiguousarray(np.moveaxis(a, -1, 1)), single
+
+
+def _from_columns(cols, batched, single):
+    """The inverse of :func:`_to_columns`: the caller's shape back."""
+    x = np.moveaxis(cols, 1, -1)
+    if not batched:
+        x = x[0]
+    return x[..., 0] if single else x
+
+
+class _Factored:
+    """What :class:`Solver` and :class:`ArrowSolver` share: the compiled solver made by
+    ``make``, the precision, whether the factored matrix is a batch."""
+
+    def __init__(self, make, backend, precision):
+        self._precision = _precision(precision)
+        self._dtype = _DTYPES[self._precision]
+        self._inner = _call(make, backend, self._precision)
+        self._batched = None
+
+    @property
+    def backend(self):
+        """The backend in use: ``"gpu"``, ``"cpu-threaded"`` or ``"cpu-sequential"``."""
+        return self._inner.backend
+
+    @property
+    def precision(self):
+        """``"f32"`` or ``"f64"``."""
+        return self._precision
+
+    def logdet(self):
+        """``log det A`` of the factored matrix (a float, or an array of ``S`` for a batch)."""
+        v = np.array(_call(self._inner.log_determinant), dtype=np.float64)
+        return v if self._batched else float(v[0])
+
+    def __repr__(self):
+        return f"blocktri.{type(self).__name__}(backend={self.backend!r}, precision={self._precision!r})"
+
+
+class Solver(_Factored):
     """Factor ``A = L L^T`` once, solve many times.
 
     ``backend``: ``"auto"`` (the GPU when one is usable, else the threaded CPU solver;
@@ -215,25 +269,12 @@ class Solver:
     """
 
     def __init__(self, backend="auto", precision="f64"):
-        self._precision = _precision(precision)
-        self._dtype = _DTYPES[self._precision]
-        self._inner = _call(_blocktri._Solver, backend, self._precision)
-        self._batched = None
-
-    @property
-    def backend(self):
-        """The backend in use: ``"gpu"``, ``"cpu-threaded"`` or ``"cpu-sequential"``."""
-        return self._inner.backend
+        super().__init__(_blocktri._Solver, backend, precision)
 
     @property
     def fallback_reason(self):
         """Why ``backend="auto"`` chose the CPU, or ``None``."""
         return self._inner.fallback_reason
-
-    @property
-    def precision(self):
-        """``"f32"`` or ``"f64"``."""
-        return self._precision
 
     @property
     def shape(self):
@@ -261,34 +302,16 @@ class Solver:
         if shape is None:
             raise NotFactoredError("no factorization: call factor() before solve()")
         S, N, n = shape
-        b = _array(rhs, "rhs", self._dtype)
-        single_col = b.ndim == (3 if self._batched else 2)
-        if single_col:
-            b = b[..., None]
-        if not self._batched:
-            b = b[None]
-        if b.ndim != 4 or b.shape[:3] != (S, N, n) or b.shape[3] == 0:
-            want = f"({S}, {N}, {n}[, k])" if self._batched else f"({N}, {n}[, k])"
-            raise ShapeError(f"rhs: expected shape {want} for the factored matrix, got {np.shape(rhs)}")
-        k = b.shape[3]
         # The library's layout: per system, k columns of N n values.
-        cols = np.ascontiguousarray(np.moveaxis(b, 3, 1))
+        cols, single = _to_columns(rhs, "rhs", S, (N, n), self._batched, self._dtype)
         out = np.empty_like(cols)
-        _call(self._inner.solve, _ptr(cols), _ptr(out), k)
-        x = np.moveaxis(out, 1, 3)
-        if not self._batched:
-            x = x[0]
-        return x[..., 0] if single_col else x
+        _call(self._inner.solve, _ptr(cols), _ptr(out), cols.shape[1])
+        return _from_columns(out, self._batched, single)
 
     def factor_solve(self, diag, sub, rhs):
         """``factor`` then ``solve``."""
         self.factor(diag, sub)
         return self.solve(rhs)
-
-    def logdet(self):
-        """``log det A`` of the factored matrix (a float, or an array of ``S`` for a batch)."""
-        v = np.array(_call(self._inner.log_determinant), dtype=np.float64)
-        return v if self._batched else float(v[0])
 
     def selected_inverse(self):
         """The diagonal blocks ``(A^-1)[i, i]`` and sub-diagonal blocks ``(A^-1)[i+1, i]``
@@ -308,11 +331,8 @@ class Solver:
         v = np.array(_call(self._inner.condition_estimate, _ptr(d), _ptr(s), S, N, n), dtype=np.float64)
         return v if batched else float(v[0])
 
-    def __repr__(self):
-        return f"blocktri.Solver(backend={self.backend!r}, precision={self._precision!r})"
 
-
-class ArrowSolver:
+class ArrowSolver(_Factored):
     """A block-tridiagonal matrix with a dense arrowhead: ``a`` global unknowns (the tip,
     last) coupled to every block. ``arrow`` holds the border blocks ``A[tip, i]``
     (``(N, a, n)``, or ``(S, N, a, n)``), ``tip`` the ``(a, a)`` (or ``(S, a, a)``) corner;
@@ -330,15 +350,8 @@ class ArrowSolver:
     """
 
     def __init__(self, backend="auto", precision="f64"):
-        self._precision = _precision(precision)
-        self._dtype = _DTYPES[self._precision]
-        self._inner = _call(_blocktri._ArrowSolver, backend, self._precision)
+        super().__init__(_blocktri._ArrowSolver, backend, precision)
         self._shape = None
-
-    @property
-    def backend(self):
-        """The backend of the chain."""
-        return self._inner.backend
 
     @property
     def shape(self):
@@ -374,32 +387,14 @@ class ArrowSolver:
         """``(x, x_tip)`` solving ``A [x; x_tip] = [rhs; rhs_tip]``: ``rhs`` ``(N, n[, k])``,
         ``rhs_tip`` ``(a[, k])``, with a leading ``S`` for a batch."""
         S, N, n, a = self._factored()
-        b = _array(rhs, "rhs", self._dtype)
-        t = _array(rhs_tip, "rhs_tip", self._dtype)
-        single_col = b.ndim == (3 if self._batched else 2)
-        if single_col:
-            b, t = b[..., None], t[..., None]
-        if not self._batched:
-            b, t = b[None], t[None]
-        k = b.shape[-1] if b.ndim == 4 else 0
-        if b.shape != (S, N, n, k) or k == 0:
-            raise ShapeError(f"rhs: expected shape {'(S, ' if self._batched else '('}{N}, {n}[, k]), got {np.shape(rhs)}")
-        if t.shape != (S, a, k):
+        cols, single = _to_columns(rhs, "rhs", S, (N, n), self._batched, self._dtype)
+        tcols, single_tip = _to_columns(rhs_tip, "rhs_tip", S, (a,), self._batched, self._dtype)
+        k = cols.shape[1]
+        if (tcols.shape[1], single_tip) != (k, single):
             raise ShapeError(f"rhs_tip: expected {a} rows and {k} columns per system, got shape {np.shape(rhs_tip)}")
-        cols = np.ascontiguousarray(np.moveaxis(b, 3, 1))
-        tcols = np.ascontiguousarray(np.moveaxis(t, 2, 1))
         out, out_tip = np.empty_like(cols), np.empty_like(tcols)
         _call(self._inner.solve, _ptr(cols), _ptr(tcols), _ptr(out), _ptr(out_tip), k, S, N, n, a)
-        x, xt = np.moveaxis(out, 1, 3), np.moveaxis(out_tip, 1, 2)
-        if not self._batched:
-            x, xt = x[0], xt[0]
-        return (x[..., 0], xt[..., 0]) if single_col else (x, xt)
-
-    def logdet(self):
-        """``log det A`` (a float, or an array of ``S`` for a batch)."""
-        self._factored()
-        v = np.array(_call(self._inner.log_determinant), dtype=np.float64)
-        return v if self._batched else float(v[0])
+        return _from_columns(out, self._batched, single), _from_columns(out_tip, self._batched, single)
 
     def selected_inverse(self):
         """``(diag, sub, arrow, tip)`` of ``A^-1``: the chain's diagonal and sub-diagonal
@@ -414,9 +409,6 @@ class ArrowSolver:
         d, s = _from_blocks(d, s, self._batched)
         ar, tp = np.swapaxes(ar, -1, -2), np.swapaxes(tp, -1, -2)
         return (d, s, ar, tp) if self._batched else (d, s, ar[0], tp[0])
-
-    def __repr__(self):
-        return f"blocktri.ArrowSolver(backend={self.backend!r}, precision={self._precision!r})"
 
 
 def tridiag_inverse(a, b, c, method="auto", check_dominance=True, precision=None):

@@ -15,11 +15,12 @@ use faer::sparse::linalg::solvers::{Llt, SymbolicLlt};
 use faer::sparse::{SparseColMat, Triplet};
 use faer::{Conj, Side};
 
-/// Factor and solve rows of a CPU solver; in the `selinv` suite also the selected inversion
-/// (after the factor).
+/// Factor and solve rows of a CPU solver; with `selinv` also the selected inversion (after
+/// the factor).
 fn measure_dense<T: Scalar, F: Factorization<T>>(
     config: &Config,
     row: impl Fn(&str) -> Row,
+    selinv: bool,
     mut solver: F,
     a: &BlockTridiag<T>,
     b: &BlockVec<T>,
@@ -33,7 +34,7 @@ fn measure_dense<T: Scalar, F: Factorization<T>>(
     let x = solver.solve(b)?;
     rs.residual = Some(accuracy(a, &x, b)?.relative_residual);
     let mut rows = vec![rf, rs];
-    if row("selinv").suite == "selinv" {
+    if selinv {
         let mut r = row("selinv");
         r.time = time_cpu(config.repeat, |_| solver.selected_inverse().map(|_| ()))?;
         r.note = "diagonal and sub-diagonal blocks of A^-1 from the factor".into();
@@ -78,10 +79,10 @@ pub fn bench<T: Scalar>(
     }
     let (a, b) = problem(0)?;
     if let Some(row) = seq {
-        emit(measure_dense(config, row, SequentialCholesky::<T>::new(), &a, &b, seq_flops)?);
+        emit(measure_dense(config, row, suite == "selinv", SequentialCholesky::<T>::new(), &a, &b, seq_flops)?);
     }
     if let Some(row) = thr {
-        emit(measure_dense(config, row, ThreadedCholesky::<T>::new(), &a, &b, seq_flops)?);
+        emit(measure_dense(config, row, suite == "selinv", ThreadedCholesky::<T>::new(), &a, &b, seq_flops)?);
     }
     if let Some(row) = sparse {
         emit(bench_faer_sparse(config, row, &a, &b, seq_flops)?);

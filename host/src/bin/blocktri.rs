@@ -352,14 +352,7 @@ fn solve<T: Scalar>(args: &SolveArgs) -> Result<()> {
     };
     let shape = a.shape();
     let mut solver = Solver::<T>::new(backend)?;
-    match solver.fallback_reason() {
-        Some(why) => println!("backend: {} (no GPU found: {why}; running on the CPU backend)", solver.backend_name()),
-        None if solver.backend_name() == "gpu" => {
-            let g = Gpu::shared()?;
-            println!("backend: gpu ({}, PTX {})", g.info().name, g.info().ptx_arch);
-        }
-        None => println!("backend: {}", solver.backend_name()),
-    }
+    print_backend(solver.backend_name(), solver.fallback_reason())?;
     println!("problem: {shape}, {} right-hand side(s), {}", b.ncols(), T::PRECISION);
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     // One call from host memory to host memory (a batch larger than the device runs in
@@ -424,10 +417,7 @@ fn solve_arrow<T: Scalar>(args: &SolveArgs, backend: Backend) -> Result<()> {
         _ => return Err(Error::Shape("give an input file or --generate, not both".into())),
     };
     let mut solver = ArrowSolver::<T>::new(backend)?;
-    match solver.fallback_reason() {
-        Some(why) => println!("backend: {} (no GPU found: {why}; running on the CPU backend)", solver.backend_name()),
-        None => println!("backend: {}", solver.backend_name()),
-    }
+    print_backend(solver.backend_name(), solver.fallback_reason())?;
     println!("problem: {} with an arrowhead of width {}, {} right-hand side(s), {}", m.shape(), m.width(), b.chain().ncols(), T::PRECISION);
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     let t = Instant::now();
@@ -442,8 +432,9 @@ fn solve_arrow<T: Scalar>(args: &SolveArgs, backend: Backend) -> Result<()> {
     let r = m.matvec(&x)?;
     let (mut num, mut den) = (0.0f64, 0.0f64);
     for s in 0..m.shape().batch {
-        num += (r.to_dense(s) - b.to_dense(s)).norm_squared();
-        den += b.to_dense(s).norm_squared();
+        let bd = b.to_dense(s);
+        num += (r.to_dense(s) - &bd).norm_squared();
+        den += bd.norm_squared();
     }
     println!("relative residual ||AX - B|| / ||B|| = {:.3e}", (num / den.max(f64::MIN_POSITIVE)).sqrt());
     if args.logdet {
@@ -452,6 +443,19 @@ fn solve_arrow<T: Scalar>(args: &SolveArgs, backend: Backend) -> Result<()> {
     if let Some(out) = &args.out {
         io::write_arrow_npz(out, &m, Some(&x))?;
         println!("wrote {} (the problem with the solution as rhs: N n + a rows, the tip's last)", out.display());
+    }
+    Ok(())
+}
+
+/// The backend line of `solve`: the GPU's name, or why the CPU runs instead.
+fn print_backend(name: &str, fallback: Option<&str>) -> Result<()> {
+    match fallback {
+        Some(why) => println!("backend: {name} (no GPU found: {why}; running on the CPU backend)"),
+        None if name == "gpu" => {
+            let g = Gpu::shared()?;
+            println!("backend: gpu ({}, PTX {})", g.info().name, g.info().ptx_arch);
+        }
+        None => println!("backend: {name}"),
     }
     Ok(())
 }

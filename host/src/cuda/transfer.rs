@@ -372,16 +372,12 @@ fn plan_copy(dev: Columns, size: usize, workers: usize, slot_bytes: usize) -> (V
 fn fill_piece<T: Scalar>(src: &[T], from: Columns, to: Columns, piece: Piece, slot: &mut [T], streaming: bool) -> usize {
     match piece {
         Piece::Columns { first, count } => {
-            pack_columns(&src[first * from.ld..], from, slot, to, count, 1, streaming);
+            pack_columns(&src[first * from.ld..], from, slot, to, count, streaming);
             (count - 1) * to.ld + to.width
         }
         Piece::Part { col, start, len } => {
             let at = col * from.ld + start;
-            if streaming {
-                copy_streaming(&src[at..at + len], &mut slot[..len], 1);
-            } else {
-                slot[..len].copy_from_slice(&src[at..at + len]);
-            }
+            copy_values(&src[at..at + len], &mut slot[..len], streaming);
             len
         }
     }
@@ -409,7 +405,7 @@ fn piece_values(dev: Columns, piece: Piece) -> usize {
 fn empty_piece<T: Scalar>(slot: &[T], from: Columns, to: Columns, piece: Piece, out: &mut [T], base: usize) {
     let at = piece.offset(to.ld) - base;
     match piece {
-        Piece::Columns { count, .. } => pack_columns(slot, from, &mut out[at..], to, count, 1, false),
+        Piece::Columns { count, .. } => pack_columns(slot, from, &mut out[at..], to, count, false),
         Piece::Part { len, .. } => out[at..at + len].copy_from_slice(&slot[..len]),
     }
 }
@@ -497,9 +493,9 @@ impl Staging {
             return Ok(());
         }
         let (pieces, runs) = self.plan::<T>(to)?;
-        let (size, streaming, ctx) = (std::mem::size_of::<T>(), self.streaming, self.ctx.clone());
-        let worker = |slots: &mut [Slot], run: std::ops::Range<usize>| -> Result<()> {
-            ctx.bind_to_thread()?;
+        let (size, streaming) = (std::mem::size_of::<T>(), self.streaming);
+        let parts = vec![(); runs.len()];
+        self.run_workers(runs, parts, |slots, run, ()| {
             for (i, &piece) in pieces[run].iter().enumerate() {
                 let slot = &mut slots[i % SLOTS_PER_WORKER];
                 slot.wait()?;
@@ -519,30 +515,30 @@ impl Staging {
                 slot.record(stream)?;
             }
             Ok(())
-        };
-        self.run_workers(runs, |slots, run, _| worker(slots, run), Vec::<()>::new())
+        })
     }
 
-    /// Runs `work(slots, run, part)` for each run of pieces, with its own slots and the
-    /// matching part of `parts` (empty when there are none): on the calling thread for one
-    /// run, else as rayon tasks.
+    /// Runs `work(slots, run, part)` for each run of pieces with its own slots and its
+    /// part (one per run), the context current on the worker's thread: on the calling
+    /// thread for one run, else as rayon tasks.
     fn run_workers<P: Send>(
         &mut self,
         runs: Vec<std::ops::Range<usize>>,
-        work: impl Fn(&mut [Slot], std::ops::Range<usize>, Option<P>) -> Result<()> + Sync,
         parts: Vec<P>,
+        work: impl Fn(&mut [Slot], std::ops::Range<usize>, P) -> Result<()> + Sync,
     ) -> Result<()> {
-        let mut parts: Vec<Option<P>> = parts.into_iter().map(Some).collect();
-        parts.resize_with(runs.len(), || None);
+        assert_eq!(runs.len(), parts.len(), "one part per run");
+        let ctx = &self.ctx;
+        let work = |slots: &mut [Slot], run, part| -> Result<()> {
+            ctx.bind_to_thread()?;
+            work(slots, run, part)
+        };
         let slots = &mut self.slots[..SLOTS_PER_WORKER * runs.len()];
-        if runs.len() == 1 {
-            let (run, part) = (runs.into_iter().next().expect("one run"), parts.pop().flatten());
-            return work(slots, run, part);
+        if let ([run], [_]) = (&runs[..], &parts[..]) {
+            // Small copies: no wake-up of the pool.
+            return work(slots, run.clone(), parts.into_iter().next().expect("one part"));
         }
-        slots
-            .par_chunks_mut(SLOTS_PER_WORKER)
-            .zip(runs.into_par_iter().zip(parts.into_par_iter()))
-            .try_for_each(|(s, (run, part))| work(s, run, part))
+        slots.par_chunks_mut(SLOTS_PER_WORKER).zip(runs.into_par_iter().zip(parts)).try_for_each(|(s, (run, part))| work(s, run, part))
     }
 
     /// Copies the device data at `src` (layout `from`) into host `out` (layout `to`) and
@@ -584,10 +580,7 @@ impl Staging {
             }
             slot.record(stream)
         };
-        let ctx = self.ctx.clone();
-        let worker = |slots: &mut [Slot], run: std::ops::Range<usize>, part: Option<(usize, &mut [T])>| -> Result<()> {
-            ctx.bind_to_thread()?;
-            let (base, mine) = part.expect("every run has its part of the output");
+        self.run_workers(runs, parts, |slots, run, (base, mine): (usize, &mut [T])| {
             let pieces = &pieces[run];
             for (i, &piece) in pieces.iter().take(SLOTS_PER_WORKER).enumerate() {
                 // The slot may still feed an upload of an earlier call, possibly on another
@@ -605,8 +598,7 @@ impl Staging {
                 }
             }
             Ok(())
-        };
-        self.run_workers(runs, worker, parts)
+        })
     }
 }
 
@@ -631,31 +623,29 @@ fn check_layouts(host_len: usize, host: Columns, device: Columns) -> Result<()> 
 }
 
 /// Copies `cols` columns from `src` (layout `from`) to `dst` (layout `to`), zeroing the
-/// destination padding rows, on `threads` threads; dense layouts with non-temporal stores
-/// when `streaming` (copies into staging slots that the DMA engine reads next).
-#[allow(clippy::too_many_arguments)] // the two layouts, the count and how to copy
-fn pack_columns<T: Scalar>(src: &[T], from: Columns, dst: &mut [T], to: Columns, cols: usize, threads: usize, streaming: bool) {
+/// destination padding rows, on the calling thread (a staging worker); dense layouts with
+/// non-temporal stores when `streaming` (copies into slots that the DMA engine reads next).
+fn pack_columns<T: Scalar>(src: &[T], from: Columns, dst: &mut [T], to: Columns, cols: usize, streaming: bool) {
     if from.ld == from.width && to.ld == to.width {
         let len = cols * to.width;
-        if streaming {
-            copy_streaming(&src[..len], &mut dst[..len], threads);
-        } else {
-            copy_with_threads(&src[..len], &mut dst[..len], threads);
-        }
+        copy_values(&src[..len], &mut dst[..len], streaming);
         return;
     }
-    let per_task = (cols.div_ceil(threads.max(1))).max(1);
     // The last column of the destination may end at its width (no padding after it).
     let end = (cols * to.ld).min(dst.len());
-    dst[..end].par_chunks_mut(per_task * to.ld).enumerate().for_each(|(t, d)| {
-        for (j, col) in d.chunks_mut(to.ld).enumerate() {
-            let c = t * per_task + j;
-            let s = &src[c * from.ld..c * from.ld + from.width];
-            col[..to.width].copy_from_slice(s);
-            col[to.width..].fill(T::ZERO);
-            debug_assert!(col.len() >= to.width);
-        }
-    });
+    for (c, col) in dst[..end].chunks_mut(to.ld).enumerate() {
+        col[..to.width].copy_from_slice(&src[c * from.ld..c * from.ld + from.width]);
+        col[to.width..].fill(T::ZERO);
+    }
+}
+
+/// `dst = src` on the calling thread, with non-temporal stores when `streaming`.
+fn copy_values<T: Copy + Send + Sync>(src: &[T], dst: &mut [T], streaming: bool) {
+    if streaming {
+        copy_streaming(src, dst, 1);
+    } else {
+        dst.copy_from_slice(src);
+    }
 }
 
 /// Direct (unstaged) column copy from page-locked host memory to the device.
@@ -848,7 +838,7 @@ mod tests {
         let to = Columns { width: 3, cols: 4, ld: 4 };
         let src: Vec<f64> = (0..20).map(|v| v as f64).collect();
         let mut dst = vec![f64::NAN; 16];
-        pack_columns(&src, from, &mut dst, to, 4, 2, false);
+        pack_columns(&src, from, &mut dst, to, 4, false);
         for c in 0..4 {
             for r in 0..3 {
                 assert_eq!(dst[c * 4 + r], (c * 5 + r) as f64);
