@@ -20,7 +20,7 @@ for step in $steps; do
   case $step in
     tests)
       for t in ${TESTS:-gpu_transfers tridiag errors gpu_cholesky}; do
-        exe=$(ls .gpu/tests/$t-* | head -1)
+        exe=$(ls .gpu/tests/$t-* | head -1); export BLOCKTRI_BIN=$PWD/.gpu/bin/blocktri
         echo "== $t"; timeout ${TT:-200} $exe --test-threads=2 2>&1 | tee -a "$OUT/tests.log" | grep -E "test result|FAILED|panicked" 
       done ;;
     link)
@@ -43,7 +43,7 @@ for step in $steps; do
         --runs 5 --out-dir "$OUT/bench-tri" > "$OUT/bench-tri.log" 2>&1
       grep -E "gpu|cpu" "$OUT/bench-tri.log" | head -20 ;;
     selinv)
-      timeout ${T:-300} $b bench --suites selinv --precision f64 --methods blocktri-gpu,vendor-schur,cudss,cpu-threaded \
+      timeout ${T:-300} $b bench --full --suites selinv --precision f64 --methods blocktri-gpu,vendor-schur,cudss,cpu-threaded \
         --runs ${RUNS:-5} --out-dir "$OUT/bench-selinv" > "$OUT/bench-selinv.log" 2>&1
       grep -E "factor |selinv" "$OUT/bench-selinv.log" | head -30
       for a in 0 8; do

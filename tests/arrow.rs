@@ -8,6 +8,8 @@ use nalgebra::DMatrix;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+mod common;
+
 /// A random SPD arrowhead batch: the library's random chain, a random border, and a tip
 /// `C = B T^-1 B^T + M` with `M` SPD, so that the Schur complement is `M`.
 fn problem<T: Scalar>(s: usize, nb: usize, n: usize, a: usize, seed: u64) -> BlockTridiagArrow<T> {
@@ -202,11 +204,13 @@ fn npz_files_round_trip_and_plain_readers_refuse_an_arrowhead() {
 fn cli_generates_solves_and_inverts_arrowhead_problems() {
     use std::process::Command;
     let dir = tempfile::tempdir().unwrap();
-    let exe = env!("CARGO_BIN_EXE_blocktri");
+    // BLOCKTRI_BIN: where the binary is when the tests run away from the build (the GPU
+    // machine gets the test executables and the binary carried apart).
+    let exe = std::env::var_os("BLOCKTRI_BIN").map_or(std::path::PathBuf::from(env!("CARGO_BIN_EXE_blocktri")), std::path::PathBuf::from);
     let path = dir.path().join("p.npz");
     let (p, x, sigma) = (path.to_str().unwrap(), dir.path().join("x.npz"), dir.path().join("sigma.npz"));
     let run = |args: &[&str]| {
-        let out = Command::new(exe).args(args).output().unwrap();
+        let out = Command::new(&exe).args(args).output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{args:?}: {text}");
         text
@@ -229,4 +233,123 @@ fn cli_generates_solves_and_inverts_arrowhead_problems() {
     assert!(rel(&DMatrix::from_fn(4, 4, |r, c| t[c * 4 + r]), &ainv.view((d, d), (4, 4)).into_owned()) < 1e-12);
     let text = run(&["solve", "--generate", "2,30,4", "--arrow", "2", "--backend", "cpu"]);
     assert!(text.contains("relative residual"), "{text}");
+}
+
+/// Chains longer than one parallel run of the border products (4096 rows), with block
+/// boundaries that do not fall on the runs' edges: the solve has a small residual and
+/// the selected inverse matches the columns of `A^-1` that unit right-hand sides give.
+/// (The dense references above are too slow at this size; the tip is built from the
+/// sequential chain solver, `C = B T^-1 B^T + I`, so that the Schur complement is `I`.)
+#[test]
+fn long_chains_cross_the_parallel_runs() {
+    use blocktri::Solver;
+    let (s, nb, n, a) = (2usize, 700usize, 7usize, 3usize);
+    let (d, seed) = (nb * n, common::fresh_seed());
+    let chain = generate::random_spd::<f64>(s, nb, n, seed).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let arrow: Vec<f64> = (0..s * nb * a * n).map(|_| rng.random_range(-1.0..1.0) / (d as f64).sqrt()).collect();
+    let mut bt = blocktri::BlockVec::<f64>::zeros(chain.shape(), a).unwrap();
+    for sys in 0..s {
+        for q in 0..d {
+            for j in 0..a {
+                bt.set(sys, q, j, arrow[((sys * nb + q / n) * n + q % n) * a + j]);
+            }
+        }
+    }
+    let mut reference = Solver::<f64>::new(Backend::CpuSequential).unwrap();
+    reference.factor(&chain).unwrap();
+    let g = reference.solve(&bt).unwrap();
+    let mut tip = Vec::new();
+    for sys in 0..s {
+        let c = DMatrix::from_fn(a, a, |r, col| {
+            let bg: f64 = (0..d).map(|q| bt.get(sys, q, r) * g.get(sys, q, col)).sum();
+            let bg_t: f64 = (0..d).map(|q| bt.get(sys, q, col) * g.get(sys, q, r)).sum();
+            0.5 * (bg + bg_t) + if r == col { 1.0 } else { 0.0 }
+        });
+        tip.extend(c.iter().copied());
+    }
+    let m = BlockTridiagArrow::new(chain, a, arrow, tip).unwrap();
+    let mut solver = ArrowSolver::<f64>::new(Backend::Auto).unwrap();
+    solver.factor(&m).unwrap();
+    // log det A = log det T + log det I.
+    let (got, want) = (solver.log_determinant().unwrap(), reference.log_determinant().unwrap());
+    for (x, y) in got.iter().zip(&want) {
+        assert!((x - y).abs() <= 1e-9 * y.abs().max(1.0), "log det {x} vs {y} (seed {seed})");
+    }
+    let b = rhs(&m, 2, seed + 1);
+    let x = solver.solve(&b).unwrap();
+    let r = m.matvec(&x).unwrap();
+    for sys in 0..s {
+        let (rd, bd) = (r.to_dense(sys), b.to_dense(sys));
+        assert!(rel(&rd, &bd) < 1e-11, "residual of system {sys}: {:e} (seed {seed})", rel(&rd, &bd));
+    }
+    let inv = solver.selected_inverse().unwrap();
+    let ldc = inv.chain.ld();
+    // Columns of A^-1: one in the first block, one across a run edge, the last, a tip one.
+    for col in [2usize, 4096 / n * n + 1, d - 1, d + 1] {
+        let mut chain_e = blocktri::BlockVec::<f64>::zeros(m.shape(), 1).unwrap();
+        let mut tip_e = vec![0.0; s * a];
+        for sys in 0..s {
+            if col < d {
+                chain_e.set(sys, col, 0, 1.0);
+            } else {
+                tip_e[sys * a + col - d] = 1.0;
+            }
+        }
+        let x = solver.solve(&ArrowVec::new(chain_e, a, tip_e).unwrap()).unwrap();
+        for sys in 0..s {
+            let column = x.to_dense(sys);
+            let want = |row: usize| column[(row, 0)];
+            let check = |got: f64, row: usize, what: &str| {
+                assert!(
+                    (got - want(row)).abs() <= 1e-10 * want(row).abs().max(1e-3),
+                    "{what} ({row}, {col}) of system {sys}: {got} vs {} (seed {seed})",
+                    want(row)
+                );
+            };
+            if col < d {
+                let (bk, c) = (col / n, col % n);
+                for r in 0..n {
+                    check(inv.chain.diag_block(sys, bk)[c * ldc + r], bk * n + r, "diagonal block");
+                    if bk + 1 < nb {
+                        check(inv.chain.sub_block(sys, bk)[c * ldc + r], (bk + 1) * n + r, "sub-diagonal block");
+                    }
+                    if bk > 0 {
+                        check(inv.chain.sub_block(sys, bk - 1)[r * ldc + c], (bk - 1) * n + r, "super-diagonal block");
+                    }
+                }
+                for j in 0..a {
+                    check(inv.border[(sys * nb + bk) * a * n + c * a + j], d + j, "border");
+                }
+            } else {
+                let t = col - d;
+                for j in 0..a {
+                    check(inv.tip[sys * a * a + t * a + j], d + j, "tip");
+                }
+                for i in 0..nb {
+                    for r in 0..n {
+                        check(inv.border[(sys * nb + i) * a * n + r * a + t], i * n + r, "border (transposed)");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One solver over several problems: new values of the same shape (the factor's buffers
+/// are reused), then another shape and width; every solve matches the dense reference.
+#[test]
+fn refactoring_new_values_and_shapes() {
+    let seed = common::fresh_seed();
+    let mut solver = ArrowSolver::<f64>::new(Backend::Auto).unwrap();
+    for (i, &(s, nb, n, a)) in [(1usize, 20usize, 3usize, 2usize), (1, 20, 3, 2), (2, 10, 4, 3), (1, 20, 3, 2)].iter().enumerate() {
+        let m = problem::<f64>(s, nb, n, a, seed + i as u64);
+        let b = rhs(&m, 2, seed + 10 + i as u64);
+        solver.factor(&m).unwrap();
+        let x = solver.solve(&b).unwrap();
+        for sys in 0..s {
+            let reference = dense(&m, sys).lu().solve(&b.to_dense(sys)).unwrap();
+            assert!(rel(&x.to_dense(sys), &reference) < 1e-10, "problem {i} system {sys} (seed {seed})");
+        }
+    }
 }

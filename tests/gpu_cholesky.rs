@@ -293,6 +293,31 @@ fn interlaced_factor_solve_graphs_and_refactor_agree() {
     }
 }
 
+/// Solves that alternate right-hand-side counts (as the arrowhead solver does: `a`
+/// columns, then `k`) replay a graph per count instead of capturing again each time, and
+/// stay right.
+#[test]
+fn alternating_column_counts_replay_their_graphs() {
+    let Some(g) = gpu() else { return };
+    let seed = fresh_seed();
+    let (a, _) = problem::<f64>(2, 200, 8, 1, seed);
+    let mut solver = GpuCholesky::<f64>::with_gpu(g, GpuOptions::default()).unwrap();
+    solver.factor(&a).unwrap();
+    let sets: Vec<BlockVec<f64>> = [8usize, 1, 3].iter().map(|&k| generate::random_rhs(a.shape(), k, seed + k as u64).unwrap()).collect();
+    let mut captured = 0;
+    for round in 0..3 {
+        for b in &sets {
+            let x = solver.solve(b).unwrap();
+            let acc = residual::accuracy(&a, &x, b).unwrap();
+            assert!(acc.relative_residual < 1e-12, "k = {}: residual {:e} (seed {seed})", b.ncols(), acc.relative_residual);
+        }
+        if round == 0 {
+            captured = solver.graph_captures();
+        }
+    }
+    assert_eq!(solver.graph_captures(), captured, "later rounds captured again");
+}
+
 #[test]
 fn failures_name_the_system_and_block() {
     let Some(g) = gpu() else { return };

@@ -154,10 +154,11 @@ impl<T: Scalar> BlockTridiagArrow<T> {
     fn validate_arrow(&self) -> Result<()> {
         let sh = self.shape();
         let (a, nb, tol) = (self.width, sh.nblocks, wide(T::symmetry_tolerance()));
+        // The border in parallel (megabytes for one long system); the first bad block.
+        if let Some(blk) = self.arrow.par_chunks((a * sh.block).max(1)).position_first(|b| b.iter().any(|v| !v.is_finite())) {
+            return Err(Error::NonFinite { what: "border block", system: blk / nb, block: blk % nb });
+        }
         for s in 0..sh.batch {
-            if let Some(i) = (0..nb).find(|&i| self.arrow_block(s, i).iter().any(|v| !v.is_finite())) {
-                return Err(Error::NonFinite { what: "border block", system: s, block: i });
-            }
             let t = self.tip(s);
             if t.iter().any(|v| !v.is_finite()) {
                 return Err(Error::NonFinite { what: "tip block", system: s, block: nb });
@@ -283,8 +284,12 @@ impl<T: Scalar> ArrowSolver<T> {
     /// system.
     pub fn factor(&mut self, m: &BlockTridiagArrow<T>) -> Result<()> {
         self.shape = None;
+        let checks = crate::trace::phase("arrow factor: border checks");
         m.validate_arrow()?;
+        drop(checks);
+        let chain = crate::trace::phase("arrow factor: chain factor");
         self.chain.factor(m.chain())?;
+        drop(chain);
         let (sh, a) = (m.shape(), m.width);
         self.width = a;
         if a == 0 {
@@ -294,18 +299,34 @@ impl<T: Scalar> ArrowSolver<T> {
         }
         let (n, d) = (sh.block, sh.dim());
         // B^T as `a` right-hand sides: column j of system s is row j of every B_i.
-        let mut bt = BlockVec::zeros(sh, a)?;
-        bt.as_mut_slice().par_chunks_mut(d * a).enumerate().for_each(|(s, sys)| {
-            for i in 0..sh.nblocks {
-                let b = m.arrow_block(s, i);
-                for c in 0..n {
-                    for j in 0..a {
-                        sys[j * d + i * n + c] = b[c * a + j];
+        let transpose = crate::trace::phase("arrow factor: B^T as columns");
+        // The buffers of the last factor of this shape are reused: fresh memory costs a
+        // page fault per page on first touch, more than the copies themselves.
+        let reuse = |v: Option<BlockVec<T>>| match v {
+            Some(v) if v.shape() == sh && v.ncols() == a => Ok(v),
+            _ => BlockVec::zeros(sh, a),
+        };
+        let (mut bt, mut g) = (reuse(self.border.take())?, reuse(self.g.take())?);
+        // In parallel over columns and runs of blocks: one system may be all there is.
+        bt.as_mut_slice().par_chunks_mut(d).enumerate().for_each(|(col, column)| {
+            let (s, j) = (col / a, col % a);
+            column.par_chunks_mut(n * BORDER_ROWS.div_ceil(n)).enumerate().for_each(|(run, part)| {
+                let first = run * BORDER_ROWS.div_ceil(n);
+                for (i, rows) in part.chunks_mut(n).enumerate() {
+                    let b = m.arrow_block(s, first + i);
+                    for (c, v) in rows.iter_mut().enumerate() {
+                        *v = b[c * a + j];
                     }
                 }
-            }
+            });
         });
-        let g = self.chain.solve(&bt)?;
+        drop(transpose);
+        let solve = crate::trace::phase("arrow factor: G = T^-1 B^T");
+        const COPY_PIECE: usize = 1 << 17;
+        g.as_mut_slice().par_chunks_mut(COPY_PIECE).zip(bt.as_slice().par_chunks(COPY_PIECE)).for_each(|(g, b)| g.copy_from_slice(b));
+        self.chain.solve_in_place(&mut g)?;
+        drop(solve);
+        let _schur = crate::trace::phase("arrow factor: Schur complement");
         // S = C - B G, in f64, factored per system.
         let factors: Result<Vec<DMatrix<f64>>> = (0..sh.batch)
             .into_par_iter()
@@ -333,25 +354,31 @@ impl<T: Scalar> ArrowSolver<T> {
                 self.width
             )));
         }
+        let solve = crate::trace::phase("arrow solve: chain solve");
         let z = self.chain.solve(&b.chain)?;
+        drop(solve);
+        let _tip = crate::trace::phase("arrow solve: tip and correction");
         let (a, k, d) = (self.width, b.chain.ncols(), sh.dim());
         let Some(g) = &self.g else {
             return ArrowVec::new(z, 0, Vec::new());
         };
         let (border, factors) = (self.border.as_ref().expect("width > 0"), &self.tip_factor);
-        let mut chain = z.clone();
+        let mut chain = z;
         let mut tip = vec![T::zero(); b.tip.len()];
-        chain.as_mut_slice().par_chunks_mut(d * k).zip(tip.par_chunks_mut(a * k)).enumerate().for_each(|(s, (xs, xt))| {
+        chain.as_mut_slice().par_chunks_mut(d * k).zip(tip.par_chunks_mut(a * k)).enumerate().for_each(|(s, (zs, xt))| {
             // x_C = S^-1 (b_C - B z), then x_T = z - G x_C.
-            let (gs, zs, bt) = (g.system(s), z.system(s), b.tip(s));
+            let (gs, bt) = (g.system(s), b.tip(s));
             let bz = border_times(border.system(s), a, zs, k);
             let rhs = DMatrix::from_fn(a, k, |j, c| wide(bt[c * a + j]) - bz[(j, c)]);
             let xc = solve_with_factor(&factors[s], rhs);
             for c in 0..k {
-                for (q, x) in xs[c * d..(c + 1) * d].iter_mut().enumerate() {
-                    let corr: f64 = (0..a).map(|j| wide(gs[j * d + q]) * xc[(j, c)]).sum();
-                    *x = cast(wide(*x) - corr);
-                }
+                zs[c * d..(c + 1) * d].par_chunks_mut(BORDER_ROWS).enumerate().for_each(|(run, xs)| {
+                    let first = run * BORDER_ROWS;
+                    for (q, x) in xs.iter_mut().enumerate() {
+                        let corr: f64 = (0..a).map(|j| wide(gs[j * d + first + q]) * xc[(j, c)]).sum();
+                        *x = cast(wide(*x) - corr);
+                    }
+                });
                 for j in 0..a {
                     xt[c * a + j] = cast(xc[(j, c)]);
                 }
@@ -378,49 +405,89 @@ impl<T: Scalar> ArrowSolver<T> {
             return Ok(ArrowInverse { chain, border: Vec::new(), tip: Vec::new() });
         };
         let (a, n, nb, d, ld) = (self.width, sh.block, sh.nblocks, sh.dim(), chain.ld());
+        // S^-1 per system: the tip of A^-1.
+        let sinv: Vec<DMatrix<f64>> = self.tip_factor.iter().map(|l| solve_with_factor(l, DMatrix::identity(a, a))).collect();
+        let tip: Vec<T> = sinv.iter().flat_map(|m| m.iter().map(|&v| cast(v))).collect();
+        // M_i = G_i S^-1 (n x a, G_i the rows of block i of G) for every system and block:
+        // the border of A^-1 is -M_i^T, and the chain's blocks gain M_i G_j^T.
+        let m_blocks: Vec<Vec<f64>> = (0..sh.batch * nb)
+            .into_par_iter()
+            .map(|blk| {
+                let (s, i, gs) = (blk / nb, blk % nb, g.system(blk / nb));
+                let mut m = vec![0.0f64; n * a];
+                for j in 0..a {
+                    for l in 0..a {
+                        let w = sinv[s][(l, j)];
+                        let gl = &gs[l * d + i * n..l * d + (i + 1) * n];
+                        for (v, &x) in m[j * n..(j + 1) * n].iter_mut().zip(gl) {
+                            *v += wide(x) * w;
+                        }
+                    }
+                }
+                m
+            })
+            .collect();
         let mut border = vec![T::zero(); sh.batch * nb * a * n];
-        let mut tip = vec![T::zero(); sh.batch * a * a];
-        for s in 0..sh.batch {
-            let gs = g.system(s);
-            // S^-1 and H = S^-1 G^T (a x N n): the border of A^-1 is -H.
-            let sinv = solve_with_factor(&self.tip_factor[s], DMatrix::identity(a, a));
-            let gt = DMatrix::from_fn(a, d, |j, q| wide(gs[j * d + q]));
-            let h = &sinv * &gt;
-            for (j, v) in tip[s * a * a..(s + 1) * a * a].iter_mut().enumerate() {
-                *v = cast(sinv[(j % a, j / a)]);
-            }
-            for i in 0..nb {
-                let blk = &mut border[(s * nb + i) * a * n..(s * nb + i + 1) * a * n];
-                for c in 0..n {
-                    for r in 0..a {
-                        blk[c * a + r] = cast(-h[(r, i * n + c)]);
-                    }
+        border.par_chunks_mut(a * n).zip(&m_blocks).for_each(|(blk, m)| {
+            for c in 0..n {
+                for r in 0..a {
+                    blk[c * a + r] = cast(-m[r * n + c]);
                 }
             }
-            // Chain blocks: + G_i S^-1 G_j^T = G_i H_j for (i, j) = (i, i) and (i + 1, i).
-            let add_correction = |blk: &mut [T], bi: usize, bj: usize| {
-                for c in 0..n {
-                    for r in 0..n {
-                        let corr: f64 = (0..a).map(|j| gt[(j, bi * n + r)] * h[(j, bj * n + c)]).sum();
-                        blk[c * ld + r] = cast(wide(blk[c * ld + r]) + corr);
-                    }
+        });
+        // Block (bi, bj) of system s gains M_bi G_bj^T.
+        let add_correction = |blk: &mut [T], s: usize, bi: usize, bj: usize| {
+            let (m, gs) = (&m_blocks[s * nb + bi], g.system(s));
+            for c in 0..n {
+                for r in 0..n {
+                    let corr: f64 = (0..a).map(|j| m[j * n + r] * wide(gs[j * d + bj * n + c])).sum();
+                    blk[c * ld + r] = cast(wide(blk[c * ld + r]) + corr);
                 }
-            };
-            for i in 0..nb {
-                add_correction(chain.diag_block_mut(s, i), i, i);
             }
-            for i in 0..nb.saturating_sub(1) {
-                add_correction(chain.sub_block_mut(s, i), i + 1, i);
-            }
+        };
+        let bl = chain.block_len();
+        let (diag, sub) = chain.parts_mut();
+        diag.par_chunks_mut(bl).enumerate().for_each(|(blk, block)| add_correction(block, blk / nb, blk % nb, blk % nb));
+        if nb > 1 {
+            sub.par_chunks_mut(bl).enumerate().for_each(|(blk, block)| {
+                let (s, i) = (blk / (nb - 1), blk % (nb - 1));
+                add_correction(block, s, i + 1, i);
+            });
         }
         Ok(ArrowInverse { chain, border, tip })
     }
 }
 
-/// `B z` (`a x k`) from `bt` = `B^T` (`a` columns of `d` values) and `z` (`k` columns).
+/// Rows of one task in the border products: fixed, so that the sums run in the same order
+/// whatever the number of threads.
+const BORDER_ROWS: usize = 4096;
+
+/// `B z` (`a x k`) from `bt` = `B^T` (`a` columns of `d` values) and `z` (`k` columns):
+/// partial products over runs of [`BORDER_ROWS`] rows in parallel, added in row order.
 fn border_times<T: Scalar>(bt: &[T], a: usize, z: &[T], k: usize) -> DMatrix<f64> {
     let d = z.len() / k;
-    DMatrix::from_fn(a, k, |j, c| (0..d).map(|q| wide(bt[j * d + q]) * wide(z[c * d + q])).sum())
+    let parts: Vec<Vec<f64>> = (0..d.div_ceil(BORDER_ROWS))
+        .into_par_iter()
+        .map(|run| {
+            let rows = run * BORDER_ROWS..((run + 1) * BORDER_ROWS).min(d);
+            // Every (j, c) sum has its own accumulator: independent chains, no latency bound.
+            let mut acc = vec![0.0f64; a * k];
+            for q in rows {
+                for c in 0..k {
+                    let zq = wide(z[c * d + q]);
+                    for (j, v) in acc[c * a..(c + 1) * a].iter_mut().enumerate() {
+                        *v += wide(bt[j * d + q]) * zq;
+                    }
+                }
+            }
+            acc
+        })
+        .collect();
+    let mut sum = DMatrix::zeros(a, k);
+    for part in parts {
+        sum += DMatrix::from_vec(a, k, part);
+    }
+    sum
 }
 
 /// `L^-T L^-1 rhs` for the lower Cholesky factor `l`.

@@ -41,6 +41,7 @@ pub mod plan;
 pub mod residual;
 pub mod scalar;
 pub mod solver;
+mod trace;
 pub mod tridiag;
 
 /// The PTX of the kernel crate, built by `build.rs` (one module per architecture).

@@ -1,7 +1,7 @@
 //! Problem types: [`BlockTridiag`] (a batch of SPD block-tridiagonal matrices of one
 //! shape) and [`BlockVec`] (right-hand sides or solutions, `k` columns).
 
-use crate::error::{Error, Result, host_vec, shape_err};
+use crate::error::{Error, Result, shape_err, zeroed_vec};
 use crate::scalar::{Scalar, wide};
 use nalgebra::DMatrix;
 use nalgebra_sparse::{CooMatrix, CsrMatrix};
@@ -95,12 +95,7 @@ impl<T: Scalar> BlockTridiag<T> {
             shape_err!("leading dimension {ld} is smaller than the block size {}", shape.block);
         }
         let blocks = |count: usize| shape.batch.checked_mul(count)?.checked_mul(ld)?.checked_mul(shape.block);
-        Ok(BlockTridiag {
-            shape,
-            ld,
-            diag: host_vec(blocks(shape.nblocks), T::zero())?,
-            sub: host_vec(blocks(shape.nblocks - 1), T::zero())?,
-        })
+        Ok(BlockTridiag { shape, ld, diag: zeroed_vec(blocks(shape.nblocks))?, sub: zeroed_vec(blocks(shape.nblocks - 1))? })
     }
 
     /// Takes ownership of block arrays laid out as described in the type docs.
@@ -562,7 +557,7 @@ impl<T: Scalar> BlockVec<T> {
             shape_err!("a right-hand side needs at least one column");
         }
         let len = shape.batch.checked_mul(shape.dim()).and_then(|l| l.checked_mul(ncols));
-        Ok(BlockVec { shape, ncols, data: host_vec(len, T::zero())? })
+        Ok(BlockVec { shape, ncols, data: zeroed_vec(len)? })
     }
 
     /// Takes ownership of `data` (`S * N n * k` values, layout in the type docs).
@@ -619,7 +614,16 @@ impl<T: Scalar> BlockVec<T> {
     /// Checks every value is finite; names the first offending system and block.
     pub fn validate(&self) -> Result<()> {
         let d = self.shape.dim();
-        match self.data.iter().position(|v| !v.is_finite()) {
+        // In parallel only for tens of megabytes: waking the thread pool costs up to ~0.5 ms
+        // in the GPU machine's VM, a serial scan of 2 MB less (docs/perf-notes.md, entry
+        // 14); the first non-finite value either way.
+        let bad = if self.data.len() < 1 << 20 {
+            self.data.iter().position(|v| !v.is_finite())
+        } else {
+            use rayon::prelude::*;
+            self.data.par_iter().position_first(|v| !v.is_finite())
+        };
+        match bad {
             None => Ok(()),
             Some(p) => {
                 let per = d * self.ncols;

@@ -5,7 +5,7 @@
 //! (`A[i][i+1] = c[i]`); the inverse is dense, `n x n`, column-major. The recursion is
 //! described in `blocktri_device::tridiag`.
 
-use crate::error::{Error, Result, host_vec};
+use crate::error::{Error, Result, zeroed_vec};
 use crate::scalar::{Scalar, cast, wide};
 use blocktri_device::tridiag::{junction, leaf_inverse, top_height};
 use blocktri_prims::Real;
@@ -282,7 +282,7 @@ fn singular(matrix: usize, row: usize, merge: bool) -> Error {
 /// Thomas LU without pivoting, then the unit-vector solves.
 fn direct<T: Scalar>(t: &Tridiagonal<T>) -> Result<Inverse<T>> {
     let n = t.n;
-    let mut out = host_vec(t.batch.checked_mul(n).and_then(|l| l.checked_mul(n)), T::ZERO)?;
+    let mut out = zeroed_vec(t.batch.checked_mul(n).and_then(|l| l.checked_mul(n)))?;
     for k in 0..t.batch {
         let (a, b, c) = t.matrix(k);
         // A = L U, L unit lower with multipliers l, U upper with diagonal u and c.
@@ -400,7 +400,7 @@ fn assemble_column<T: Scalar>(bd: &Boundaries<T>, j: usize, col: &mut [T]) {
 
 fn recursion<T: Scalar>(t: &Tridiagonal<T>, threaded: bool) -> Result<Inverse<T>> {
     let n = t.n;
-    let mut out = host_vec(t.batch.checked_mul(n).and_then(|l| l.checked_mul(n)), T::ZERO)?;
+    let mut out = zeroed_vec(t.batch.checked_mul(n).and_then(|l| l.checked_mul(n)))?;
     for (k, dst) in out.chunks_mut(n * n).enumerate() {
         let (a, b, c) = t.matrix(k);
         let bd = boundaries(a, b, c, k)?;

@@ -180,6 +180,15 @@ pub fn bench<T: Scalar>(
             // Selected inversion from the factor (issue #13: at most twice the factor):
             // the GPU sweep, the blocks of A^-1 downloaded and assembled on the host.
             crate::Factorization::factor(g, a)?;
+            // The sweep alone, device-resident (what the target compares with the factor).
+            let t = super::timing::time_cpu(config.repeat, |_| {
+                g.selinv_sweep()?;
+                Ok(g.stream().synchronize()?)
+            })?;
+            let mut r = row("selinv");
+            r.time = t;
+            r.note = "blocks of A^-1 from a resident factor, device-resident (the sweep alone)".into();
+            rows.push(r);
             let t = super::timing::time_cpu(config.repeat, |_| crate::Factorization::selected_inverse(g).map(|_| ()))?;
             let mut r = row("selinv+transfer");
             r.time = t;

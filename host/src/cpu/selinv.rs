@@ -203,25 +203,24 @@ pub(crate) fn assemble<T: Scalar>(
 ) -> Result<BlockTridiag<T>> {
     let (n, nb) = (shape.block, shape.nblocks);
     let blk = ld * n;
+    // In parallel over blocks: a long chain's output is tens of megabytes.
     // The padding rows of the device blocks were never written (poisoned): zero them.
-    for col in diag.chunks_mut(ld) {
-        col[n..].fill(T::zero());
+    if ld > n {
+        diag.par_chunks_mut(ld).for_each(|col| col[n..].fill(T::zero()));
     }
-    let mut sub = crate::error::host_vec(Some(shape.batch * (nb - 1) * blk), T::zero())?;
-    for s in 0..shape.batch {
-        for i in 0..nb - 1 {
-            let (slot, transposed) = match order {
-                Order::NestedDissection => sub_diagonal_slot(i as u32 + 1),
-                Order::Chain => (i as u32 + 1, true),
-            };
-            let src = (s * nb + slot as usize - 1) * blk;
-            let dst = &mut sub[(s * (nb - 1) + i) * blk..][..blk];
-            for c in 0..n {
-                for r in 0..n {
-                    dst[c * ld + r] = if transposed { right[src + r * ld + c] } else { left[src + c * ld + r] };
-                }
+    let mut sub = crate::error::zeroed_vec(Some(shape.batch * (nb - 1) * blk))?;
+    sub.par_chunks_mut(blk).enumerate().for_each(|(at, dst)| {
+        let (s, i) = (at / (nb - 1), at % (nb - 1));
+        let (slot, transposed) = match order {
+            Order::NestedDissection => sub_diagonal_slot(i as u32 + 1),
+            Order::Chain => (i as u32 + 1, true),
+        };
+        let src = (s * nb + slot as usize - 1) * blk;
+        for c in 0..n {
+            for r in 0..n {
+                dst[c * ld + r] = if transposed { right[src + r * ld + c] } else { left[src + c * ld + r] };
             }
         }
-    }
+    });
     BlockTridiag::from_parts(shape, ld, diag, sub)
 }

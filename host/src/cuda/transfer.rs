@@ -156,16 +156,7 @@ pub(crate) fn output_vec<T>(len: usize) -> Result<Vec<T>> {
     let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or(Error::HostOutOfMemory { needed: usize::MAX })?;
     let mut v = Vec::new();
     v.try_reserve_exact(len).map_err(|_| Error::HostOutOfMemory { needed: bytes })?;
-    #[cfg(target_os = "linux")]
-    if bytes >= 4 << 20 {
-        const HUGE: usize = 2 << 20;
-        let start = (v.as_ptr() as usize).next_multiple_of(HUGE);
-        let end = (v.as_ptr() as usize + bytes) / HUGE * HUGE;
-        if end > start {
-            // SAFETY: advice on whole huge pages inside our own allocation; failure is harmless.
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
-        }
-    }
+    crate::error::advise_huge_pages(v.as_ptr() as usize, bytes);
     Ok(v)
 }
 
@@ -810,6 +801,35 @@ pub fn measure_transfers(gpu: &Arc<Gpu>, bytes: usize) -> Result<Vec<(String, f6
             format!("staged D2H, {what}"),
             // SAFETY: as above.
             best(&mut || unsafe { other.download(&stream, addr, flat, &mut dst, flat) })?,
+        ));
+    }
+    // First touch of fresh host memory (what `invert` into a new `Vec` pays): the kernel
+    // zeroes every page on its first write; huge pages as `output_vec` asks for them.
+    for (threads, huge) in [(rayon::current_num_threads(), true), (rayon::current_num_threads(), false), (1, true)] {
+        let mut t = f64::INFINITY;
+        for _ in 0..3 {
+            let mut fresh = if huge { output_vec::<f64>(len)? } else { Vec::with_capacity(len) };
+            let base = fresh.as_mut_ptr() as usize;
+            let start = std::time::Instant::now();
+            let page = 4096 / 8;
+            let touch = |range: std::ops::Range<usize>| {
+                for i in range.step_by(page) {
+                    // SAFETY: inside the allocation's capacity; the value is never read.
+                    unsafe { (base as *mut f64).add(i).write(0.0) };
+                }
+            };
+            if threads == 1 {
+                touch(0..len);
+            } else {
+                let part = len.div_ceil(threads * 8).next_multiple_of(page);
+                (0..len.div_ceil(part)).into_par_iter().for_each(|p| touch(p * part..((p + 1) * part).min(len)));
+            }
+            t = t.min(start.elapsed().as_secs_f64());
+            drop(fresh);
+        }
+        out.push((
+            format!("first touch of new memory, {threads} threads, {} pages", if huge { "huge" } else { "4 KiB" }),
+            (len * 8) as f64 / t / 1e9,
         ));
     }
     out.push((

@@ -267,9 +267,17 @@ struct Plan<T> {
     rhs: Option<DeviceBuffer<T>>,
     rhs_cols: usize,
     factor_graph: Option<Graph>,
-    solve_graph: Option<(usize, Graph)>,
-    factor_solve_graph: Option<(usize, Graph)>,
+    /// Solve graphs by right-hand-side count ([`KEYED_GRAPHS`] most recent): callers that
+    /// alternate counts (the arrowhead solver: `a` columns, then `k`) replay both.
+    solve_graph: Vec<(usize, Graph)>,
+    factor_solve_graph: Vec<(usize, Graph)>,
+    /// The selected inversion's three output buffers ([`GpuCholesky::selinv_sweep`]),
+    /// kept for repeated calls; empty until the first.
+    sigma: Vec<DeviceBuffer<T>>,
 }
+
+/// Graphs kept per kind for different right-hand-side counts.
+const KEYED_GRAPHS: usize = 4;
 
 impl<T: Scalar> Plan<T> {
     fn target(&self) -> Result<SolveTarget<T>> {
@@ -503,7 +511,16 @@ impl<T: Scalar> GpuCholesky<T> {
             solve_info: DeviceBuffer::poisoned(st, s)?,
             logdet: DeviceBuffer::poisoned(st, 2 * s)?,
         };
-        self.plan = Some(Plan { bufs, engine, rhs: None, rhs_cols: 0, factor_graph: None, solve_graph: None, factor_solve_graph: None });
+        self.plan = Some(Plan {
+            bufs,
+            engine,
+            rhs: None,
+            rhs_cols: 0,
+            factor_graph: None,
+            solve_graph: Vec::new(),
+            factor_solve_graph: Vec::new(),
+            sigma: Vec::new(),
+        });
         Ok(())
     }
 
@@ -516,10 +533,11 @@ impl<T: Scalar> GpuCholesky<T> {
         if plan.rhs.as_ref().is_none_or(|r| r.len() < len) {
             self.gpu.check_memory(len * T::BYTES)?;
             plan.rhs = Some(DeviceBuffer::poisoned(&self.stream, len)?);
+            // The graphs hold the old buffer's address.
+            plan.solve_graph.clear();
+            plan.factor_solve_graph.clear();
         }
         plan.rhs_cols = k;
-        plan.solve_graph = None;
-        plan.factor_solve_graph = None;
         Ok(())
     }
 
@@ -653,6 +671,58 @@ impl<T: Scalar> GpuCholesky<T> {
         unsafe { self.staging().download(&self.stream, rhs.ptr().addr(), cols, out, cols) }
     }
 
+    /// Enqueues the selected-inversion sweep of the current factor into the plan's three
+    /// output buffers (`Sigma_ii`, `Sigma_{i,l}`, `Sigma_{i,r}` per block, poisoned first;
+    /// allocated on first use): the levels top down, or the chain walk. Returns whether
+    /// the factor is the chain engine's (its blocks are ordered along the chain).
+    pub(crate) fn selinv_sweep(&mut self) -> Result<bool> {
+        let plan = self.factored_plan().ok_or(Error::NotFactored)?;
+        let (shape, ld) = (plan.bufs.shape, plan.bufs.ld);
+        let (n, nb) = (shape.block, shape.nblocks as u32);
+        let len = shape.batch * shape.nblocks * ld * n;
+        let st = &self.stream;
+        if plan.sigma.len() != 3 {
+            self.gpu.check_memory(3 * len * T::BYTES)?;
+            let bufs = (0..3).map(|_| DeviceBuffer::<T>::poisoned(st, len)).collect::<Result<Vec<_>>>()?;
+            self.plan.as_mut().expect("factored").sigma = bufs;
+        } else {
+            for buf in &plan.sigma {
+                buf.fill_bytes(0xff)?;
+            }
+        }
+        let plan = self.plan.as_ref().expect("factored");
+        let (b, [sigma_diag, sigma_left, sigma_right]) = (&plan.bufs, &plan.sigma[..]) else { unreachable!("three buffers") };
+        let chain = matches!(plan.engine, Engine::Chain(_));
+        let args = |level| SelinvArgs {
+            diag: b.diag.ptr().as_ptr(),
+            left: b.left.ptr().as_ptr(),
+            right: b.right.ptr().as_ptr(),
+            sigma_diag: sigma_diag.ptr().as_mut_ptr(),
+            sigma_left: sigma_left.ptr().as_mut_ptr(),
+            sigma_right: sigma_right.ptr().as_mut_ptr(),
+            ld: ld as u32,
+            n: n as u32,
+            nblocks: nb,
+            level,
+        };
+        let cfg = |grid| LaunchConfig::linear(grid, selinv_threads(n), selinv_shared_bytes(n, T::BYTES) as u32);
+        if chain {
+            let kernel = self.gpu.kernel(kernel_name::<T>(names::SELINV_CHAIN).as_str())?;
+            // SAFETY: the chain factor's buffers and the three outputs hold `S N` blocks of
+            // `ld x n`; one block per system walks its chain alone.
+            unsafe { kernel.launch(st, cfg(shape.batch as u32), (args(0),))? };
+        } else {
+            let kernel = self.gpu.kernel(kernel_name::<T>(names::SELINV_LEVEL).as_str())?;
+            for level in (0..levels(nb)).rev() {
+                // SAFETY: the factor's three buffers and the three outputs hold `S N` blocks
+                // of `ld x n`; levels run top down on one stream, so every launch finds the
+                // higher levels' blocks written; the grid is the level's nodes.
+                unsafe { kernel.launch(st, cfg(shape.batch as u32 * nodes_in_level(nb, level)), (args(level),))? };
+            }
+        }
+        Ok(chain)
+    }
+
     /// Captures `steps` into a graph (their shared-memory limits raised first: setting a
     /// function attribute is not a stream operation).
     fn capture(&self, steps: &[Step<'_, T>]) -> Result<Graph> {
@@ -688,20 +758,28 @@ impl<T: Scalar> GpuCholesky<T> {
         result
     }
 
-    /// Runs `steps_of(plan)` through the graph kept for `k` right-hand-side columns in
-    /// `slot` (re-captured when `k` changed).
+    /// Runs `steps_of(plan)` through the graph kept for the current right-hand-side count
+    /// in `slot` (captured when there is none; the least recently used of more than
+    /// [`KEYED_GRAPHS`] is dropped).
     fn run_keyed(
         &mut self,
-        slot: fn(&mut Plan<T>) -> &mut Option<(usize, Graph)>,
+        slot: fn(&mut Plan<T>) -> &mut Vec<(usize, Graph)>,
         steps_of: impl for<'p> Fn(&'p Plan<T>, &SolveTarget<T>) -> Vec<Step<'p, T>>,
     ) -> Result<()> {
         let mut plan = self.plan.take().ok_or(Error::NotFactored)?;
         let result = (|| {
             let target = plan.target()?;
             let k = plan.rhs_cols;
-            let mut graph = slot(&mut plan).take().filter(|(gk, _)| *gk == k).map(|(_, g)| g);
+            let graphs = slot(&mut plan);
+            let mut graph = graphs.iter().position(|(gk, _)| *gk == k).map(|i| graphs.remove(i).1);
             let ran = self.run(steps_of(&plan, &target), &mut graph);
-            *slot(&mut plan) = graph.map(|g| (k, g));
+            let graphs = slot(&mut plan);
+            if let Some(g) = graph {
+                graphs.push((k, g));
+                if graphs.len() > KEYED_GRAPHS {
+                    graphs.remove(0);
+                }
+            }
             ran
         })();
         self.plan = Some(plan);
@@ -869,7 +947,10 @@ impl<T: Scalar> GpuCholesky<T> {
 
 impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
     fn factor(&mut self, a: &BlockTridiag<T>) -> Result<()> {
+        let upload = crate::trace::phase("factor: upload");
         self.upload(a)?;
+        drop(upload);
+        let _factor = crate::trace::phase("factor: factor and check (waits)");
         self.factor_uploaded()
     }
 
@@ -882,6 +963,29 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
         self.launch_solve()?;
         self.download_rhs(b)?;
         self.check_solve()
+    }
+
+    fn solve(&mut self, b: &BlockVec<T>) -> Result<BlockVec<T>> {
+        // Not a clone of `b` that the download overwrites: fresh zero pages, first written
+        // by the download's workers.
+        if !self.factored {
+            return Err(Error::NotFactored);
+        }
+        let phase = crate::trace::phase("solve: checks, output");
+        b.validate()?;
+        let mut x = BlockVec::zeros(b.shape(), b.ncols())?;
+        drop(phase);
+        let phase = crate::trace::phase("solve: upload");
+        self.upload_rhs(b)?;
+        drop(phase);
+        let phase = crate::trace::phase("solve: launch");
+        self.launch_solve()?;
+        drop(phase);
+        let phase = crate::trace::phase("solve: download (waits)");
+        self.download_rhs(&mut x)?;
+        drop(phase);
+        self.check_solve()?;
+        Ok(x)
     }
 
     fn factor_solve(&mut self, a: &BlockTridiag<T>, b: &BlockVec<T>) -> Result<BlockVec<T>> {
@@ -899,7 +1003,7 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
         self.upload_rhs(b)?;
         self.launch_factor_solve()?;
         self.check_factor()?;
-        let mut x = b.clone();
+        let mut x = BlockVec::zeros(b.shape(), b.ncols())?;
         self.download_rhs(&mut x)?;
         self.check_solve()?;
         Ok(x)
@@ -925,45 +1029,28 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
     }
 
     fn selected_inverse(&mut self) -> Result<BlockTridiag<T>> {
-        let plan = self.factored_plan().ok_or(Error::NotFactored)?;
-        let b = &plan.bufs;
-        let (shape, ld) = (b.shape, b.ld);
-        let (n, nb) = (shape.block, shape.nblocks as u32);
-        let len = shape.batch * shape.nblocks * ld * n;
-        self.gpu.check_memory(3 * len * T::BYTES)?;
-        let st = &self.stream;
-        let (sigma_diag, sigma_left, sigma_right) =
-            (DeviceBuffer::<T>::poisoned(st, len)?, DeviceBuffer::<T>::poisoned(st, len)?, DeviceBuffer::<T>::poisoned(st, len)?);
-        let chain = matches!(plan.engine, Engine::Chain(_));
-        let args = |level| SelinvArgs {
-            diag: b.diag.ptr().as_ptr(),
-            left: b.left.ptr().as_ptr(),
-            right: b.right.ptr().as_ptr(),
-            sigma_diag: sigma_diag.ptr().as_mut_ptr(),
-            sigma_left: sigma_left.ptr().as_mut_ptr(),
-            sigma_right: sigma_right.ptr().as_mut_ptr(),
-            ld: ld as u32,
-            n: n as u32,
-            nblocks: nb,
-            level,
+        let sweep = crate::trace::phase("selinv: sweep (enqueue)");
+        let chain = self.selinv_sweep()?;
+        drop(sweep);
+        let plan = self.plan.as_ref().expect("factored");
+        let (shape, ld) = (plan.bufs.shape, plan.bufs.ld);
+        let len = shape.batch * shape.nblocks * ld * shape.block;
+        let download = |buf: &DeviceBuffer<T>| -> Result<Vec<T>> {
+            let _copy = crate::trace::phase("selinv: download (waits for the sweep)");
+            // Fresh zero pages, first written by the staging workers.
+            let mut out = crate::error::zeroed_vec(Some(len))?;
+            let flat = Columns::flat(len);
+            // SAFETY: the buffer holds `len` values; the sweep that writes them is on this stream.
+            unsafe { self.staging().download(&self.stream, buf.ptr().addr(), flat, &mut out, flat)? };
+            Ok(out)
         };
-        let cfg = |grid| LaunchConfig::linear(grid, selinv_threads(n), selinv_shared_bytes(n, T::BYTES) as u32);
-        if chain {
-            let kernel = self.gpu.kernel(kernel_name::<T>(names::SELINV_CHAIN).as_str())?;
-            // SAFETY: the chain factor's buffers and the three outputs hold `S N` blocks of
-            // `ld x n`; one block per system walks its chain alone.
-            unsafe { kernel.launch(st, cfg(shape.batch as u32), (args(0),))? };
-        } else {
-            let kernel = self.gpu.kernel(kernel_name::<T>(names::SELINV_LEVEL).as_str())?;
-            for level in (0..levels(nb)).rev() {
-                // SAFETY: the factor's three buffers and the three outputs hold `S N` blocks
-                // of `ld x n`; levels run top down on one stream, so every launch finds the
-                // higher levels' blocks written; the grid is the level's nodes.
-                unsafe { kernel.launch(st, cfg(shape.batch as u32 * nodes_in_level(nb, level)), (args(level),))? };
-            }
-        }
+        let [diag, left, right] = &plan.sigma[..] else { unreachable!("the sweep made three buffers") };
         let order = if chain { crate::cpu::selinv::Order::Chain } else { crate::cpu::selinv::Order::NestedDissection };
-        crate::cpu::selinv::assemble(shape, ld, order, sigma_diag.to_vec()?, &sigma_left.to_vec()?, &sigma_right.to_vec()?)
+        // The chain's sweep writes its sub-diagonal blocks to `right` only.
+        let left = if chain { Vec::new() } else { download(left)? };
+        let (diag, right) = (download(diag)?, download(right)?);
+        let _assemble = crate::trace::phase("selinv: assemble on the host");
+        crate::cpu::selinv::assemble(shape, ld, order, diag, &left, &right)
     }
 
     fn shape(&self) -> Option<Shape> {

@@ -1,0 +1,31 @@
+//! Wall-clock phases of host-side calls, printed to stderr when the environment variable
+//! `BLOCKTRI_TRACE` is set: where a call from host memory spends its time (copies, host
+//! arithmetic, waits on the GPU) on machines without a profiler. Off, a phase costs one
+//! load of a cached flag.
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+fn enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("BLOCKTRI_TRACE").is_some())
+}
+
+/// A phase that prints its duration when dropped (if tracing is on).
+pub(crate) struct Phase {
+    label: &'static str,
+    start: Option<Instant>,
+}
+
+/// Starts timing `label`.
+pub(crate) fn phase(label: &'static str) -> Phase {
+    Phase { label, start: enabled().then(Instant::now) }
+}
+
+impl Drop for Phase {
+    fn drop(&mut self) {
+        if let Some(t) = self.start {
+            eprintln!("trace: {:<36} {:9.3} ms", self.label, t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+}
