@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use crate::scalar::{Scalar, cast, wide};
 use crate::solver::{Backend, Solver};
+use crate::trace::timed;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 
@@ -284,12 +285,8 @@ impl<T: Scalar> ArrowSolver<T> {
     /// system.
     pub fn factor(&mut self, m: &BlockTridiagArrow<T>) -> Result<()> {
         self.shape = None;
-        let checks = crate::trace::phase("arrow factor: border checks");
-        m.validate_arrow()?;
-        drop(checks);
-        let chain = crate::trace::phase("arrow factor: chain factor");
-        self.chain.factor(m.chain())?;
-        drop(chain);
+        timed("arrow factor: border checks", || m.validate_arrow())?;
+        timed("arrow factor: chain factor", || self.chain.factor(m.chain()))?;
         let (sh, a) = (m.shape(), m.width);
         self.width = a;
         if a == 0 {
@@ -321,11 +318,10 @@ impl<T: Scalar> ArrowSolver<T> {
             });
         });
         drop(transpose);
-        let solve = crate::trace::phase("arrow factor: G = T^-1 B^T");
-        const COPY_PIECE: usize = 1 << 17;
-        g.as_mut_slice().par_chunks_mut(COPY_PIECE).zip(bt.as_slice().par_chunks(COPY_PIECE)).for_each(|(g, b)| g.copy_from_slice(b));
-        self.chain.solve_in_place(&mut g)?;
-        drop(solve);
+        timed("arrow factor: G = T^-1 B^T", || {
+            crate::cuda::parallel_copy(bt.as_slice(), g.as_mut_slice());
+            self.chain.solve_in_place(&mut g)
+        })?;
         let _schur = crate::trace::phase("arrow factor: Schur complement");
         // S = C - B G, in f64, factored per system.
         let factors: Result<Vec<DMatrix<f64>>> = (0..sh.batch)
@@ -354,9 +350,7 @@ impl<T: Scalar> ArrowSolver<T> {
                 self.width
             )));
         }
-        let solve = crate::trace::phase("arrow solve: chain solve");
-        let z = self.chain.solve(&b.chain)?;
-        drop(solve);
+        let z = timed("arrow solve: chain solve", || self.chain.solve(&b.chain))?;
         let _tip = crate::trace::phase("arrow solve: tip and correction");
         let (a, k, d) = (self.width, b.chain.ncols(), sh.dim());
         let Some(g) = &self.g else {

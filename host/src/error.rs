@@ -175,12 +175,12 @@ pub(crate) fn host_vec<T: Clone>(len: Option<usize>, value: T) -> Result<Vec<T>>
 /// a large buffer is fresh zero pages that nobody writes twice (the first write of each
 /// page, often by several threads, is the only pass) instead of a memset on one thread.
 pub(crate) fn zeroed_vec<T: crate::Scalar>(len: Option<usize>) -> Result<Vec<T>> {
-    let too_big = Error::HostOutOfMemory { needed: usize::MAX };
-    let len = len.ok_or(Error::HostOutOfMemory { needed: usize::MAX })?;
+    let too_big = || Error::HostOutOfMemory { needed: usize::MAX };
+    let len = len.ok_or_else(too_big)?;
     if len == 0 {
         return Ok(Vec::new());
     }
-    let layout = std::alloc::Layout::array::<T>(len).map_err(|_| too_big)?;
+    let layout = std::alloc::Layout::array::<T>(len).map_err(|_| too_big())?;
     // SAFETY: the layout has a non-zero size (len > 0, T is f32 or f64).
     let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
     if ptr.is_null() {

@@ -22,6 +22,12 @@ pub(crate) fn phase(label: &'static str) -> Phase {
     Phase { label, start: enabled().then(Instant::now) }
 }
 
+/// Runs `work` as the phase `label`.
+pub(crate) fn timed<R>(label: &'static str, work: impl FnOnce() -> R) -> R {
+    let _phase = phase(label);
+    work()
+}
+
 impl Drop for Phase {
     fn drop(&mut self) {
         if let Some(t) = self.start {

@@ -23,5 +23,6 @@ pub use graph::Graph;
 pub use launch::{DevicePtr, Kernel, KernelParam, KernelParams, LaunchConfig, Module};
 pub use memory::DeviceBuffer;
 pub use mixed::{MixedCholesky, RefineOptions, RefineReport};
+pub(crate) use transfer::parallel_copy;
 pub use transfer::{PinnedBuffer, Plain, is_page_locked, measure_transfers};
 pub use tridiag::{GpuTridiagInverse, TridiagJob};

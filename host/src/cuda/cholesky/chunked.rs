@@ -85,15 +85,14 @@ impl<T: Scalar> GpuCholesky<T> {
             let on_partner = plan.solvers == 2 && c % 2 == 1;
             {
                 let solver: &mut GpuCholesky<T> = if on_partner { self.partner.as_deref_mut().expect("partner") } else { self };
-                let upload = crate::trace::phase("chunk: upload");
-                solver.upload_systems(chunk_shape, a.ld(), &a.diag()[s0 * diag_len..], &a.sub()[s0 * sub_len..], count)?;
-                solver.upload_rhs_values(&b.as_slice()[s0 * rhs_len..(s0 + count) * rhs_len], k)?;
-                drop(upload);
+                crate::trace::timed("chunk: upload", || {
+                    solver.upload_systems(chunk_shape, a.ld(), &a.diag()[s0 * diag_len..], &a.sub()[s0 * sub_len..], count)?;
+                    solver.upload_rhs_values(&b.as_slice()[s0 * rhs_len..(s0 + count) * rhs_len], k)
+                })?;
                 solver.launch_factor_solve()?;
             }
             if let Some(done) = pending.replace((s0, count, on_partner)) {
-                let _collect = crate::trace::phase("chunk: collect the previous (waits)");
-                self.collect_chunk(done, rhs_len, x)?;
+                crate::trace::timed("chunk: collect the previous (waits)", || self.collect_chunk(done, rhs_len, x))?;
             }
             if plan.solvers == 1 {
                 let done = pending.take().expect("just enqueued");

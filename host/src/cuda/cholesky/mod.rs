@@ -33,6 +33,7 @@ use crate::error::{Error, Result, shape_err};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use crate::scalar::Scalar;
 use crate::solver::Factorization;
+use crate::trace::timed;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::round_up;
 use blocktri_device::layout::{levels, nodes_in_level};
@@ -723,6 +724,17 @@ impl<T: Scalar> GpuCholesky<T> {
         Ok(chain)
     }
 
+    /// The first half of a solve from host memory: checks `b`, uploads it and enqueues the
+    /// solve; the caller downloads the solutions and checks them.
+    fn enqueue_host_solve(&mut self, b: &BlockVec<T>) -> Result<()> {
+        if !self.factored {
+            return Err(Error::NotFactored);
+        }
+        timed("solve: checks", || b.validate())?;
+        timed("solve: upload", || self.upload_rhs(b))?;
+        timed("solve: launch", || self.launch_solve())
+    }
+
     /// Captures `steps` into a graph (their shared-memory limits raised first: setting a
     /// function attribute is not a stream operation).
     fn capture(&self, steps: &[Step<'_, T>]) -> Result<Graph> {
@@ -947,43 +959,22 @@ impl<T: Scalar> GpuCholesky<T> {
 
 impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
     fn factor(&mut self, a: &BlockTridiag<T>) -> Result<()> {
-        let upload = crate::trace::phase("factor: upload");
-        self.upload(a)?;
-        drop(upload);
-        let _factor = crate::trace::phase("factor: factor and check (waits)");
-        self.factor_uploaded()
+        timed("factor: upload", || self.upload(a))?;
+        timed("factor: factor and check (waits)", || self.factor_uploaded())
     }
 
     fn solve_in_place(&mut self, b: &mut BlockVec<T>) -> Result<()> {
-        if !self.factored {
-            return Err(Error::NotFactored);
-        }
-        b.validate()?;
-        self.upload_rhs(b)?;
-        self.launch_solve()?;
-        self.download_rhs(b)?;
+        self.enqueue_host_solve(b)?;
+        timed("solve: download (waits)", || self.download_rhs(b))?;
         self.check_solve()
     }
 
     fn solve(&mut self, b: &BlockVec<T>) -> Result<BlockVec<T>> {
+        self.enqueue_host_solve(b)?;
         // Not a clone of `b` that the download overwrites: fresh zero pages, first written
         // by the download's workers.
-        if !self.factored {
-            return Err(Error::NotFactored);
-        }
-        let phase = crate::trace::phase("solve: checks, output");
-        b.validate()?;
         let mut x = BlockVec::zeros(b.shape(), b.ncols())?;
-        drop(phase);
-        let phase = crate::trace::phase("solve: upload");
-        self.upload_rhs(b)?;
-        drop(phase);
-        let phase = crate::trace::phase("solve: launch");
-        self.launch_solve()?;
-        drop(phase);
-        let phase = crate::trace::phase("solve: download (waits)");
-        self.download_rhs(&mut x)?;
-        drop(phase);
+        timed("solve: download (waits)", || self.download_rhs(&mut x))?;
         self.check_solve()?;
         Ok(x)
     }
@@ -1029,9 +1020,7 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
     }
 
     fn selected_inverse(&mut self) -> Result<BlockTridiag<T>> {
-        let sweep = crate::trace::phase("selinv: sweep (enqueue)");
-        let chain = self.selinv_sweep()?;
-        drop(sweep);
+        let chain = timed("selinv: sweep (enqueue)", || self.selinv_sweep())?;
         let plan = self.plan.as_ref().expect("factored");
         let (shape, ld) = (plan.bufs.shape, plan.bufs.ld);
         let len = shape.batch * shape.nblocks * ld * shape.block;
