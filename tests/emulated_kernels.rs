@@ -12,10 +12,10 @@ use blocktri_device::chain::{
 };
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{
-    FactorArgs, INFO_OK, InfoCode, ROW_THREADS, SolveArgs, decode_info, factor_level, factor_panel, factor_panel_shared_bytes, factor_prep,
-    factor_rows, factor_rows_shared_bytes, factor_shared_bytes, panel_size, panel_threads, row_size, solve_backward_level,
-    solve_backward_panel, solve_backward_rows, solve_forward_level, solve_forward_panel, solve_forward_rows, solve_panel_shared_bytes,
-    solve_rows_shared_bytes, solve_shared_bytes,
+    FactorArgs, INFO_OK, InfoCode, ROW_THREADS, SolveArgs, decode_info, factor_blocked, factor_blocked_shared_bytes, factor_level,
+    factor_panel, factor_panel_shared_bytes, factor_prep, factor_rows, factor_rows_shared_bytes, factor_shared_bytes, panel_size,
+    panel_threads, row_size, solve_backward_level, solve_backward_panel, solve_backward_rows, solve_forward_level, solve_forward_panel,
+    solve_forward_rows, solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes,
 };
 use blocktri_prims::emu;
 use common::{dense_solution, error_vs_reference, fresh_seed, problem};
@@ -77,6 +77,8 @@ enum Family {
     Generic(u32),
     Rows,
     Panel,
+    /// The panel solves after the blocked tensor-core factor (`level::blocked`).
+    Blocked,
     Chain,
     ChainRows,
 }
@@ -84,6 +86,7 @@ enum Family {
 const GENERIC: Family = Family::Generic(64);
 const ROWS: Family = Family::Rows;
 const PANEL: Family = Family::Panel;
+const BLOCKED: Family = Family::Blocked;
 const CHAIN: Family = Family::Chain;
 const CHAIN_ROWS: Family = Family::ChainRows;
 
@@ -147,6 +150,18 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
                 let smem = factor_panel_shared_bytes(pp, 8);
                 unsafe { emu::launch_unchecked(grid, panel_threads(pp), smem, || panel_kernel!(pp, factor_panel, &args)) };
             }
+            Family::Blocked => {
+                assert_eq!(nrhs, 0, "the panel kernels do not interlace right-hand sides");
+                let smem = factor_blocked_shared_bytes(pp, 8);
+                // SAFETY: as the other launches.
+                let run = || unsafe {
+                    match pp {
+                        32 => factor_blocked::<f64, 32>(&args),
+                        _ => factor_blocked::<f64, 64>(&args),
+                    }
+                };
+                unsafe { emu::launch_unchecked(grid, panel_threads(pp), smem, run) };
+            }
             Family::Generic(threads) => {
                 let smem = factor_shared_bytes(shape.block, nrhs as usize, 8);
                 unsafe { emu::launch_unchecked(grid, threads, smem, || factor_level(&args)) };
@@ -178,7 +193,7 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
     let pp = panel_size(shape.block).unwrap_or(96);
     let (smem, threads) = match fam {
         Family::Rows => (solve_rows_shared_bytes(np, 8), ROW_THREADS),
-        Family::Panel => (solve_panel_shared_bytes(pp, 8), panel_threads(pp)),
+        Family::Panel | Family::Blocked => (solve_panel_shared_bytes(pp, 8), panel_threads(pp)),
         Family::Generic(_) => (solve_shared_bytes(shape.block, chunk as usize, 8), 64),
         Family::Chain => (solve_chain_shared_bytes(shape.block, chunk as usize, 8), chain_threads(shape.block)),
         Family::ChainRows => (0, 32 * CHAIN_ROWS_WARPS),
@@ -186,8 +201,12 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
     let launch = |a: &SolveArgs<f64>, grid: u32, forward: bool| match (fam, forward) {
         (Family::Rows, true) => unsafe { emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_forward_rows, a)) },
         (Family::Rows, false) => unsafe { emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_backward_rows, a)) },
-        (Family::Panel, true) => unsafe { emu::launch_unchecked(grid, threads, smem, || panel_kernel!(pp, solve_forward_panel, a)) },
-        (Family::Panel, false) => unsafe { emu::launch_unchecked(grid, threads, smem, || panel_kernel!(pp, solve_backward_panel, a)) },
+        (Family::Panel | Family::Blocked, true) => unsafe {
+            emu::launch_unchecked(grid, threads, smem, || panel_kernel!(pp, solve_forward_panel, a))
+        },
+        (Family::Panel | Family::Blocked, false) => unsafe {
+            emu::launch_unchecked(grid, threads, smem, || panel_kernel!(pp, solve_backward_panel, a))
+        },
         (Family::Generic(_), true) => unsafe { emu::launch_unchecked(grid, threads, smem, || solve_forward_level(a)) },
         (Family::Generic(_), false) => unsafe { emu::launch_unchecked(grid, threads, smem, || solve_backward_level(a)) },
         (Family::Chain, true) => unsafe { emu::launch_unchecked(grid, threads, smem, || solve_forward_chain(a)) },
@@ -228,6 +247,8 @@ fn emulated_factor_and_solve_match_the_dense_reference() {
     }
     check_factor_and_solve(PANEL, CASES);
     check_factor_and_solve(PANEL, PANEL_CASES);
+    check_factor_and_solve(BLOCKED, CASES);
+    check_factor_and_solve(BLOCKED, BLOCKED_CASES);
     check_factor_and_solve(GENERIC, PANEL_CASES);
     check_factor_and_solve(CHAIN, CASES);
     check_factor_and_solve(CHAIN, PANEL_CASES);
@@ -238,6 +259,10 @@ fn emulated_factor_and_solve_match_the_dense_reference() {
 
 /// Block sizes that pick each padded panel size (32, 64, 96), including the edges.
 const PANEL_CASES: &[(usize, usize, usize, usize)] = &[(1, 5, 33, 2), (2, 3, 64, 1), (1, 4, 65, 1), (1, 3, 96, 2)];
+
+/// Block sizes of the blocked factor (padded sizes 32 and 64): partial and whole strips,
+/// every neighbour pattern.
+const BLOCKED_CASES: &[(usize, usize, usize, usize)] = &[(1, 5, 33, 2), (2, 3, 64, 1), (1, 4, 20, 1), (1, 7, 41, 1), (1, 2, 57, 3)];
 
 fn check_factor_and_solve(fam: Family, cases: &[(usize, usize, usize, usize)]) {
     let seed = fresh_seed();
@@ -276,9 +301,16 @@ fn check_interlaced(fam: Family) {
 
 #[test]
 fn emulated_failures_name_the_system_and_block() {
-    for fam in [GENERIC, ROWS, PANEL, CHAIN, CHAIN_ROWS] {
+    for fam in [GENERIC, ROWS, PANEL, BLOCKED, CHAIN, CHAIN_ROWS] {
         check_failures(fam);
     }
+    // The blocked factor: an indefinite pivot in the third strip of 0-based block 1
+    // (level 1), found by the look-ahead factor of that strip's diagonal tile.
+    let (mut a, b) = problem::<f64>(1, 5, 20, 1, 10);
+    a.set_diag(0, 1, 17, 17, -1e3);
+    let mut d = upload(&a, &b, 24);
+    run_factor(&mut d, &a, BLOCKED, 0);
+    assert_eq!(decode_info(d.info[0]), Some((1, InfoCode::NotPositiveDefinite as u32, 1)));
 }
 
 fn check_failures(fam: Family) {

@@ -183,10 +183,15 @@ fn both_kernel_families_agree() {
     let seed = fresh_seed();
     const SMALL: &[usize] = &[1, 3, 4, 5, 8, 13, 16, 17, 31, 32];
     const LARGE: &[usize] = &[1, 5, 16, 31, 32, 33, 50, 64, 65, 96];
-    for family in [KernelFamily::Generic, KernelFamily::Rows, KernelFamily::Panel] {
+    const BLOCKED: &[usize] = &[1, 5, 8, 9, 16, 31, 32, 33, 41, 50, 63, 64];
+    for family in [KernelFamily::Generic, KernelFamily::Rows, KernelFamily::Panel, KernelFamily::Blocked] {
         let mut s64 = GpuCholesky::<f64>::with_gpu(g.clone(), GpuOptions { kernels: family, ..Default::default() }).unwrap();
         let mut s32 = GpuCholesky::<f32>::with_gpu(g.clone(), GpuOptions { kernels: family, ..Default::default() }).unwrap();
-        let sizes = if family == KernelFamily::Rows { SMALL } else { LARGE };
+        let sizes = match family {
+            KernelFamily::Rows => SMALL,
+            KernelFamily::Blocked => BLOCKED,
+            _ => LARGE,
+        };
         for (i, &n) in sizes.iter().enumerate() {
             for (j, &nb) in [1usize, 2, 7, 300].iter().enumerate() {
                 let k = KS[(i + j) % 3];
@@ -344,6 +349,24 @@ fn failures_name_the_system_and_block() {
     solver.factor(&a).unwrap();
     b.as_mut_slice()[7] = f64::NAN;
     assert!(matches!(solver.solve(&b), Err(Error::NonFinite { .. })));
+}
+
+/// The blocked factor reports an indefinite pivot in a later strip (found by the look-ahead
+/// warp) with its system and block, in both precisions, and the next factor succeeds.
+#[test]
+fn blocked_failures_name_the_system_and_block() {
+    let Some(g) = gpu() else { return };
+    let options = GpuOptions { kernels: KernelFamily::Blocked, ..GpuOptions::default() };
+    let (mut a, _) = problem::<f64>(3, 100, 40, 1, 11);
+    a.set_diag(2, 37, 30, 30, -1e4);
+    let mut s64 = GpuCholesky::<f64>::with_gpu(g.clone(), options).unwrap();
+    assert!(matches!(s64.factor(&a), Err(Error::NotPositiveDefinite { system: 2, block: 37, .. })));
+    let a32 = a.cast::<f32>();
+    let mut s32 = GpuCholesky::<f32>::with_gpu(g, options).unwrap();
+    assert!(matches!(s32.factor(&a32), Err(Error::NotPositiveDefinite { system: 2, block: 37, .. })));
+    let (a, b) = problem::<f64>(3, 100, 40, 1, 12);
+    let x = s64.factor_solve(&a, &b).unwrap();
+    assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12);
 }
 
 #[test]

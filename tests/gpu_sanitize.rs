@@ -54,6 +54,9 @@ fn sanitize_cholesky_every_family() {
     family_case::<f64>(&g, KernelFamily::Rows, (2, 40, 27, 2), 1e-12);
     family_case::<f64>(&g, KernelFamily::Panel, (2, 40, 27, 2), 1e-12);
     family_case::<f32>(&g, KernelFamily::Panel, (1, 20, 70, 1), 1e-4);
+    family_case::<f64>(&g, KernelFamily::Blocked, (2, 40, 27, 2), 1e-12);
+    family_case::<f64>(&g, KernelFamily::Blocked, (1, 9, 64, 1), 1e-12);
+    family_case::<f32>(&g, KernelFamily::Blocked, (1, 20, 57, 1), 1e-4);
     family_case::<f64>(&g, KernelFamily::Generic, (1, 20, 70, 1), 1e-12);
 }
 

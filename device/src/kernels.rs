@@ -46,6 +46,8 @@ pub mod names {
     pub const SOLVE_BACKWARD_ROWS: &str = "solve_backward_rows";
     /// [`crate::level::factor_panel`]; the padded size follows: `factor_panel64_f64`.
     pub const FACTOR_PANEL: &str = "factor_panel";
+    /// [`crate::level::factor_blocked`]; the padded size follows: `factor_blocked64_f64`.
+    pub const FACTOR_BLOCKED: &str = "factor_blocked";
     /// [`crate::level::solve_forward_panel`] (`solve_forward_panel64_f64`).
     pub const SOLVE_FORWARD_PANEL: &str = "solve_forward_panel";
     /// [`crate::level::solve_backward_panel`] (`solve_backward_panel64_f64`).
@@ -127,8 +129,8 @@ mod entry {
         factor_chain, factor_chain_rows, solve_backward_chain, solve_backward_chain_rows, solve_forward_chain, solve_forward_chain_rows,
     };
     use crate::level::{
-        FactorArgs, SolveArgs, factor_level, factor_panel, factor_prep, factor_rows, solve_backward_level, solve_backward_panel,
-        solve_backward_rows, solve_forward_level, solve_forward_panel, solve_forward_rows,
+        FactorArgs, SolveArgs, factor_blocked, factor_level, factor_panel, factor_prep, factor_rows, solve_backward_level,
+        solve_backward_panel, solve_backward_rows, solve_forward_level, solve_forward_panel, solve_forward_rows,
     };
     use crate::logdet::{LogDetArgs, log_det_parts};
     use crate::refine::{RefineArgs, demote_matrix, demote_rhs, promote, residual};
@@ -271,6 +273,8 @@ mod entry {
         solve_backward_panel96_f64,
         solve_backward_panel96_f32
     );
+    kernel!(factor_blocked32_f64, factor_blocked32_f32, factor_blocked::<_, 32>, FactorArgs);
+    kernel!(factor_blocked64_f64, factor_blocked64_f32, factor_blocked::<_, 64>, FactorArgs);
     kernel!(factor_prep_f64, factor_prep_f32, factor_prep, FactorArgs);
     kernel!(factor_level_f64, factor_level_f32, factor_level, FactorArgs);
     kernel!(solve_forward_f64, solve_forward_f32, solve_forward_level, SolveArgs);

@@ -6,12 +6,14 @@
 //! (`s * (nblocks - 1) * ld * n` for the sub-diagonal input) and at
 //! `s * nblocks * n * nrhs` in the right-hand sides.
 
+pub mod blocked;
 pub mod factor;
 pub(crate) mod node;
 pub mod panel;
 pub mod rows;
 pub mod solve;
 
+pub use blocked::{factor_blocked, factor_blocked_shared_bytes};
 pub use factor::{FactorArgs, factor_level, factor_prep, factor_shared_bytes};
 pub use panel::{
     PANEL_THREADS, factor_panel, factor_panel_shared_bytes, panel_groups, panel_threads, solve_backward_panel, solve_forward_panel,

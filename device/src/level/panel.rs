@@ -83,45 +83,9 @@ pub unsafe fn factor_panel<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     let (g, warp, lane) = (tid / 96, tid % 96 / 32, tid % 32);
     let at = |row: usize, col: usize| unsafe { p.add(row * s + col) };
 
-    // 1. Load: D (input + updates) into rows 0..NP, A[l, i] (the transpose of the stored
-    //    A[i, l]) into rows NP..2NP, A[r, i] into rows 2NP..3NP; identity / zero padding.
-    // SAFETY: the node of this block, `a` as the caller guarantees.
-    let src = unsafe { Sources::of(&a, &nd) };
-    if team.rank() == 0 {
-        unsafe { *status = u32::MAX };
-    }
-    let recorded = unsafe { core::ptr::read_volatile(info) };
-    copy_batched(
-        team,
-        NP,
-        NP,
-        |r, c| unsafe { src.entry(r, c) },
-        |r, c, (d, lv, rv)| unsafe {
-            *at(r, c) = d;
-            *at(NP + c, r) = lv;
-            *at(2 * NP + r, c) = rv;
-        },
-    );
-    team.sync();
-    if recorded != INFO_OK && (recorded >> 40) < m as u64 {
-        return;
-    }
-
-    // 2. Checks.
-    for_each_rc(team, n, n, |r, c| unsafe {
-        let (d, lv, rv) = (*at(r, c), *at(NP + c, r), *at(2 * NP + r, c));
-        let code = entry_status(d, lv, rv, *at(c, r), *at(r, r), *at(c, c), r, c, a.sym_tol);
-        if code != u32::MAX {
-            atomic::atomic_min_u32(status, code);
-        }
-    });
-    team.sync();
-    let input_status = unsafe { *status };
-    if input_status != u32::MAX {
-        if team.rank() == 0 {
-            let code = InfoCode::from_u32(input_status).unwrap_or(InfoCode::NonFinite);
-            unsafe { atomic::atomic_min_u64(info, info_key(m, code, b as u32)) };
-        }
+    // 1.-2. Load and check.
+    // SAFETY: as the caller guarantees; the panel and status word are in shared memory.
+    if !unsafe { load_checked_panel::<T, NP>(&a, &nd, p, s, status) } {
         return;
     }
 
@@ -193,18 +157,9 @@ pub unsafe fn factor_panel<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     }
     team.sync();
 
-    // 4. Store L_ii (upper triangle zero), L_li, L_ri: coalesced column-major writes.
-    let (dd, dl, dr) = (block(a.diag, b), block(a.left, b), block(a.right, b));
-    for_each_rc(team, n, n, |r, c| unsafe {
-        *dd.add(c * ld + r) = if r >= c { *at(r, c) } else { T::ZERO };
-        if has_l {
-            *dl.add(c * ld + r) = *at(NP + r, c);
-        }
-        if has_r {
-            *dr.add(c * ld + r) = *at(2 * NP + r, c);
-        }
-    });
-
+    // 4. Store L_ii (upper triangle zero), L_li, L_ri.
+    // SAFETY: as the caller guarantees; the panel is factored.
+    unsafe { store_factor_panel::<T, NP>(&a, &nd, p, s) };
     // 5. Products, one per warp: D_l -= K_l K_l^T, D_r -= K_r K_r^T, fill = -K_r K_l^T.
     let job: Option<(*mut T, usize, usize, bool)> = match warp {
         0 if has_l => Some((block(a.diag, (nd.left.unwrap_or(1) - 1) as usize), NP, NP, true)),
@@ -246,6 +201,92 @@ pub unsafe fn factor_panel<T: Real, const NP: usize>(args: &FactorArgs<T>) {
             }
         }
     }
+}
+
+/// Steps 1 and 2 of a panel factorization: loads `D` (input plus updates) into rows
+/// `0..NP`, `A[l, i]` (the transpose of the stored `A[i, l]`) into rows `NP..2NP` and
+/// `A[r, i]` into rows `2NP..3NP` of the row-major shared panel `p` (row stride `s`),
+/// identity / zero padding outside `n x n`, then checks the entries. Returns `false` when
+/// the node has nothing to do: an earlier level already failed, or its input is bad (then
+/// recorded in the system's status word). Contains the barriers it needs; every thread of
+/// the block calls it.
+///
+/// # Safety
+/// As [`factor_panel`]; `p` holds `3 NP s` elements and `status` one word, both in shared
+/// memory.
+pub(super) unsafe fn load_checked_panel<T: Real, const NP: usize>(
+    a: &FactorArgs<T>,
+    nd: &Node,
+    p: *mut T,
+    s: usize,
+    status: *mut u32,
+) -> bool {
+    let team = Block;
+    let (n, m) = (a.n as usize, a.level);
+    let info = unsafe { a.info.add(nd.s) };
+    let at = |row: usize, col: usize| unsafe { p.add(row * s + col) };
+    // SAFETY: the node of this block, `a` as the caller guarantees.
+    let src = unsafe { Sources::of(a, nd) };
+    if team.rank() == 0 {
+        unsafe { *status = u32::MAX };
+    }
+    let recorded = unsafe { core::ptr::read_volatile(info) };
+    copy_batched(
+        team,
+        NP,
+        NP,
+        |r, c| unsafe { src.entry(r, c) },
+        |r, c, (d, lv, rv)| unsafe {
+            *at(r, c) = d;
+            *at(NP + c, r) = lv;
+            *at(2 * NP + r, c) = rv;
+        },
+    );
+    team.sync();
+    if recorded != INFO_OK && (recorded >> 40) < m as u64 {
+        return false;
+    }
+    for_each_rc(team, n, n, |r, c| unsafe {
+        let (d, lv, rv) = (*at(r, c), *at(NP + c, r), *at(2 * NP + r, c));
+        let code = entry_status(d, lv, rv, *at(c, r), *at(r, r), *at(c, c), r, c, a.sym_tol);
+        if code != u32::MAX {
+            atomic::atomic_min_u32(status, code);
+        }
+    });
+    team.sync();
+    let input_status = unsafe { *status };
+    if input_status != u32::MAX {
+        if team.rank() == 0 {
+            let code = InfoCode::from_u32(input_status).unwrap_or(InfoCode::NonFinite);
+            unsafe { atomic::atomic_min_u64(info, info_key(m, code, nd.b as u32)) };
+        }
+        return false;
+    }
+    true
+}
+
+/// Step 4 of a panel factorization: stores `L_ii` (upper triangle zero), `L_li` and
+/// `L_ri` from the factored shared panel `p` (row stride `s`) as column-major blocks
+/// (coalesced writes). No barrier.
+///
+/// # Safety
+/// As [`factor_panel`]; the panel is factored and visible to every thread.
+pub(super) unsafe fn store_factor_panel<T: Real, const NP: usize>(a: &FactorArgs<T>, nd: &Node, p: *const T, s: usize) {
+    let (n, ld) = (a.n as usize, a.ld as usize);
+    let at = |row: usize, col: usize| unsafe { *p.add(row * s + col) };
+    let off = (nd.s * a.nblocks as usize + nd.b) * ld * n;
+    // SAFETY: block `nd.b` of system `nd.s` is inside each array (caller's contract).
+    let (dd, dl, dr) = unsafe { (a.diag.add(off), a.left.add(off), a.right.add(off)) };
+    let (has_l, has_r) = (nd.left.is_some(), nd.right.is_some());
+    for_each_rc(Block, n, n, |r, c| unsafe {
+        *dd.add(c * ld + r) = if r >= c { at(r, c) } else { T::ZERO };
+        if has_l {
+            *dl.add(c * ld + r) = at(NP + r, c);
+        }
+        if has_r {
+            *dr.add(c * ld + r) = at(2 * NP + r, c);
+        }
+    });
 }
 
 /// Loads `L_ii`, `L_li`, `L_ri` of a node into three row-major shared tiles (padded) and

@@ -48,6 +48,7 @@ pub fn bench<T: Scalar>(
         KernelFamily::Generic => "blocktri-gpu-generic",
         KernelFamily::Rows => "blocktri-gpu-rows",
         KernelFamily::Panel => "blocktri-gpu-panel",
+        KernelFamily::Blocked => "blocktri-gpu-blocked",
         KernelFamily::Tiled => "blocktri-gpu-tiled",
         KernelFamily::Chain => "blocktri-gpu-chain",
     };

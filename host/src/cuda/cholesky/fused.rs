@@ -11,13 +11,14 @@ use crate::scalar::Scalar;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{
-    PANEL_SIZES, ROW_THREADS, factor_panel_shared_bytes, factor_rows_shared_bytes, factor_shared_bytes, panel_size, panel_threads,
-    row_size, solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes,
+    PANEL_SIZES, ROW_THREADS, factor_blocked_shared_bytes, factor_panel_shared_bytes, factor_rows_shared_bytes, factor_shared_bytes,
+    panel_size, panel_threads, row_size, solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes,
 };
 
-/// The largest block size `KernelFamily::Auto` gives the panel kernels; the tiled engine
-/// takes larger blocks. Measured on the H100 (`docs/perf-notes.md`, entry 12): at n = 80
-/// and 96 the tiled engine's factor + solve is 1.1-1.3x faster in f64 and f32 (the panel
+/// The largest block size `KernelFamily::Auto` gives the panel kernels (with the blocked
+/// factor, 1.5-1.9x faster than the column-by-column one: `docs/perf-notes.md`, entry 15);
+/// the tiled engine takes larger blocks. Measured on the H100 (entry 12): at n = 80 and
+/// 96 the tiled engine's factor + solve is 1.1-1.3x faster in f64 and f32 (the panel
 /// kernels pad 65..96 to 96), at n = 64 the panel kernels' is (their solve is 2x faster).
 pub(super) const AUTO_PANEL_MAX_N: usize = 64;
 
@@ -27,26 +28,34 @@ pub(super) enum Variant {
     Generic,
     Rows(usize),
     Panel(usize),
+    /// The panel kernels with the blocked factor (padded size 32 or 64).
+    Blocked(usize),
 }
 
 impl Variant {
-    /// The fused variant `family` picks for block size `n` in precision `T`; `None` when
-    /// `family` is [`KernelFamily::Tiled`] or `Auto` prefers the tiled engine.
-    pub(super) fn choose<T: Scalar>(family: KernelFamily, n: usize) -> Result<Option<Self>> {
+    /// The fused variant `family` picks for block size `n` (the same in both precisions);
+    /// `None` when `family` is [`KernelFamily::Tiled`] or `Auto` prefers the tiled engine.
+    pub(super) fn choose(family: KernelFamily, n: usize) -> Result<Option<Self>> {
         let unsupported = |what: &str, max: usize| Error::Unsupported(format!("the {what} kernels support n <= {max}, got n = {n}"));
         Ok(match family {
             KernelFamily::Generic => Some(Variant::Generic),
             KernelFamily::Rows => Some(Variant::Rows(row_size(n).ok_or_else(|| unsupported("register-resident", 32))?)),
             KernelFamily::Panel => Some(Variant::Panel(panel_size(n).ok_or_else(|| unsupported("panel", 96))?)),
+            KernelFamily::Blocked => {
+                Some(Variant::Blocked(panel_size(n).filter(|&np| np <= 64).ok_or_else(|| unsupported("blocked panel", 64))?))
+            }
             KernelFamily::Tiled => None,
             // The executor picks the chain engine before asking (`chain::prefers_chain`);
             // answered for the buffer layout (`is_tiled`), which is the fused engine's.
             KernelFamily::Chain => Some(Variant::Generic),
             KernelFamily::Auto => {
-                let rows_limit = if T::BYTES == 4 { 32 } else { 16 };
+                // f32 took the rows kernels up to 32 too, until the blocked factor: at n = 32
+                // its factor + solve is 0.77 vs 0.91 ms (N = 8192) and 3.68 vs 5.33 ms
+                // (S = 1024, N = 64) on the H100 (`docs/perf-notes.md`, entry 15).
+                let rows_limit = 16;
                 match (row_size(n), panel_size(n)) {
                     (Some(np), _) if n <= rows_limit => Some(Variant::Rows(np)),
-                    (_, Some(np)) if n <= AUTO_PANEL_MAX_N => Some(Variant::Panel(np)),
+                    (_, Some(np)) if n <= AUTO_PANEL_MAX_N => Some(Variant::Blocked(np)),
                     _ => None,
                 }
             }
@@ -55,7 +64,7 @@ impl Variant {
 
     /// Interlaced right-hand sides in the factor kernels (the panel kernels factor only).
     pub(super) fn interlaces(self) -> bool {
-        !matches!(self, Variant::Panel(_))
+        !matches!(self, Variant::Panel(_) | Variant::Blocked(_))
     }
 
     /// Shared memory of the factor kernel with `nrhs` interlaced right-hand-side columns.
@@ -63,6 +72,7 @@ impl Variant {
         (match self {
             Variant::Rows(np) => factor_rows_shared_bytes(np, nrhs, elem),
             Variant::Panel(np) => factor_panel_shared_bytes(np, elem),
+            Variant::Blocked(np) => factor_blocked_shared_bytes(np, elem),
             Variant::Generic => factor_shared_bytes(n, nrhs, elem),
         }) as u32
     }
@@ -73,6 +83,7 @@ impl Variant {
         match self {
             Variant::Rows(np) => factor_rows_shared_bytes(np, 0, elem).max(solve_rows_shared_bytes(np, elem)),
             Variant::Panel(np) => factor_panel_shared_bytes(np, elem).max(solve_panel_shared_bytes(np, elem)),
+            Variant::Blocked(np) => factor_blocked_shared_bytes(np, elem).max(solve_panel_shared_bytes(np, elem)),
             Variant::Generic => factor_shared_bytes(n, 0, elem).max(solve_shared_bytes(n, 1, elem)),
         }
     }
@@ -151,8 +162,8 @@ impl Fused {
                 k(&format!("{}{np}", names::SOLVE_FORWARD_ROWS))?,
                 k(&format!("{}{np}", names::SOLVE_BACKWARD_ROWS))?,
             ),
-            Variant::Panel(np) => (
-                k(&format!("{}{np}", names::FACTOR_PANEL))?,
+            Variant::Panel(np) | Variant::Blocked(np) => (
+                k(&format!("{}{np}", if matches!(variant, Variant::Blocked(_)) { names::FACTOR_BLOCKED } else { names::FACTOR_PANEL }))?,
                 k(&format!("{}{np}", names::SOLVE_FORWARD_PANEL))?,
                 k(&format!("{}{np}", names::SOLVE_BACKWARD_PANEL))?,
             ),
@@ -161,7 +172,7 @@ impl Fused {
         let hw_threads = factor.max_threads_per_block()?;
         let factor_threads = match variant {
             Variant::Rows(_) => ROW_THREADS,
-            Variant::Panel(np) => panel_threads(np),
+            Variant::Panel(np) | Variant::Blocked(np) => panel_threads(np),
             Variant::Generic => options.factor_threads.unwrap_or_else(|| default_factor_threads(n)).min(hw_threads / 32 * 32).max(32),
         };
         Ok(Fused {
@@ -222,7 +233,9 @@ impl Fused {
             let grid = s * nodes_in_level(nb, m);
             match self.variant {
                 Variant::Rows(np) => LaunchConfig::linear(grid, ROW_THREADS, solve_rows_shared_bytes(np, T::BYTES) as u32),
-                Variant::Panel(np) => LaunchConfig::linear(grid, panel_threads(np), solve_panel_shared_bytes(np, T::BYTES) as u32),
+                Variant::Panel(np) | Variant::Blocked(np) => {
+                    LaunchConfig::linear(grid, panel_threads(np), solve_panel_shared_bytes(np, T::BYTES) as u32)
+                }
                 Variant::Generic => LaunchConfig::linear(grid, generic_solve_threads(n), solve_shared_bytes(n, chunk, T::BYTES) as u32),
             }
         };
@@ -245,21 +258,25 @@ mod tests {
 
     #[test]
     fn auto_picks_rows_then_panels_then_the_tiled_engine_above_64() {
-        let auto = |n| Variant::choose::<f64>(KernelFamily::Auto, n).unwrap();
+        let auto = |n| Variant::choose(KernelFamily::Auto, n).unwrap();
         assert_eq!(auto(1), Some(Variant::Rows(4)));
         assert_eq!(auto(16), Some(Variant::Rows(16)));
-        assert_eq!(auto(17), Some(Variant::Panel(32)));
-        assert_eq!(auto(64), Some(Variant::Panel(64)));
+        assert_eq!(auto(17), Some(Variant::Blocked(32)));
+        assert_eq!(auto(64), Some(Variant::Blocked(64)));
         assert_eq!(auto(65), None);
         assert_eq!(auto(96), None);
-        assert_eq!(Variant::choose::<f64>(KernelFamily::Panel, 96).unwrap(), Some(Variant::Panel(96)));
+        assert_eq!(Variant::choose(KernelFamily::Panel, 96).unwrap(), Some(Variant::Panel(96)));
         assert_eq!(auto(2048), None);
-        assert_eq!(Variant::choose::<f32>(KernelFamily::Auto, 32).unwrap(), Some(Variant::Rows(32)));
-        assert_eq!(Variant::choose::<f64>(KernelFamily::Tiled, 8).unwrap(), None);
-        assert_eq!(Variant::choose::<f64>(KernelFamily::Generic, 200).unwrap(), Some(Variant::Generic));
-        assert!(matches!(Variant::choose::<f64>(KernelFamily::Rows, 33), Err(Error::Unsupported(_))));
-        assert!(matches!(Variant::choose::<f64>(KernelFamily::Panel, 97), Err(Error::Unsupported(_))));
-        assert!(!Variant::Panel(64).interlaces() && Variant::Rows(8).interlaces() && Variant::Generic.interlaces());
+        assert_eq!(Variant::choose(KernelFamily::Tiled, 8).unwrap(), None);
+        assert_eq!(Variant::choose(KernelFamily::Generic, 200).unwrap(), Some(Variant::Generic));
+        assert!(matches!(Variant::choose(KernelFamily::Rows, 33), Err(Error::Unsupported(_))));
+        assert!(matches!(Variant::choose(KernelFamily::Panel, 97), Err(Error::Unsupported(_))));
+        assert_eq!(Variant::choose(KernelFamily::Auto, 33).unwrap(), Some(Variant::Blocked(64)));
+        assert_eq!(Variant::choose(KernelFamily::Auto, 32).unwrap(), Some(Variant::Blocked(32)));
+        assert_eq!(Variant::choose(KernelFamily::Blocked, 20).unwrap(), Some(Variant::Blocked(32)));
+        assert!(matches!(Variant::choose(KernelFamily::Blocked, 65), Err(Error::Unsupported(_))));
+        assert!(!Variant::Panel(64).interlaces() && !Variant::Blocked(32).interlaces());
+        assert!(Variant::Rows(8).interlaces() && Variant::Generic.interlaces());
     }
 
     #[test]

@@ -133,8 +133,9 @@ impl F32Products {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum KernelFamily {
     /// The family measured fastest for the block size (see `docs/perf-notes.md`):
-    /// register-resident rows up to `n = 16` (`n = 32` in `f32`), shared-memory panels up
-    /// to `n = 64`, the tiled engine above.
+    /// register-resident rows up to `n = 16`, shared-memory panels
+    /// with the blocked tensor-core factor ([`KernelFamily::Blocked`]) up to `n = 64`, the
+    /// tiled engine above.
     #[default]
     Auto,
     /// Always the generic fused shared-memory kernels (any `n` that fits in shared memory).
@@ -143,6 +144,10 @@ pub enum KernelFamily {
     Rows,
     /// The shared-memory panel kernels (`blocktri_device::level::panel`; an error for `n > 96`).
     Panel,
+    /// The panel kernels' storage and solves with the factor blocked in 8-column strips,
+    /// its tile updates and neighbour products on FP64 tensor cores in `f64`
+    /// (`blocktri_device::level::blocked`; an error for `n > 64`).
+    Blocked,
     /// The tiled engine (`blocktri_device::tiled`): `64 x 64` tiles over many thread blocks
     /// per node, FP64 tensor-core products; any `n`.
     Tiled,
@@ -427,7 +432,7 @@ impl<T: Scalar> GpuCholesky<T> {
     /// Device bytes a plan for `shape` needs with the default kernels (with `nrhs`
     /// right-hand-side columns).
     pub fn required_memory(shape: Shape, nrhs: usize) -> usize {
-        let tiled = matches!(Variant::choose::<T>(KernelFamily::Auto, shape.block), Ok(None));
+        let tiled = matches!(Variant::choose(KernelFamily::Auto, shape.block), Ok(None));
         plan_bytes::<T>(shape, nrhs, tiled)
     }
 
@@ -449,7 +454,7 @@ impl<T: Scalar> GpuCholesky<T> {
 
     /// Whether blocks of size `n` run on the tiled engine with this solver's options.
     fn is_tiled(&self, n: usize) -> Result<bool> {
-        Ok(Variant::choose::<T>(self.family()?, n)?.is_none())
+        Ok(Variant::choose(self.family()?, n)?.is_none())
     }
 
     /// Whether a batch of `shape` runs on the chain engine with this solver's options.
@@ -484,7 +489,7 @@ impl<T: Scalar> GpuCholesky<T> {
         let engine = if self.uses_chain(shape)? {
             Engine::Chain(Box::new(Chain::new::<T>(&self.gpu, shape.block, self.options.rhs_chunk)?))
         } else {
-            match Variant::choose::<T>(self.family()?, shape.block)? {
+            match Variant::choose(self.family()?, shape.block)? {
                 Some(variant) => Engine::Fused(Box::new(Fused::new::<T>(&self.gpu, &self.options, variant, shape.block)?)),
                 None => Engine::Tiled(Box::new(Tiled::new::<T>(&self.gpu, shape.block, self.options.f32_products)?)),
             }
