@@ -49,8 +49,8 @@ pub const fn factor_blocked_shared_bytes(np: usize, elem_bytes: usize) -> usize 
 }
 
 /// `c - A B^T` for one `8 x 8` tile, by one warp: `A` rows at `a + g s` and `B` rows at
-/// `b + g s` (`g < 8`), `k` columns (a multiple of 4); lane `4g + t` holds
-/// `c = [C[g][2t], C[g][2t + 1]]` (the DMMA accumulator layout).
+/// `b + g s` (`g < 8`), `k` columns (a multiple of 8: a strip, or whole strips); lane
+/// `4g + t` holds `c = [C[g][2t], C[g][2t + 1]]` (the DMMA accumulator layout).
 ///
 /// # Safety
 /// The 8 rows of `k` entries behind `a` and `b` are readable; all 32 lanes of the warp
@@ -60,27 +60,28 @@ unsafe fn tile_minus_abt<T: Real>(c: [T; 2], a: *const T, b: *const T, s: usize,
     let lane = lane_id() as usize;
     let (g, t) = (lane / 4, lane % 4);
     if T::BYTES == 8 {
+        // This lane's fragment entries: row g, columns kk + t and kk + 4 + t.
+        // SAFETY (all reads): inside the rows (caller's contract).
+        let (a_frag, b_frag) = unsafe { (a.add(g * s + t), b.add(g * s + t)) };
         // Two accumulators (even and odd 4-column steps) halve the dependent DMMA chain.
         let mut even = [c[0].to_f64(), c[1].to_f64()];
         let mut odd = [0.0f64; 2];
         let mut kk = 0;
         while kk < k {
-            // SAFETY: inside the rows (caller's contract).
-            let (a0, b0) = unsafe { ((*a.add(g * s + kk + t)).to_f64(), (*b.add(g * s + kk + t)).to_f64()) };
+            let (a0, b0, a1, b1) = unsafe {
+                ((*a_frag.add(kk)).to_f64(), (*b_frag.add(kk)).to_f64(), (*a_frag.add(kk + 4)).to_f64(), (*b_frag.add(kk + 4)).to_f64())
+            };
             even = mma_m8n8k4_f64(-a0, b0, even);
-            if kk + 4 < k {
-                let (a1, b1) = unsafe { ((*a.add(g * s + kk + 4 + t)).to_f64(), (*b.add(g * s + kk + 4 + t)).to_f64()) };
-                odd = mma_m8n8k4_f64(-a1, b1, odd);
-            }
+            odd = mma_m8n8k4_f64(-a1, b1, odd);
             kk += 8;
         }
         [T::from_f64(even[0] + odd[0]), T::from_f64(even[1] + odd[1])]
     } else {
         let mut acc = c;
-        let (b0, b1) = unsafe { (b.add(2 * t * s), b.add((2 * t + 1) * s)) };
+        // SAFETY (all reads): as above.
+        let (a_row, b0, b1) = unsafe { (a.add(g * s), b.add(2 * t * s), b.add((2 * t + 1) * s)) };
         for kk in 0..k {
-            // SAFETY: as above.
-            let av = unsafe { *a.add(g * s + kk) };
+            let av = unsafe { *a_row.add(kk) };
             acc[0] = (-av).mul_add(unsafe { *b0.add(kk) }, acc[0]);
             acc[1] = (-av).mul_add(unsafe { *b1.add(kk) }, acc[1]);
         }

@@ -2,11 +2,12 @@
 //! where its inputs are, how an input entry is read (with the padding of the padded size)
 //! and how it is checked.
 
-use super::{FactorArgs, InfoCode};
+use super::{FactorArgs, INFO_OK, InfoCode, info_key};
 use crate::layout::{left_of, node_number, nodes_in_level, right_of};
-use blocktri_prims::Real;
-use blocktri_prims::block_idx_x;
+use crate::team::{Block, Team};
+use crate::tile::{copy_batched, for_each_rc};
 use blocktri_prims::memory::load_readonly;
+use blocktri_prims::{Real, atomic, block_idx_x};
 
 /// The node of this thread block: system `s`, 0-based block `b`, its 1-based neighbours at
 /// this level.
@@ -105,6 +106,59 @@ pub(crate) fn entry_status<T: Real>(d: T, lv: T, rv: T, mirror: T, drr: T, dcc: 
     } else {
         u32::MAX
     }
+}
+
+/// Steps 1 and 2 of the rows, panel and blocked factor kernels, for any shared layout:
+/// loads the node's entries `(D, A[l, i]^T as stored, A[r, i])` of the padded size `NP`
+/// ([`Sources::entry`]) and hands each to `store`; returns `false` at once when an earlier
+/// level of the system already failed; then checks every entry of the `n x n` block, read
+/// back through `entry` (`D` alone through `d`), with [`entry_status`], and records the
+/// first problem in the system's status word (then also `false`). `status` is one word of
+/// shared memory. Contains its barriers; every thread of the block calls it.
+///
+/// # Safety
+/// `a` satisfies [`super::factor_level`]'s contract and `nd` is this block's node; `store`
+/// writes where `entry` and `d` read, in shared memory.
+#[inline(always)]
+pub(crate) unsafe fn load_checked<T: Real, const NP: usize>(
+    a: &FactorArgs<T>,
+    nd: &Node,
+    status: *mut u32,
+    store: impl FnMut(usize, usize, (T, T, T)),
+    entry: impl Fn(usize, usize) -> (T, T, T),
+    d: impl Fn(usize, usize) -> T,
+) -> bool {
+    let team = Block;
+    let (n, m) = (a.n as usize, a.level);
+    let info = unsafe { a.info.add(nd.s) };
+    // SAFETY: the node of this block, `a` as the caller guarantees.
+    let src = unsafe { Sources::of(a, nd) };
+    if team.rank() == 0 {
+        unsafe { *status = u32::MAX };
+    }
+    let recorded = unsafe { core::ptr::read_volatile(info) };
+    copy_batched(team, NP, NP, |r, c| unsafe { src.entry(r, c) }, store);
+    team.sync();
+    if recorded != INFO_OK && (recorded >> 40) < m as u64 {
+        return false;
+    }
+    for_each_rc(team, n, n, |r, c| {
+        let (dv, lv, rv) = entry(r, c);
+        let code = entry_status(dv, lv, rv, d(c, r), d(r, r), d(c, c), r, c, a.sym_tol);
+        if code != u32::MAX {
+            unsafe { atomic::atomic_min_u32(status, code) };
+        }
+    });
+    team.sync();
+    let input_status = unsafe { *status };
+    if input_status != u32::MAX {
+        if team.rank() == 0 {
+            let code = InfoCode::from_u32(input_status).unwrap_or(InfoCode::NonFinite);
+            unsafe { atomic::atomic_min_u64(info, info_key(m, code, nd.b as u32)) };
+        }
+        return false;
+    }
+    true
 }
 
 /// Where a node's factor blocks are for the solves: `L_ii`, `L_li`, `L_ri` (the couplings

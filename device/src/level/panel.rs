@@ -14,8 +14,8 @@
 //! [`super::solve`]; the interlaced forward substitution is not offered here (the host
 //! factors, then solves).
 
-use super::node::{FactorBlocks, Node, Sources, entry_status, node};
-use super::{FactorArgs, INFO_OK, InfoCode, SolveArgs, align_elems, info_key};
+use super::node::{FactorBlocks, Node, load_checked, node};
+use super::{FactorArgs, InfoCode, SolveArgs, align_elems, info_key};
 use crate::layout::fill_slot;
 use crate::team::{Block, Team};
 use crate::tile::{copy_batched, for_each_rc};
@@ -221,48 +221,22 @@ pub(super) unsafe fn load_checked_panel<T: Real, const NP: usize>(
     s: usize,
     status: *mut u32,
 ) -> bool {
-    let team = Block;
-    let (n, m) = (a.n as usize, a.level);
-    let info = unsafe { a.info.add(nd.s) };
     let at = |row: usize, col: usize| unsafe { p.add(row * s + col) };
-    // SAFETY: the node of this block, `a` as the caller guarantees.
-    let src = unsafe { Sources::of(a, nd) };
-    if team.rank() == 0 {
-        unsafe { *status = u32::MAX };
+    // SAFETY: as the caller guarantees; `at` stays inside the panel.
+    unsafe {
+        load_checked::<T, NP>(
+            a,
+            nd,
+            status,
+            |r, c, (d, lv, rv)| {
+                *at(r, c) = d;
+                *at(NP + c, r) = lv;
+                *at(2 * NP + r, c) = rv;
+            },
+            |r, c| (*at(r, c), *at(NP + c, r), *at(2 * NP + r, c)),
+            |r, c| *at(r, c),
+        )
     }
-    let recorded = unsafe { core::ptr::read_volatile(info) };
-    copy_batched(
-        team,
-        NP,
-        NP,
-        |r, c| unsafe { src.entry(r, c) },
-        |r, c, (d, lv, rv)| unsafe {
-            *at(r, c) = d;
-            *at(NP + c, r) = lv;
-            *at(2 * NP + r, c) = rv;
-        },
-    );
-    team.sync();
-    if recorded != INFO_OK && (recorded >> 40) < m as u64 {
-        return false;
-    }
-    for_each_rc(team, n, n, |r, c| unsafe {
-        let (d, lv, rv) = (*at(r, c), *at(NP + c, r), *at(2 * NP + r, c));
-        let code = entry_status(d, lv, rv, *at(c, r), *at(r, r), *at(c, c), r, c, a.sym_tol);
-        if code != u32::MAX {
-            atomic::atomic_min_u32(status, code);
-        }
-    });
-    team.sync();
-    let input_status = unsafe { *status };
-    if input_status != u32::MAX {
-        if team.rank() == 0 {
-            let code = InfoCode::from_u32(input_status).unwrap_or(InfoCode::NonFinite);
-            unsafe { atomic::atomic_min_u64(info, info_key(m, code, nd.b as u32)) };
-        }
-        return false;
-    }
-    true
 }
 
 /// Step 4 of a panel factorization: stores `L_ii` (upper triangle zero), `L_li` and

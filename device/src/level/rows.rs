@@ -21,8 +21,8 @@
 //! Storage, arguments and status words are those of [`super::factor`] and
 //! [`super::solve`], so both kernel families interoperate.
 
-use super::node::{FactorBlocks, Node, Sources, entry_status, node};
-use super::{FactorArgs, INFO_OK, InfoCode, SolveArgs, align_elems, info_key};
+use super::node::{FactorBlocks, Node, load_checked, node};
+use super::{FactorArgs, InfoCode, SolveArgs, align_elems, info_key};
 use crate::layout::fill_slot;
 use crate::team::{Block, Team};
 use crate::tile::copy_batched;
@@ -74,44 +74,25 @@ pub unsafe fn factor_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     let status = unsafe { ybuf.add(align_elems(NP * a.nrhs as usize, T::BYTES)) } as *mut u32;
     let (warp, lane) = (warp_id() as usize, lane_id() as usize);
 
-    // 1. Coalesced loads into the tiles (padding: identity in D, zero in the couplings).
-    // SAFETY: the node of this block, `a` as the caller guarantees.
-    let src = unsafe { Sources::of(&a, &nd) };
-    if team.rank() == 0 {
-        unsafe { *status = u32::MAX };
-    }
-    let recorded = unsafe { core::ptr::read_volatile(info) };
-    copy_batched(
-        team,
-        NP,
-        NP,
-        |r, c| unsafe { src.entry(r, c) },
-        |r, c, (d, lv, rv)| unsafe {
-            *sd.add(c * t + r) = d;
-            *sl.add(c * t + r) = lv;
-            *sr.add(c * t + r) = rv;
-        },
-    );
-    team.sync();
-    if recorded != INFO_OK && (recorded >> 40) < m as u64 {
-        return;
-    }
-
-    // 2. Checks: finite values, symmetric D (|lo - up|^2 <= tol^2 |a_rr a_cc|).
-    crate::tile::for_each_rc(team, n, n, |r, c| unsafe {
-        let (d, lv, rv) = (*sd.add(c * t + r), *sl.add(c * t + r), *sr.add(c * t + r));
-        let code = entry_status(d, lv, rv, *sd.add(r * t + c), *sd.add(r * t + r), *sd.add(c * t + c), r, c, a.sym_tol);
-        if code != u32::MAX {
-            atomic::atomic_min_u32(status, code);
-        }
-    });
-    team.sync();
-    let input_status = unsafe { *status };
-    if input_status != u32::MAX {
-        if team.rank() == 0 {
-            let code = InfoCode::from_u32(input_status).unwrap_or(InfoCode::NonFinite);
-            unsafe { atomic::atomic_min_u64(info, info_key(m, code, b as u32)) };
-        }
+    // 1.-2. Coalesced loads into the tiles (padding: identity in D, zero in the
+    //    couplings), then the checks: finite values, symmetric D.
+    let at = |tile: *mut T, r: usize, c: usize| unsafe { tile.add(c * t + r) };
+    // SAFETY: as the caller guarantees; `at` stays inside the tiles.
+    let go_on = unsafe {
+        load_checked::<T, NP>(
+            &a,
+            &nd,
+            status,
+            |r, c, (d, lv, rv)| {
+                *at(sd, r, c) = d;
+                *at(sl, r, c) = lv;
+                *at(sr, r, c) = rv;
+            },
+            |r, c| (*at(sd, r, c), *at(sl, r, c), *at(sr, r, c)),
+            |r, c| *at(sd, r, c),
+        )
+    };
+    if !go_on {
         return;
     }
 
