@@ -213,6 +213,37 @@ fn for_each_acc<T: Real, M: TileMac<T>>(acc: &[T; ACC], mut f: impl FnMut(usize,
     }
 }
 
+/// `dst[r, c] = old - acc` for every accumulator whose `(row, col)` passes `keep`, with
+/// `old` the entry's value when `subtract`, else zero. All the old values are loaded before
+/// the first store: a load after each store (the compiler cannot tell the entries apart)
+/// waited one global round trip per accumulator, ~15 µs of a top-level launch
+/// (`docs/perf-notes.md`, entry 16).
+///
+/// # Safety
+/// Every kept `(r, c)` is an entry of the tile at `dst` (leading dimension `ld`) that only
+/// this thread touches in the launch.
+#[inline(always)]
+unsafe fn subtract_acc<T: Real, M: TileMac<T>>(
+    acc: &[T; ACC],
+    dst: *mut T,
+    ld: usize,
+    subtract: bool,
+    keep: impl Fn(usize, usize) -> bool,
+) {
+    let tid = thread_idx_x() as usize;
+    let old: [T; ACC] = core::array::from_fn(|e| {
+        let (r, c) = M::acc_coord(tid, e);
+        // SAFETY: a kept entry (caller's contract).
+        if subtract && keep(r, c) { unsafe { *dst.add(c * ld + r) } } else { T::ZERO }
+    });
+    for e in 0..ACC {
+        let (r, c) = M::acc_coord(tid, e);
+        if keep(r, c) {
+            unsafe { *dst.add(c * ld + r) = old[e] - acc[e] };
+        }
+    }
+}
+
 /// Step `k`, part 3: the rows of the panel below the diagonal tile, `X = P[rows, k] L_kk^-T`
 /// as a product with `dinv[b][k]`, in place. Tiles per node (grid `x` = `systems * nodes * that`, tiles fastest):
 /// `(tiles - k - 1) + 2 tiles`: the
@@ -269,11 +300,7 @@ pub unsafe fn update<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
     let diagonal = which == 0 && it == k;
     // SAFETY: tile (it, k) of the band, rows/cols clipped to n.
     let dst = unsafe { blk.add(k * TILE * ld + it * TILE) };
-    for_each_acc::<T, M>(&acc, |r, c, v| {
-        if r < pa.rows && c < pb.rows && (!diagonal || r >= c) {
-            unsafe { *dst.add(c * ld + r) -= v };
-        }
-    });
+    unsafe { subtract_acc::<T, M>(&acc, dst, ld, true, |r, c| r < pa.rows && c < pb.rows && (!diagonal || r >= c)) };
 }
 
 /// After a level's panels are factored: `side` 0 subtracts `L_li L_li^T` from `D_l`
@@ -322,12 +349,5 @@ pub unsafe fn neighbours<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
     let acc = unsafe { product_nt::<T, M>(pa, pb, n, sh) };
     let diagonal = subtract && it == jt;
     let dst = unsafe { target.add(jt * TILE * ld + it * TILE) };
-    for_each_acc::<T, M>(&acc, |r, c, v| {
-        if r < pa.rows && c < pb.rows && (!diagonal || r >= c) {
-            unsafe {
-                let p = dst.add(c * ld + r);
-                *p = if subtract { *p - v } else { -v };
-            }
-        }
-    });
+    unsafe { subtract_acc::<T, M>(&acc, dst, ld, subtract, |r, c| r < pa.rows && c < pb.rows && (!diagonal || r >= c)) };
 }

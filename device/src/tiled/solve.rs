@@ -60,23 +60,56 @@ fn warp_total<T: Real>(v: T) -> T {
     v
 }
 
-/// One lane's share of a warp's dot products along a column of `L`: adds
-/// `lcol[p] * x[p + c ldx]` for `p = from, from + 32, .. < n` to `acc[c]`, `c < kc`
-/// (`from` = the first row plus the lane: the warp reads the column coalesced).
+/// Terms of a strided dot product whose loads one thread issues before their
+/// multiply-adds. The top levels' solve launches have a block or two per node, so a
+/// thread that waits for each load before the next spends the whole launch on memory
+/// latency (`docs/perf-notes.md`, entry 16).
+const IN_FLIGHT: usize = 8;
+
+/// One thread's share of strided dot products: adds `m[p ms] * x[p + c ldx]` for
+/// `p = from, from + step, .. < n` to `acc[c]`, `c < kc`, [`IN_FLIGHT`] terms per pass
+/// (the terms past `n` of the last pass are predicated off).
 ///
 /// # Safety
-/// `lcol` holds `n` values, `x` `kc` columns of `n` at `ldx`.
+/// `m` holds `n` values at stride `ms`, `x` `kc` columns of `n` at `ldx`.
 #[inline(always)]
-unsafe fn column_dot<T: Real>(lcol: *const T, x: *const T, ldx: usize, from: usize, n: usize, kc: usize, acc: &mut [T; MAX_CHUNK]) {
+#[allow(clippy::too_many_arguments)] // a strided dot with its shapes
+unsafe fn strided_dot<T: Real>(
+    m: *const T,
+    ms: usize,
+    x: *const T,
+    ldx: usize,
+    from: usize,
+    step: usize,
+    n: usize,
+    kc: usize,
+    acc: &mut [T; MAX_CHUNK],
+) {
     let mut p = from;
     while p < n {
-        let lv = unsafe { *lcol.add(p) };
-        for c in 0..MAX_CHUNK {
-            if c < kc {
-                acc[c] = lv.mul_add(unsafe { *x.add(c * ldx + p) }, acc[c]);
+        let mut mv = [T::ZERO; IN_FLIGHT];
+        for (u, v) in mv.iter_mut().enumerate() {
+            let q = p + u * step;
+            if q < n {
+                // SAFETY: q < n (caller's contract).
+                *v = unsafe { *m.add(q * ms) };
             }
         }
-        p += 32;
+        for (c, acc_c) in acc.iter_mut().enumerate() {
+            if c < kc {
+                let mut xv = [T::ZERO; IN_FLIGHT];
+                for (u, v) in xv.iter_mut().enumerate() {
+                    let q = p + u * step;
+                    if q < n {
+                        *v = unsafe { *x.add(c * ldx + q) };
+                    }
+                }
+                for u in 0..IN_FLIGHT {
+                    *acc_c = mv[u].mul_add(xv[u], *acc_c);
+                }
+            }
+        }
+        p += IN_FLIGHT * step;
     }
 }
 
@@ -142,23 +175,65 @@ unsafe fn diag_areas<T: Real>() -> (*mut T, *mut T, *mut T, *mut T) {
     unsafe { (ws, ws.add(TILE * LDW), ws.add(2 * TILE * LDW), ws.add(2 * TILE * LDW + TILE * MAX_CHUNK)) }
 }
 
+/// Tile elements per thread, at most (a `64 x 64` tile over [`SOLVE_THREADS`]).
+const TILE_SHARE: usize = TILE / COLS_PER_SLOT;
+
+/// Columns of a tile that the block covers per slot of a share.
+const COLS_PER_SLOT: usize = THREADS / TILE;
+
+/// The tile element of this thread's slot `i`: row `tid % TILE`, column
+/// `tid / TILE + i COLS_PER_SLOT` (consecutive threads on consecutive rows; no division,
+/// whose zero-divisor check would put a branch between the slots' loads).
+#[inline(always)]
+fn slot_rc(i: usize) -> (usize, usize) {
+    let tid = thread_idx_x() as usize;
+    (tid % TILE, tid / TILE + i * COLS_PER_SLOT)
+}
+
+/// This thread's share of the column-major `rows x cols` tile at `src` (leading dimension
+/// `lds`), slot `i` holding element [`slot_rc`]`(i)`: every load is issued before any is
+/// used, so the tile costs one memory round trip instead of one per element.
+///
+/// # Safety
+/// The tile is readable; `rows, cols <= TILE`.
+#[inline(always)]
+unsafe fn fetch_tile<T: Real>(src: *const T, lds: usize, rows: usize, cols: usize) -> [T; TILE_SHARE] {
+    core::array::from_fn(|i| {
+        let (r, c) = slot_rc(i);
+        // SAFETY: r < rows, c < cols: inside the tile.
+        if r < rows && c < cols { unsafe { *src.add(c * lds + r) } } else { T::ZERO }
+    })
+}
+
+/// Stores a [`fetch_tile`] share into `dst` (leading dimension `ldd`; no barrier).
+///
+/// # Safety
+/// `dst` holds the `rows x cols` tile; the share was fetched with the same shape.
+#[inline(always)]
+unsafe fn store_tile<T: Real>(v: &[T; TILE_SHARE], dst: *mut T, ldd: usize, rows: usize, cols: usize) {
+    for (i, &value) in v.iter().enumerate() {
+        let (r, c) = slot_rc(i);
+        if r < rows && c < cols {
+            // SAFETY: inside the destination tile.
+            unsafe { *dst.add(c * ldd + r) = value };
+        }
+    }
+}
+
 /// Copies `kc` columns of `rows` rows between the right-hand sides (`g`, leading dimension
 /// `ldb`) and the shared tile `z` (leading dimension `rows`); `to_shared` picks the
 /// direction. Ends with a barrier.
 #[inline(always)]
 unsafe fn move_rhs<T: Real>(g: *mut T, ldb: usize, z: *mut T, rows: usize, kc: usize, to_shared: bool) {
-    let mut e = thread_idx_x() as usize;
-    while e < rows * kc {
-        let (r, c) = rem_div(e, rows);
-        // SAFETY: r < rows, c < kc: inside both.
-        unsafe {
-            if to_shared {
-                *z.add(c * rows + r) = *g.add(c * ldb + r);
-            } else {
-                *g.add(c * ldb + r) = *z.add(c * rows + r);
-            }
+    // SAFETY: rows <= TILE and kc <= MAX_CHUNK, so the tile fits a fetch share.
+    unsafe {
+        if to_shared {
+            let v = fetch_tile(g, ldb, rows, kc);
+            store_tile(&v, z, rows, rows, kc);
+        } else {
+            let v = fetch_tile(z, rows, rows, kc);
+            store_tile(&v, g, ldb, rows, kc);
         }
-        e += THREADS;
     }
     sync_threads();
 }
@@ -167,12 +242,10 @@ unsafe fn move_rhs<T: Real>(g: *mut T, ldb: usize, z: *mut T, rows: usize, kc: u
 /// (leading dimension [`LDW`]). Ends with a barrier.
 #[inline(always)]
 unsafe fn load_tile<T: Real>(src: *const T, lds: usize, dst: *mut T, rows: usize, cols: usize) {
-    let mut e = thread_idx_x() as usize;
-    while e < rows * cols {
-        let (r, c) = rem_div(e, rows);
-        // SAFETY: inside the source tile and the shared copy (rows, cols <= TILE).
-        unsafe { *dst.add(c * LDW + r) = *src.add(c * lds + r) };
-        e += THREADS;
+    // SAFETY: rows, cols <= TILE (caller's contract).
+    unsafe {
+        let v = fetch_tile(src, lds, rows, cols);
+        store_tile(&v, dst, LDW, rows, cols);
     }
     sync_threads();
 }
@@ -243,17 +316,19 @@ unsafe fn eliminate_tile<T: Real>(a: &TiledArgs<T>, nd: super::Node, t: usize, d
     let (bsys, ldb) = unsafe { system_rhs(a, nd.s) };
     let (w, h) = (tile_rows(n, t), tile_rows(n, dst));
     // SAFETY: tiles of block b; rows of system s.
+    // One tile's loads in flight at a time (both at once need ~150 registers: one block
+    // per multiprocessor at the lower levels), one barrier for both.
     unsafe {
         let l = a.block(a.diag, nd.s, nd.b) as *const T;
-        load_tile(a.dinv_tile(nd.s, nd.b, t), TILE, ws, w, w);
-        if transposed {
-            // L[t, dst]: w rows (tile t) by h columns (tile dst).
-            load_tile(l.add(dst * TILE * ld + t * TILE), ld, ls, w, h);
-        } else {
-            // L[dst, t]: h rows by w columns.
-            load_tile(l.add(t * TILE * ld + dst * TILE), ld, ls, h, w);
-        }
+        let inverse = fetch_tile(a.dinv_tile(nd.s, nd.b, t), TILE, w, w);
+        store_tile(&inverse, ws, LDW, w, w);
+        // L[t, dst] (w rows of tile t by h columns of tile dst) or L[dst, t] (h by w).
+        let (src, rows, cols) =
+            if transposed { (l.add(dst * TILE * ld + t * TILE), w, h) } else { (l.add(t * TILE * ld + dst * TILE), h, w) };
+        let lt = fetch_tile(src, ld, rows, cols);
+        store_tile(&lt, ls, LDW, rows, cols);
     }
+    sync_threads();
     let mut c0 = 0;
     while c0 < k {
         let kc = chunk.min(k - c0);
@@ -318,16 +393,8 @@ pub unsafe fn forward_couple<T: Real>(args: &TiledArgs<T>) {
         let (y, dst) = unsafe { (bsys.add(c0 * ldb + nd.b * n), bsys.add(c0 * ldb + target * n + r0)) };
         let mut acc = [T::ZERO; MAX_CHUNK];
         if rl < h {
-            let mut p = grp;
-            while p < n {
-                let lv = unsafe { *lmat.add(p * ld + r0 + rl) };
-                for c in 0..MAX_CHUNK {
-                    if c < kc {
-                        acc[c] = lv.mul_add(unsafe { *y.add(c * ldb + p) }, acc[c]);
-                    }
-                }
-                p += THREADS / TILE;
-            }
+            // Row r0 + rl of L_{nbr,i} (stride ld), against y_i.
+            unsafe { strided_dot(lmat.add(r0 + rl), ld, y, ldb, grp, THREADS / TILE, n, kc, &mut acc) };
         }
         for c in 0..MAX_CHUNK {
             unsafe { *red.add((grp * TILE + rl) * MAX_CHUNK + c) = acc[c] };
@@ -376,7 +443,7 @@ pub unsafe fn backward_couple<T: Real>(args: &TiledArgs<T>) {
                 let Some(j) = nbr else { continue };
                 // Column r0 + r of L_{j,i}, against x_j.
                 let (lcol, x) = unsafe { (a.block(base, nd.s, nd.b).add((r0 + r) * ld) as *const T, bsys.add(c0 * ldb + j * n)) };
-                unsafe { column_dot(lcol, x, ldb, lane, n, kc, &mut acc) };
+                unsafe { strided_dot(lcol, 1, x, ldb, lane, 32, n, kc, &mut acc) };
             }
             unsafe { subtract_warp_totals(&acc, kc, bsys.add(c0 * ldb + nd.b * n + r0 + r), ldb) };
             r += WARPS;
