@@ -14,10 +14,7 @@ for step in ${*:-tests sanitize bench profile}; do
         timeout 240 $t/$x-* ${FILTER:-} --test-threads 1 > "$W/test-$x.log" 2>&1; echo "$x rc=$?"; grep -E "test result|FAILED|panicked" "$W/test-$x.log" | head -5
       done ;;
     sanitize)
-      for tool in memcheck racecheck synccheck; do
-        timeout 200 compute-sanitizer --tool $tool $t/gpu_sanitize-* sanitize_cholesky_every_family > "$W/sanitize-$tool.log" 2>&1
-        echo "$tool rc=$?"; grep -E "ERROR SUMMARY|test result" "$W/sanitize-$tool.log" | head -3
-      done ;;
+      run_sanitizers sanitize_cholesky_every_family "$W" ;;
     bench)
       # #10's rows: n = 32 / 64 at N n = 262144 and batches S = 1024, N = 64; both families,
       # both precisions, the peers in the same run.

@@ -7,3 +7,11 @@ if [ -f .cudss/libcudss.so.0.gz ]; then
   export LD_LIBRARY_PATH=/tmp/cudss:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
   export BLOCKTRI_CUDSS=/tmp/cudss/libcudss.so.0
 fi
+# run_sanitizers FILTER DIR: compute-sanitizer memcheck, racecheck and synccheck on the
+# gpu_sanitize test cases matching FILTER, a log per tool in DIR.
+run_sanitizers() {
+  for tool in memcheck racecheck synccheck; do
+    timeout 200 compute-sanitizer --tool $tool .gpu/tests/gpu_sanitize-* "$1" > "$2/sanitize-$tool.log" 2>&1
+    echo "$tool rc=$?"; grep -E "ERROR SUMMARY|test result" "$2/sanitize-$tool.log" | head -3
+  done
+}

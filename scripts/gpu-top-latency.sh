@@ -32,10 +32,7 @@ for step in ${*:-dur tests sanitize bench}; do
       timeout 300 $t/gpu_cholesky-* ${FILTER:-} --test-threads 1 > "$W/test-gpu_cholesky.log" 2>&1; echo "gpu_cholesky rc=$?"
       grep -E "test result|FAILED|panicked" "$W/test-gpu_cholesky.log" | head -5 ;;
     sanitize)
-      for tool in memcheck racecheck synccheck; do
-        timeout 200 compute-sanitizer --tool $tool $t/gpu_sanitize-* sanitize_cholesky_tiled > "$W/sanitize-$tool.log" 2>&1
-        echo "$tool rc=$?"; grep -E "ERROR SUMMARY|test result" "$W/sanitize-$tool.log" | head -3
-      done ;;
+      run_sanitizers sanitize_cholesky_tiled "$W" ;;
     bench)
       for P in ${PRECS:-f64}; do
         timeout 400 $b bench --full --suites fp64-sweep --block-sizes ${SIZES:-128,256,512,1024} --precision $P \
