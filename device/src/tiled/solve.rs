@@ -220,19 +220,32 @@ unsafe fn store_tile<T: Real>(v: &[T; TILE_SHARE], dst: *mut T, ldd: usize, rows
     }
 }
 
+/// Copies the column-major `rows x cols` tile at `src` (leading dimension `lds`) to `dst`
+/// (leading dimension `ldd`) through a [`fetch_tile`] share: all of a thread's loads
+/// before its stores. No barrier.
+///
+/// # Safety
+/// Both tiles hold `rows x cols` (`rows, cols <= TILE`); no other thread of the block
+/// writes `src` or touches this thread's entries of `dst` meanwhile.
+#[inline(always)]
+unsafe fn copy_tile<T: Real>(src: *const T, lds: usize, dst: *mut T, ldd: usize, rows: usize, cols: usize) {
+    unsafe {
+        let v = fetch_tile(src, lds, rows, cols);
+        store_tile(&v, dst, ldd, rows, cols);
+    }
+}
+
 /// Copies `kc` columns of `rows` rows between the right-hand sides (`g`, leading dimension
 /// `ldb`) and the shared tile `z` (leading dimension `rows`); `to_shared` picks the
 /// direction. Ends with a barrier.
 #[inline(always)]
 unsafe fn move_rhs<T: Real>(g: *mut T, ldb: usize, z: *mut T, rows: usize, kc: usize, to_shared: bool) {
-    // SAFETY: rows <= TILE and kc <= MAX_CHUNK, so the tile fits a fetch share.
+    // SAFETY: rows <= TILE and kc <= MAX_CHUNK <= TILE.
     unsafe {
         if to_shared {
-            let v = fetch_tile(g, ldb, rows, kc);
-            store_tile(&v, z, rows, rows, kc);
+            copy_tile(g, ldb, z, rows, rows, kc);
         } else {
-            let v = fetch_tile(z, rows, rows, kc);
-            store_tile(&v, g, ldb, rows, kc);
+            copy_tile(z, rows, g, ldb, rows, kc);
         }
     }
     sync_threads();
@@ -243,10 +256,7 @@ unsafe fn move_rhs<T: Real>(g: *mut T, ldb: usize, z: *mut T, rows: usize, kc: u
 #[inline(always)]
 unsafe fn load_tile<T: Real>(src: *const T, lds: usize, dst: *mut T, rows: usize, cols: usize) {
     // SAFETY: rows, cols <= TILE (caller's contract).
-    unsafe {
-        let v = fetch_tile(src, lds, rows, cols);
-        store_tile(&v, dst, LDW, rows, cols);
-    }
+    unsafe { copy_tile(src, lds, dst, LDW, rows, cols) };
     sync_threads();
 }
 
@@ -320,13 +330,11 @@ unsafe fn eliminate_tile<T: Real>(a: &TiledArgs<T>, nd: super::Node, t: usize, d
     // per multiprocessor at the lower levels), one barrier for both.
     unsafe {
         let l = a.block(a.diag, nd.s, nd.b) as *const T;
-        let inverse = fetch_tile(a.dinv_tile(nd.s, nd.b, t), TILE, w, w);
-        store_tile(&inverse, ws, LDW, w, w);
+        copy_tile(a.dinv_tile(nd.s, nd.b, t), TILE, ws, LDW, w, w);
         // L[t, dst] (w rows of tile t by h columns of tile dst) or L[dst, t] (h by w).
         let (src, rows, cols) =
             if transposed { (l.add(dst * TILE * ld + t * TILE), w, h) } else { (l.add(t * TILE * ld + dst * TILE), h, w) };
-        let lt = fetch_tile(src, ld, rows, cols);
-        store_tile(&lt, ls, LDW, rows, cols);
+        copy_tile(src, ld, ls, LDW, rows, cols);
     }
     sync_threads();
     let mut c0 = 0;
