@@ -12,7 +12,8 @@ use blocktri_device::tiled::factor::{
     WIDE_THREADS, neighbours, potrf, potrf_shared_bytes, prep, prep_shared_bytes, product_kernel_shared_bytes, trsm, update,
 };
 use blocktri_device::tiled::solve::{
-    MAX_CHUNK, SOLVE_THREADS, backward_couple, backward_diag, couple_shared_bytes, diag_solve_shared_bytes, forward_couple, forward_diag,
+    BACKWARD_ROW_GROUPS, COUPLE_THREADS, MAX_CHUNK, SOLVE_THREADS, backward_couple, backward_diag, couple_shared_bytes,
+    diag_solve_shared_bytes, forward_couple, forward_diag,
 };
 use blocktri_device::tiled::{Native, PRODUCT_THREADS, Tf32, Tf32x3, TileMac, TiledArgs, dinv_elems, tiles};
 use blocktri_prims::emu;
@@ -137,7 +138,7 @@ fn run_solve<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk:
         if m + 1 < top {
             for side in 0..2 {
                 let x = args(d, a, m, 0, side, Some((k, chunk)));
-                unsafe { emu::launch_unchecked(nodes * nt, SOLVE_THREADS, couple_shared_bytes(e), || forward_couple(&x)) };
+                unsafe { emu::launch_unchecked(nodes * nt, COUPLE_THREADS, couple_shared_bytes(e), || forward_couple(&x)) };
             }
         }
     }
@@ -145,7 +146,7 @@ fn run_solve<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk:
         let nodes = s * nodes_in_level(nb, m);
         if m + 1 < top {
             let x = args(d, a, m, 0, 0, Some((k, chunk)));
-            unsafe { emu::launch_unchecked(nodes * nt, SOLVE_THREADS, 0, || backward_couple(&x)) };
+            unsafe { emu::launch_unchecked(nodes * nt * BACKWARD_ROW_GROUPS, SOLVE_THREADS, 0, || backward_couple(&x)) };
         }
         for t in (0..nt).rev() {
             let x = args(d, a, m, t, 0, Some((k, chunk)));

@@ -11,6 +11,7 @@
 
 pub mod gemm;
 pub mod potrf;
+pub(crate) mod strip8;
 pub mod trsm;
 
 #[cfg(test)]

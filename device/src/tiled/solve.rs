@@ -35,9 +35,19 @@ pub const fn diag_solve_shared_bytes(elem_bytes: usize) -> usize {
     (2 * TILE * LDW + 2 * TILE * MAX_CHUNK) * elem_bytes
 }
 
+/// Threads of [`forward_couple`]: each of the tile's 64 rows is split over
+/// `COUPLE_THREADS / 64` threads, so that a top-level launch (a block or two per node)
+/// waits for few load passes (`n / 8` terms per thread, [`IN_FLIGHT`] per pass).
+pub const COUPLE_THREADS: u32 = 512;
+const COUPLE_GROUPS: usize = COUPLE_THREADS as usize / TILE;
+
+/// Blocks of [`backward_couple`] per tile of a node: one row per warp, so that a warp
+/// waits for one row's loads, not for eight rows' one after the other.
+pub const BACKWARD_ROW_GROUPS: u32 = (TILE / WARPS) as u32;
+
 /// Shared memory of [`forward_couple`].
 pub const fn couple_shared_bytes(elem_bytes: usize) -> usize {
-    4 * TILE * MAX_CHUNK * elem_bytes
+    COUPLE_GROUPS * TILE * MAX_CHUNK * elem_bytes
 }
 
 /// The right-hand sides of system `s`: `(first row of block 0, rows per column)`.
@@ -377,11 +387,12 @@ pub unsafe fn forward_diag<T: Real>(args: &TiledArgs<T>) {
 }
 
 /// `b_nbr -= L_{nbr,i} y_i` for the neighbour on `side` (0 left, 1 right) of every node:
-/// grid `x` = `systems * nodes * tiles`, one block per row tile of the neighbour's. Each block: 64 rows,
-/// four thread groups splitting the sum over `L`'s columns, reduced in shared memory.
+/// grid `x` = `systems * nodes * tiles`, one block per row tile of the neighbour's. Each
+/// block: 64 rows, `COUPLE_THREADS / 64` thread groups splitting the sum over `L`'s
+/// columns, reduced in shared memory.
 ///
 /// # Safety
-/// [`SOLVE_THREADS`] threads, [`couple_shared_bytes`]; after [`forward_diag`] of the level.
+/// [`COUPLE_THREADS`] threads, [`couple_shared_bytes`]; after [`forward_diag`] of the level.
 pub unsafe fn forward_couple<T: Real>(args: &TiledArgs<T>) {
     let a = *args;
     let (nd, tile) = a.node_and_tile(tiles(a.n()));
@@ -402,7 +413,7 @@ pub unsafe fn forward_couple<T: Real>(args: &TiledArgs<T>) {
         let mut acc = [T::ZERO; MAX_CHUNK];
         if rl < h {
             // Row r0 + rl of L_{nbr,i} (stride ld), against y_i.
-            unsafe { strided_dot(lmat.add(r0 + rl), ld, y, ldb, grp, THREADS / TILE, n, kc, &mut acc) };
+            unsafe { strided_dot(lmat.add(r0 + rl), ld, y, ldb, grp, COUPLE_GROUPS, n, kc, &mut acc) };
         }
         for c in 0..MAX_CHUNK {
             unsafe { *red.add((grp * TILE + rl) * MAX_CHUNK + c) = acc[c] };
@@ -411,7 +422,7 @@ pub unsafe fn forward_couple<T: Real>(args: &TiledArgs<T>) {
         if grp == 0 && rl < h {
             for c in 0..kc {
                 let mut total = T::ZERO;
-                for g in 0..THREADS / TILE {
+                for g in 0..COUPLE_GROUPS {
                     total += unsafe { *red.add((g * TILE + rl) * MAX_CHUNK + c) };
                 }
                 unsafe { *dst.add(c * ldb + rl) -= total };
@@ -422,15 +433,17 @@ pub unsafe fn forward_couple<T: Real>(args: &TiledArgs<T>) {
     }
 }
 
-/// `z_i = y_i - L_li^T x_l - L_ri^T x_r` for every node (grid `x` = `systems * nodes * tiles`: the row tiles of `z_i`), in
-/// place; `x_l`, `x_r` are final (higher levels). A warp per output row, lanes along the
-/// (contiguous) column of `L`, a butterfly sum.
+/// `z_i = y_i - L_li^T x_l - L_ri^T x_r` for every node, in place (grid `x` =
+/// `systems * nodes * tiles * BACKWARD_ROW_GROUPS`: the row tiles of `z_i`, each in groups
+/// of 8 rows, fastest); `x_l`, `x_r` are final (higher levels). A warp per output row,
+/// lanes along the (contiguous) column of `L`, a butterfly sum.
 ///
 /// # Safety
 /// [`SOLVE_THREADS`] threads, no shared memory; after the higher levels' backward kernels.
 pub unsafe fn backward_couple<T: Real>(args: &TiledArgs<T>) {
     let a = *args;
-    let (nd, tile) = a.node_and_tile(tiles(a.n()));
+    let (nd, part) = a.node_and_tile(tiles(a.n()) * BACKWARD_ROW_GROUPS as usize);
+    let (tile, group) = (part / BACKWARD_ROW_GROUPS as usize, part % BACKWARD_ROW_GROUPS as usize);
     if nd.left.is_none() && nd.right.is_none() {
         return;
     }
@@ -439,23 +452,27 @@ pub unsafe fn backward_couple<T: Real>(args: &TiledArgs<T>) {
     let (warp, lane) = (tid / 32, tid % 32);
     let r0 = tile * TILE;
     let h = TILE.min(n - r0);
+    // This warp's row of the tile.
+    let r = group * WARPS + warp;
+    if r >= h {
+        return;
+    }
     let (bsys, ldb) = unsafe { system_rhs(&a, nd.s) };
-    let sources = [(nd.left, a.left), (nd.right, a.right)];
     let mut c0 = 0;
     while c0 < k {
         let kc = chunk.min(k - c0);
-        let mut r = warp;
-        while r < h {
-            let mut acc = [T::ZERO; MAX_CHUNK];
-            for (nbr, base) in sources {
-                let Some(j) = nbr else { continue };
-                // Column r0 + r of L_{j,i}, against x_j.
+        let mut acc = [T::ZERO; MAX_CHUNK];
+        // Column r0 + r of L_{j,i}, against x_j. Two calls, not a loop over an array of
+        // both sides: that array lived on the stack (64 bytes, `ptxas -v`).
+        let mut add = |nbr: Option<usize>, base: *mut T| {
+            if let Some(j) = nbr {
                 let (lcol, x) = unsafe { (a.block(base, nd.s, nd.b).add((r0 + r) * ld) as *const T, bsys.add(c0 * ldb + j * n)) };
                 unsafe { strided_dot(lcol, 1, x, ldb, lane, 32, n, kc, &mut acc) };
             }
-            unsafe { subtract_warp_totals(&acc, kc, bsys.add(c0 * ldb + nd.b * n + r0 + r), ldb) };
-            r += WARPS;
-        }
+        };
+        add(nd.left, a.left);
+        add(nd.right, a.right);
+        unsafe { subtract_warp_totals(&acc, kc, bsys.add(c0 * ldb + nd.b * n + r0 + r), ldb) };
         c0 += kc;
     }
 }

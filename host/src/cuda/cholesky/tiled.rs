@@ -17,7 +17,9 @@ use crate::scalar::Scalar;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::tiled::factor::{WIDE_THREADS, potrf_shared_bytes, prep_shared_bytes, product_kernel_shared_bytes};
-use blocktri_device::tiled::solve::{MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, diag_solve_shared_bytes};
+use blocktri_device::tiled::solve::{
+    BACKWARD_ROW_GROUPS, COUPLE_THREADS, MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, diag_solve_shared_bytes,
+};
 use blocktri_device::tiled::{PRODUCT_THREADS, TiledArgs, dinv_elems, tiles};
 
 /// Largest grid `y` of a launch (the tile pairs of one node).
@@ -168,12 +170,14 @@ impl Tiled {
         let chunk = Self::chunk(target.k);
         let diag_smem = diag_solve_shared_bytes(T::BYTES) as u32;
         // `per_node` blocks per node, tiles fastest.
-        let launch = |kernel, level, per_node: u32, smem, step: u32, side| Step::Launch {
+        let launch_with = |threads, kernel, level, per_node: u32, smem, step: u32, side| Step::Launch {
             kernel,
             level,
-            cfg: LaunchConfig { grid: (s * nodes_in_level(nb, level) * per_node, 1, 1), block: (SOLVE_THREADS, 1, 1), shared_bytes: smem },
+            cfg: LaunchConfig { grid: (s * nodes_in_level(nb, level) * per_node, 1, 1), block: (threads, 1, 1), shared_bytes: smem },
             args: Args::Tiled(Self::args(b, level, step, side, Some((target, chunk)))),
         };
+        let launch = |kernel, level, per_node, smem, step, side| launch_with(SOLVE_THREADS, kernel, level, per_node, smem, step, side);
+        let couple_smem = couple_shared_bytes(T::BYTES) as u32;
         let top = levels(nb);
         let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
         for m in 0..top {
@@ -181,13 +185,14 @@ impl Tiled {
                 steps.push(launch(&self.forward_diag, m, nt - t, diag_smem, t, 0));
             }
             if m + 1 < top {
-                steps.push(launch(&self.forward_couple, m, nt, couple_shared_bytes(T::BYTES) as u32, 0, 0));
-                steps.push(launch(&self.forward_couple, m, nt, couple_shared_bytes(T::BYTES) as u32, 0, 1));
+                for side in 0..2 {
+                    steps.push(launch_with(COUPLE_THREADS, &self.forward_couple, m, nt, couple_smem, 0, side));
+                }
             }
         }
         for m in (0..top).rev() {
             if m + 1 < top {
-                steps.push(launch(&self.backward_couple, m, nt, 0, 0, 0));
+                steps.push(launch(&self.backward_couple, m, nt * BACKWARD_ROW_GROUPS, 0, 0, 0));
             }
             for t in (0..nt).rev() {
                 steps.push(launch(&self.backward_diag, m, t + 1, diag_smem, t, 0));

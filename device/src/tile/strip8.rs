@@ -1,0 +1,260 @@
+//! Cholesky in 8-column strips over a row-major matrix in shared memory, one warp per
+//! `8 x 8` tile, the tile products on FP64 tensor cores (`mma.sync.m8n8k4`) in `f64`.
+//!
+//! Shared by the blocked panel factor ([`crate::level::blocked`]: a node's panel
+//! `[D; A_l; A_r]`) and the tiled engine's diagonal-tile step ([`crate::tiled`]: one
+//! `64 x 64` tile and its inverse). Per strip of 8 columns `kb..kb + 8`
+//! ([`factor_strips`]):
+//! - **Diagonal tile**: one warp factors the `8 x 8` tile `D[kb.., kb..]` in registers
+//!   (shuffles, no barrier) and writes `1 / L_jj`.
+//! - **Strip rows**: every row below the tile solves its 8 entries against it (one thread
+//!   per row, the tile read by broadcast).
+//! - **Trailing update**: `P[I, J] -= P[I, K] P[J, K]^T` over `8 x 8` output tiles, one warp
+//!   per tile (two DMMAs per tile in `f64`). The warp that updates the next diagonal tile
+//!   factors it at once (look-ahead), so the next strip starts without a barrier for it.
+//!
+//! Two barriers per strip. `f32` has no DMMA: the same tiles on FP32 FMAs, lane `(g, t)`
+//! computing the two entries that its DMMA fragment would hold.
+//!
+//! A row stride `≡ 4 (mod 16)` keeps the fragment reads of a half-warp (lane `4g + t`
+//! reads row `g`, column `t`) on distinct 8-byte bank pairs.
+
+use super::FastDiv;
+use crate::team::{Block, Team};
+use blocktri_prims::mma::mma_m8n8k4_f64;
+use blocktri_prims::{Real, lane_id, sync_warp};
+
+/// Width of a strip and side of a tile.
+pub(crate) const KB: usize = 8;
+
+/// `c - A B^T` for one `8 x 8` tile, by one warp: `A` rows at `a + g sa` and `B` rows at
+/// `b + g sb` (`g < 8`), `k` columns (a multiple of 8: a strip, or whole strips); lane
+/// `4g + t` holds `c = [C[g][2t], C[g][2t + 1]]` (the DMMA accumulator layout).
+///
+/// # Safety
+/// The 8 rows of `k` entries behind `a` and `b` are readable; all 32 lanes of the warp
+/// call it together (the DMMA is warp-synchronous).
+#[inline(always)]
+pub(crate) unsafe fn tile_minus_abt<T: Real>(c: [T; 2], a: *const T, sa: usize, b: *const T, sb: usize, k: usize) -> [T; 2] {
+    let lane = lane_id() as usize;
+    let (g, t) = (lane / 4, lane % 4);
+    if T::BYTES == 8 {
+        // This lane's fragment entries: row g, columns kk + t and kk + 4 + t.
+        // SAFETY (all reads): inside the rows (caller's contract).
+        let (a_frag, b_frag) = unsafe { (a.add(g * sa + t), b.add(g * sb + t)) };
+        // Two accumulators (even and odd 4-column steps) halve the dependent DMMA chain.
+        let mut even = [c[0].to_f64(), c[1].to_f64()];
+        let mut odd = [0.0f64; 2];
+        let mut kk = 0;
+        while kk < k {
+            let (a0, b0, a1, b1) = unsafe {
+                ((*a_frag.add(kk)).to_f64(), (*b_frag.add(kk)).to_f64(), (*a_frag.add(kk + 4)).to_f64(), (*b_frag.add(kk + 4)).to_f64())
+            };
+            even = mma_m8n8k4_f64(-a0, b0, even);
+            odd = mma_m8n8k4_f64(-a1, b1, odd);
+            kk += 8;
+        }
+        [T::from_f64(even[0] + odd[0]), T::from_f64(even[1] + odd[1])]
+    } else {
+        let mut acc = c;
+        // SAFETY (all reads): as above.
+        let (a_row, b0, b1) = unsafe { (a.add(g * sa), b.add(2 * t * sb), b.add((2 * t + 1) * sb)) };
+        for kk in 0..k {
+            let av = unsafe { *a_row.add(kk) };
+            acc[0] = (-av).mul_add(unsafe { *b0.add(kk) }, acc[0]);
+            acc[1] = (-av).mul_add(unsafe { *b1.add(kk) }, acc[1]);
+        }
+        acc
+    }
+}
+
+/// Updates the `8 x 8` tile of `p` (row stride `s`) at `(r0, c0)` by the strip
+/// `kb..kb + 8`: `P[r0.., c0..] -= P[r0.., kb..] P[c0.., kb..]^T`, by one warp.
+///
+/// # Safety
+/// As [`tile_minus_abt`]; no other thread touches the tile meanwhile.
+#[inline(always)]
+pub(crate) unsafe fn update_tile<T: Real>(p: *mut T, s: usize, r0: usize, c0: usize, kb: usize) {
+    let lane = lane_id() as usize;
+    let (g, t) = (lane / 4, lane % 4);
+    let cell = unsafe { p.add((r0 + g) * s + c0 + 2 * t) };
+    let c = unsafe { [*cell, *cell.add(1)] };
+    let d = unsafe { tile_minus_abt(c, p.add(r0 * s + kb), s, p.add(c0 * s + kb), s, KB) };
+    unsafe {
+        *cell = d[0];
+        *cell.add(1) = d[1];
+    }
+}
+
+/// Cholesky of the `8 x 8` diagonal tile at `(k0, k0)` in place by one warp (lane `r`
+/// holds row `r % 8`; shuffles, no barrier): the lower triangle becomes `L`, the upper
+/// zero, and `1 / L_jj` goes to `inv[k0 + j]`. Returns whether every pivot was positive
+/// and finite (the same answer in every lane).
+///
+/// # Safety
+/// The tile and `inv[k0..k0 + 8]` are in shared memory and no other thread touches them
+/// meanwhile; all 32 lanes call it together.
+#[inline(always)]
+pub(crate) unsafe fn factor_diag_tile<T: Real>(p: *mut T, s: usize, k0: usize, inv: *mut T) -> bool {
+    let lane = lane_id() as usize;
+    let r = lane % KB;
+    let row = unsafe { p.add((k0 + r) * s + k0) };
+    let mut v: [T; KB] = core::array::from_fn(|c| unsafe { *row.add(c) });
+    let mut ok = true;
+    let mut l_rr = T::ONE;
+    for j in 0..KB {
+        let d = v[j].shfl_idx(j as u32);
+        ok &= d > T::ZERO && d.is_finite();
+        let r_d = d.rsqrt_fast();
+        // Column j of L: sqrt(d) on the diagonal (lane j holds v[j] = d), the
+        // multipliers below.
+        let l_rj = v[j] * r_d;
+        if r >= j {
+            v[j] = l_rj;
+        }
+        if r == j {
+            l_rr = l_rj; // not v[r] later: a run-time index would put v in local memory
+        }
+        // A rectangular loop with a condition (not `j + 1..KB`): a trip count that depends
+        // on the outer index stops LLVM from unrolling the nest, and `v` would go to local
+        // memory.
+        for c in 0..KB {
+            if c > j {
+                let l_cj = l_rj.shfl_idx(c as u32);
+                if r >= c {
+                    v[c] = (-l_rj).mul_add(l_cj, v[c]);
+                }
+            }
+        }
+    }
+    // Lanes 8.. read the same rows as lanes 0..8, which now overwrite them.
+    sync_warp();
+    if lane < KB {
+        for (c, vc) in v.iter().enumerate() {
+            unsafe { *row.add(c) = if c <= r { *vc } else { T::ZERO } };
+        }
+        unsafe { *inv.add(k0 + r) = T::ONE / l_rr };
+    }
+    sync_warp();
+    ok
+}
+
+/// Row `i` of the strip `k0..k0 + 8` below the diagonal tile: `x = P[i, k0..] L_kk^-T`
+/// (forward substitution with the factored tile, read by broadcast), in place.
+///
+/// # Safety
+/// The tile is factored and `inv` written (barrier); no other thread touches the row's
+/// strip entries meanwhile.
+#[inline(always)]
+unsafe fn solve_strip_row<T: Real>(p: *mut T, s: usize, k0: usize, inv: *const T, i: usize) {
+    let row = unsafe { p.add(i * s + k0) };
+    let mut x: [T; KB] = core::array::from_fn(|c| unsafe { *row.add(c) });
+    for j in 0..KB {
+        let l_row = unsafe { p.add((k0 + j) * s + k0) };
+        let mut v = x[j];
+        for c in 0..KB {
+            // Rectangular, as in `factor_diag_tile`.
+            if c < j {
+                v = (-x[c]).mul_add(unsafe { *l_row.add(c) }, v);
+            }
+        }
+        x[j] = v * unsafe { *inv.add(k0 + j) };
+    }
+    for (c, xc) in x.iter().enumerate() {
+        unsafe { *row.add(c) = *xc };
+    }
+}
+
+/// Factors in place, by the whole block, the panel `P` (row stride `s`) made of the
+/// `n x n` matrix `D` in rows `0..n` (lower triangle valid) and the row blocks `A` of
+/// `n` rows each that start at the rows in `couplings` (when present), column by strip:
+/// `D = L L^T`, `A <- A L^-T`. `1 / L_jj` lands in `inv[j]`, and `*failed` is set to
+/// nonzero when a pivot is not positive and finite (the factor is then garbage).
+///
+/// `D`'s rows and columns from `n` up to the next multiple of [`KB`] must hold an identity
+/// block and the couplings' columns there zeros: they factor to 1 and 0 and touch nothing
+/// else. Ends with a barrier.
+///
+/// # Safety
+/// `p` holds the rows and `round_up(n, 8)` columns described, `inv` that many entries and
+/// `failed` one word, all in shared memory; all threads of the block call it together,
+/// with at least 64 threads (the last warp is the look-ahead's).
+#[inline(always)]
+pub(crate) unsafe fn factor_strips<T: Real>(p: *mut T, s: usize, n: usize, couplings: [Option<usize>; 2], inv: *mut T, failed: *mut u32) {
+    let team = Block;
+    let (warp, lane) = (team.rank() / 32, team.rank() % 32);
+    let warps = team.size() / 32;
+    // The look-ahead warp: updates and factors the next diagonal tile.
+    let ahead = warps - 1;
+    let tiles = n.div_ceil(KB);
+    if warp == ahead {
+        let ok = unsafe { factor_diag_tile(p, s, 0, inv) };
+        if lane == 0 {
+            unsafe { *failed = u32::from(!ok) };
+        }
+    }
+    team.sync();
+    // Rows of each panel part below a strip: D from the strip's end, the couplings all.
+    let [(l0, rows_l), (rr0, rows_r)] = couplings.map(|c| c.map_or((0, 0), |start| (start, n)));
+    for kt in 0..tiles {
+        let kb = kt * KB;
+        // Strip rows.
+        let rows_d = n.saturating_sub(kb + KB);
+        let mut e = team.rank();
+        while e < rows_d + rows_l + rows_r {
+            let i = if e < rows_d {
+                kb + KB + e
+            } else if e < rows_d + rows_l {
+                l0 + e - rows_d
+            } else {
+                rr0 + e - rows_d - rows_l
+            };
+            unsafe { solve_strip_row(p, s, kb, inv, i) };
+            e += team.size();
+        }
+        team.sync();
+        if kt + 1 == tiles {
+            break;
+        }
+        // Trailing update: column tiles kt+1.., row tiles of D (on or below the diagonal
+        // tile) and of the present couplings; the next diagonal tile is the look-ahead
+        // warp's, first.
+        let next = kb + KB;
+        if warp == ahead {
+            unsafe { update_tile(p, s, next, next, kb) };
+            sync_warp();
+            let ok = unsafe { factor_diag_tile(p, s, next, inv) };
+            if lane == 0 && !ok {
+                unsafe { *failed = 1 };
+            }
+        }
+        // Row tiles: D's below the strip (kt+1..tiles), then those of the present
+        // couplings. Index math in u32 with a multiply-high division: `usize` is 64-bit on
+        // the device and its run-time divisions were half of the blocked panel factor's
+        // instructions (`ncu`, docs/perf-notes.md entry 15).
+        let col_tiles = (tiles - kt - 1) as u32;
+        let coupling_tiles = |rows: usize| if rows > 0 { tiles as u32 } else { 0 };
+        let (d_tiles, l_tiles) = (col_tiles, coupling_tiles(rows_l));
+        let row_tiles = d_tiles + l_tiles + coupling_tiles(rows_r);
+        let by_col = FastDiv::new(col_tiles);
+        let mut e = warp as u32;
+        while e < row_tiles * col_tiles {
+            let (rt, c) = by_col.div_rem(e);
+            let cj = kt + 1 + c as usize;
+            let (r0, wanted) = if rt < d_tiles {
+                // On or below the diagonal; the next diagonal tile is the look-ahead's.
+                let ri = kt + 1 + rt as usize;
+                (ri * KB, ri >= cj && ri != kt + 1)
+            } else if rt < d_tiles + l_tiles {
+                (l0 + (rt - d_tiles) as usize * KB, true)
+            } else {
+                (rr0 + (rt - d_tiles - l_tiles) as usize * KB, true)
+            };
+            if wanted {
+                unsafe { update_tile(p, s, r0, cj * KB, kb) };
+            }
+            e += warps as u32;
+        }
+        team.sync();
+    }
+}
