@@ -12,12 +12,16 @@ use blocktri_device::tiled::factor::{
     WIDE_THREADS, neighbours, potrf, potrf_shared_bytes, prep, prep_shared_bytes, product_kernel_shared_bytes, trsm, update,
 };
 use blocktri_device::tiled::solve::{
-    BACKWARD_ROW_GROUPS, COUPLE_THREADS, MAX_CHUNK, SOLVE_THREADS, backward_couple, backward_diag, couple_shared_bytes,
+    BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, backward_couple, backward_diag, couple_shared_bytes, couple_threads,
     diag_solve_shared_bytes, forward_couple, forward_diag,
 };
 use blocktri_device::tiled::{Native, PRODUCT_THREADS, Tf32, Tf32x3, TileMac, TiledArgs, dinv_elems, tiles};
 use blocktri_prims::emu;
 use common::{dense_solution, error_vs_reference, fresh_seed, problem};
+
+/// SMs the launch widths are chosen for: few, so that the cases run both forward
+/// coupling widths (wide at the top levels, narrow below).
+const EMULATED_SMS: u32 = 2;
 
 struct Device<T> {
     ld: usize,
@@ -138,7 +142,11 @@ fn run_solve<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk:
         if m + 1 < top {
             for side in 0..2 {
                 let x = args(d, a, m, 0, side, Some((k, chunk)));
-                unsafe { emu::launch_unchecked(nodes * nt, COUPLE_THREADS, couple_shared_bytes(e), || forward_couple(&x)) };
+                unsafe {
+                    emu::launch_unchecked(nodes * nt, couple_threads(nodes * nt, EMULATED_SMS), couple_shared_bytes(e), || {
+                        forward_couple(&x)
+                    })
+                };
             }
         }
     }

@@ -16,7 +16,7 @@
 use super::rem_div;
 use super::{TILE, TiledArgs, tile_rows, tiles};
 use crate::level::{InfoCode, info_key};
-use blocktri_prims::{Real, atomic, shared, sync_threads, thread_idx_x};
+use blocktri_prims::{Real, atomic, block_dim_x, shared, sync_threads, thread_idx_x};
 
 /// Right-hand-side columns per pass, at most.
 pub const MAX_CHUNK: usize = 8;
@@ -35,11 +35,20 @@ pub const fn diag_solve_shared_bytes(elem_bytes: usize) -> usize {
     (2 * TILE * LDW + 2 * TILE * MAX_CHUNK) * elem_bytes
 }
 
-/// Threads of [`forward_couple`]: each of the tile's 64 rows is split over
-/// `COUPLE_THREADS / 64` threads, so that a top-level launch (a block or two per node)
-/// waits for few load passes (`n / 8` terms per thread, [`IN_FLIGHT`] per pass).
+/// Most threads of [`forward_couple`] (see [`couple_threads`]).
 pub const COUPLE_THREADS: u32 = 512;
 const COUPLE_GROUPS: usize = COUPLE_THREADS as usize / TILE;
+
+/// Threads of a [`forward_couple`] launch of `blocks` blocks on a device with
+/// `multiprocessors` SMs. Each of a tile's 64 rows is split over `threads / 64` threads:
+/// with at most one block per SM (the top levels) [`COUPLE_THREADS`], so that a block
+/// waits for few load passes (`n / 8` terms per thread, [`IN_FLIGHT`] per pass); below,
+/// [`SOLVE_THREADS`], which lets three blocks share an SM (measured on the H100:
+/// 512 threads everywhere took the top-level launches at n = 1024 from 77 to 52 µs but
+/// level 0 from 540 to 929 µs, one 512-thread block per SM by registers).
+pub const fn couple_threads(blocks: u32, multiprocessors: u32) -> u32 {
+    if blocks <= multiprocessors { COUPLE_THREADS } else { SOLVE_THREADS }
+}
 
 /// Blocks of [`backward_couple`] per tile of a node: one row per warp, so that a warp
 /// waits for one row's loads, not for eight rows' one after the other.
@@ -392,7 +401,8 @@ pub unsafe fn forward_diag<T: Real>(args: &TiledArgs<T>) {
 /// columns, reduced in shared memory.
 ///
 /// # Safety
-/// [`COUPLE_THREADS`] threads, [`couple_shared_bytes`]; after [`forward_diag`] of the level.
+/// A multiple of 64 threads, at most [`COUPLE_THREADS`]; [`couple_shared_bytes`]; after
+/// [`forward_diag`] of the level.
 pub unsafe fn forward_couple<T: Real>(args: &TiledArgs<T>) {
     let a = *args;
     let (nd, tile) = a.node_and_tile(tiles(a.n()));
@@ -401,6 +411,7 @@ pub unsafe fn forward_couple<T: Real>(args: &TiledArgs<T>) {
     let (n, ld, k, chunk) = (a.n(), a.ld(), a.nrhs as usize, a.chunk as usize);
     let tid = thread_idx_x() as usize;
     let (rl, grp) = (tid % TILE, tid / TILE);
+    let groups = block_dim_x() as usize / TILE;
     let r0 = tile * TILE;
     let h = TILE.min(n - r0);
     let lmat = unsafe { a.block(if a.side == 0 { a.left } else { a.right }, nd.s, nd.b) } as *const T;
@@ -413,7 +424,7 @@ pub unsafe fn forward_couple<T: Real>(args: &TiledArgs<T>) {
         let mut acc = [T::ZERO; MAX_CHUNK];
         if rl < h {
             // Row r0 + rl of L_{nbr,i} (stride ld), against y_i.
-            unsafe { strided_dot(lmat.add(r0 + rl), ld, y, ldb, grp, COUPLE_GROUPS, n, kc, &mut acc) };
+            unsafe { strided_dot(lmat.add(r0 + rl), ld, y, ldb, grp, groups, n, kc, &mut acc) };
         }
         for c in 0..MAX_CHUNK {
             unsafe { *red.add((grp * TILE + rl) * MAX_CHUNK + c) = acc[c] };
@@ -422,7 +433,7 @@ pub unsafe fn forward_couple<T: Real>(args: &TiledArgs<T>) {
         if grp == 0 && rl < h {
             for c in 0..kc {
                 let mut total = T::ZERO;
-                for g in 0..COUPLE_GROUPS {
+                for g in 0..groups {
                     total += unsafe { *red.add((g * TILE + rl) * MAX_CHUNK + c) };
                 }
                 unsafe { *dst.add(c * ldb + rl) -= total };

@@ -18,7 +18,7 @@ use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::tiled::factor::{WIDE_THREADS, potrf_shared_bytes, prep_shared_bytes, product_kernel_shared_bytes};
 use blocktri_device::tiled::solve::{
-    BACKWARD_ROW_GROUPS, COUPLE_THREADS, MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, diag_solve_shared_bytes,
+    BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, couple_threads, diag_solve_shared_bytes,
 };
 use blocktri_device::tiled::{PRODUCT_THREADS, TiledArgs, dinv_elems, tiles};
 
@@ -66,6 +66,8 @@ pub(super) struct Tiled {
     forward_couple: Kernel,
     backward_couple: Kernel,
     backward_diag: Kernel,
+    /// SMs of the device (the forward coupling's block width depends on the grid).
+    multiprocessors: u32,
 }
 
 impl Tiled {
@@ -97,6 +99,7 @@ impl Tiled {
             forward_couple: k(names::TILED_FORWARD_COUPLE)?,
             backward_couple: k(names::TILED_BACKWARD_COUPLE)?,
             backward_diag: k(names::TILED_BACKWARD_DIAG)?,
+            multiprocessors: gpu.info().multiprocessors,
         })
     }
 
@@ -185,8 +188,9 @@ impl Tiled {
                 steps.push(launch(&self.forward_diag, m, nt - t, diag_smem, t, 0));
             }
             if m + 1 < top {
+                let threads = couple_threads(s * nodes_in_level(nb, m) * nt, self.multiprocessors);
                 for side in 0..2 {
-                    steps.push(launch_with(COUPLE_THREADS, &self.forward_couple, m, nt, couple_smem, 0, side));
+                    steps.push(launch_with(threads, &self.forward_couple, m, nt, couple_smem, 0, side));
                 }
             }
         }
