@@ -20,6 +20,10 @@ fn main() {
         // The diagonal-tile factor (256 threads, 76 KB of shared memory): 144 registers
         // unconstrained (one block per multiprocessor), 128 lets two share one.
         .max_registers("tiled_potrf", 128)
+        // The single-launch rows factor (96 threads) takes ~170 registers unconstrained, 3
+        // blocks per multiprocessor (176 per thread as allocated); 168 lets four share one
+        // (N = 16384, n = 16: 734 -> 430 us on the H100, docs/perf-notes.md entry 18).
+        .max_registers("factor_rows_dataflow16", 168)
         .llvm_arg("-unroll-threshold=20000")
         .llvm_arg("-unroll-full-max-count=4096");
     match builder.build() {

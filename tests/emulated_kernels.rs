@@ -11,11 +11,13 @@ use blocktri_device::chain::{
     solve_backward_chain, solve_backward_chain_rows, solve_chain_shared_bytes, solve_forward_chain, solve_forward_chain_rows,
 };
 use blocktri_device::layout::{levels, nodes_in_level};
+use blocktri_device::level::nodes_from;
 use blocktri_device::level::{
-    FactorArgs, INFO_OK, InfoCode, ROW_THREADS, SolveArgs, decode_info, factor_blocked, factor_blocked_shared_bytes, factor_level,
-    factor_panel, factor_panel_shared_bytes, factor_prep, factor_rows, factor_rows_shared_bytes, factor_shared_bytes, panel_size,
-    panel_threads, row_size, solve_backward_level, solve_backward_panel, solve_backward_rows, solve_forward_level, solve_forward_panel,
-    solve_forward_rows, solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes,
+    FactorArgs, INFO_OK, InfoCode, ROW_THREADS, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, decode_info, factor_blocked,
+    factor_blocked_shared_bytes, factor_flag_words, factor_level, factor_panel, factor_panel_shared_bytes, factor_prep, factor_rows,
+    factor_rows_dataflow, factor_rows_shared_bytes, factor_shared_bytes, panel_size, panel_threads, row_size, solve_backward_level,
+    solve_backward_panel, solve_backward_rows, solve_flag_words, solve_forward_level, solve_forward_panel, solve_forward_rows,
+    solve_panel_shared_bytes, solve_rows_dataflow, solve_rows_shared_bytes, solve_shared_bytes,
 };
 use blocktri_prims::emu;
 use common::{dense_solution, error_vs_reference, fresh_seed, problem};
@@ -66,6 +68,7 @@ fn factor_args(d: &mut Device, a: &BlockTridiag<f64>, level: u32, nrhs: u32) -> 
         systems: shape.batch as u32,
         level,
         nrhs,
+        flags: std::ptr::null_mut(),
     }
 }
 
@@ -76,6 +79,9 @@ fn factor_args(d: &mut Device, a: &BlockTridiag<f64>, level: u32, nrhs: u32) -> 
 enum Family {
     Generic(u32),
     Rows,
+    /// The rows kernels' single-launch sweeps (`level::dataflow`) from this level up,
+    /// the levels below launched one by one.
+    RowsDataflow(u32),
     Panel,
     /// The panel solves after the blocked tensor-core factor (`level::blocked`).
     Blocked,
@@ -85,6 +91,7 @@ enum Family {
 
 const GENERIC: Family = Family::Generic(64);
 const ROWS: Family = Family::Rows;
+const ROWS_DATAFLOW: Family = Family::RowsDataflow(0);
 const PANEL: Family = Family::Panel;
 const BLOCKED: Family = Family::Blocked;
 const CHAIN: Family = Family::Chain;
@@ -136,6 +143,22 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
     // closures only pass them to the kernels.
     unsafe { emu::launch_unchecked((s * (nb / 2)).max(1), 128, 0, || factor_prep(&args)) };
     let np = row_size(shape.block).unwrap_or(32);
+    if let Family::RowsDataflow(first) = fam {
+        // Levels below `first` one launch each, then one launch for the rest.
+        let first = first.min(levels(nb) - 1);
+        let smem = factor_rows_shared_bytes(np, nrhs as usize, 8);
+        for m in 0..first {
+            let args = factor_args(d, a, m, nrhs);
+            unsafe { emu::launch_unchecked(s * nodes_in_level(nb, m), ROW_THREADS, smem, || rows_kernel!(np, factor_rows, &args)) };
+        }
+        let mut flags = vec![0u32; factor_flag_words(shape.batch, shape.nblocks)];
+        let args = FactorArgs { flags: flags.as_mut_ptr(), ..factor_args(d, a, first, nrhs) };
+        let grid = nodes_from(nb, s, first);
+        unsafe { emu::launch_unchecked(grid, ROW_THREADS, smem, || rows_kernel!(np, factor_rows_dataflow, &args)) };
+        assert_eq!(flags[0], grid, "every block took one ticket");
+        assert_eq!(flags[1..].iter().filter(|&&f| f == 1).count(), grid as usize, "every node published");
+        return;
+    }
     let pp = panel_size(shape.block).unwrap_or(96);
     for m in 0..levels(nb) {
         let args = factor_args(d, a, m, nrhs);
@@ -166,7 +189,7 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
                 let smem = factor_shared_bytes(shape.block, nrhs as usize, 8);
                 unsafe { emu::launch_unchecked(grid, threads, smem, || factor_level(&args)) };
             }
-            Family::Chain | Family::ChainRows => unreachable!("launched above"),
+            Family::Chain | Family::ChainRows | Family::RowsDataflow(_) => unreachable!("launched above"),
         }
     }
 }
@@ -188,19 +211,25 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         nrhs: k as u32,
         chunk,
         systems: s,
+        flags: std::ptr::null_mut(),
+        sweeps: 0,
     };
     let np = row_size(shape.block).unwrap_or(32);
     let pp = panel_size(shape.block).unwrap_or(96);
     let (smem, threads) = match fam {
-        Family::Rows => (solve_rows_shared_bytes(np, 8), ROW_THREADS),
+        Family::Rows | Family::RowsDataflow(_) => (solve_rows_shared_bytes(np, 8), ROW_THREADS),
         Family::Panel | Family::Blocked => (solve_panel_shared_bytes(pp, 8), panel_threads(pp)),
         Family::Generic(_) => (solve_shared_bytes(shape.block, chunk as usize, 8), 64),
         Family::Chain => (solve_chain_shared_bytes(shape.block, chunk as usize, 8), chain_threads(shape.block)),
         Family::ChainRows => (0, 32 * CHAIN_ROWS_WARPS),
     };
     let launch = |a: &SolveArgs<f64>, grid: u32, forward: bool| match (fam, forward) {
-        (Family::Rows, true) => unsafe { emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_forward_rows, a)) },
-        (Family::Rows, false) => unsafe { emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_backward_rows, a)) },
+        (Family::Rows | Family::RowsDataflow(_), true) => unsafe {
+            emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_forward_rows, a))
+        },
+        (Family::Rows | Family::RowsDataflow(_), false) => unsafe {
+            emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_backward_rows, a))
+        },
         (Family::Panel | Family::Blocked, true) => unsafe {
             emu::launch_unchecked(grid, threads, smem, || panel_kernel!(pp, solve_forward_panel, a))
         },
@@ -218,6 +247,27 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
             emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_backward_chain_rows, a))
         },
     };
+    if let Family::RowsDataflow(first) = fam {
+        // Both sweeps of the levels from `first` up (or the backward one after an
+        // interlaced factor) in one launch, the levels below one launch each.
+        let first = first.min(levels(nb) - 1);
+        if forward {
+            for m in 0..first {
+                launch(&args(d, m), s * nodes_in_level(nb, m), true);
+            }
+        }
+        let mut flags = vec![0u32; solve_flag_words(shape.batch, shape.nblocks)];
+        let sweeps = if forward { SWEEP_FORWARD | SWEEP_BACKWARD } else { SWEEP_BACKWARD };
+        let a = SolveArgs { flags: flags.as_mut_ptr(), sweeps, ..args(d, first) };
+        let grid = nodes_from(nb, s, first) * if forward { 2 } else { 1 };
+        unsafe { emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_rows_dataflow, &a)) };
+        assert_eq!(flags[0], grid, "every block took one ticket");
+        assert_eq!(flags[1..].iter().filter(|&&f| f == 1).count(), grid as usize, "every node published");
+        for m in (0..first).rev() {
+            launch(&args(d, m), s * nodes_in_level(nb, m), false);
+        }
+        return;
+    }
     if matches!(fam, Family::Chain | Family::ChainRows) {
         // One launch per sweep: one block per system, or one warp per system.
         let grid = if fam == CHAIN_ROWS { s.div_ceil(CHAIN_ROWS_WARPS) } else { s };
@@ -242,9 +292,13 @@ const CASES: &[(usize, usize, usize, usize)] =
 
 #[test]
 fn emulated_factor_and_solve_match_the_dense_reference() {
-    for fam in [GENERIC, ROWS] {
+    for fam in [GENERIC, ROWS, ROWS_DATAFLOW] {
         check_factor_and_solve(fam, CASES);
     }
+    // Longer chains for the single-launch sweeps: many levels, a batch, every padded size.
+    check_factor_and_solve(ROWS_DATAFLOW, &[(3, 37, 2, 2), (1, 64, 7, 1), (2, 33, 16, 3), (1, 12, 29, 1)]);
+    // The levels below 2 launched one by one, the rest in one launch.
+    check_factor_and_solve(Family::RowsDataflow(2), &[(2, 37, 3, 2), (1, 9, 16, 1), (1, 2, 5, 1), (1, 64, 8, 2)]);
     check_factor_and_solve(PANEL, CASES);
     check_factor_and_solve(PANEL, PANEL_CASES);
     check_factor_and_solve(BLOCKED, CASES);
@@ -281,7 +335,7 @@ fn check_factor_and_solve(fam: Family, cases: &[(usize, usize, usize, usize)]) {
 
 #[test]
 fn emulated_interlaced_factor_forward_then_backward() {
-    for fam in [Family::Generic(96), ROWS, CHAIN] {
+    for fam in [Family::Generic(96), ROWS, ROWS_DATAFLOW, Family::RowsDataflow(2), CHAIN] {
         check_interlaced(fam);
     }
 }
@@ -301,7 +355,7 @@ fn check_interlaced(fam: Family) {
 
 #[test]
 fn emulated_failures_name_the_system_and_block() {
-    for fam in [GENERIC, ROWS, PANEL, BLOCKED, CHAIN, CHAIN_ROWS] {
+    for fam in [GENERIC, ROWS, ROWS_DATAFLOW, Family::RowsDataflow(1), PANEL, BLOCKED, CHAIN, CHAIN_ROWS] {
         check_failures(fam);
     }
     // The blocked factor: an indefinite pivot in the third strip of 0-based block 1

@@ -205,6 +205,56 @@ fn both_kernel_families_agree() {
     }
 }
 
+/// The rows kernels' single-launch sweeps (every level in one launch, nodes ordered by
+/// completion flags: `blocktri_device::level::dataflow`) on long chains and large
+/// batches, where nodes of many levels run at once: residuals, agreement with the
+/// per-level launches, repeated runs with fresh right-hand sides (a missing dependency
+/// would show as a wrong or changing result), and failures named with system and block
+/// while other subtrees go on.
+#[test]
+fn single_launch_sweeps_match_the_level_launches() {
+    let Some(g) = gpu() else { return };
+    let seed = fresh_seed();
+    let options = |kernels| GpuOptions { kernels, ..GpuOptions::default() };
+    let mut one = GpuCholesky::<f64>::with_gpu(g.clone(), options(KernelFamily::Rows)).unwrap();
+    let mut per_level = GpuCholesky::<f64>::with_gpu(g.clone(), options(KernelFamily::RowsLevels)).unwrap();
+    let mut one32 = GpuCholesky::<f32>::with_gpu(g.clone(), options(KernelFamily::Rows)).unwrap();
+    let shapes = [(1, 16384, 16, 1), (1, 50_000, 4, 2), (700, 64, 8, 3), (3, 4097, 13, 1), (2, 1000, 32, 2), (5, 3, 16, 16)];
+    for (i, &(s, nb, n, k)) in shapes.iter().enumerate() {
+        let case = seed + 10 * i as u64;
+        let (a, b) = problem::<f64>(s, nb, n, k, case);
+        per_level.factor(&a).unwrap();
+        let reference = per_level.solve(&b).unwrap();
+        one.factor(&a).unwrap();
+        for round in 0..3u64 {
+            let (_, b) = problem::<f64>(s, nb, n, k, case + round);
+            let x = one.solve(&b).unwrap();
+            let r = residual::accuracy(&a, &x, &b).unwrap().relative_residual;
+            assert!(r < 1e-12, "single launch S={s} N={nb} n={n} k={k} round {round}: residual {r:e} (seed {seed})");
+        }
+        let x = one.solve(&b).unwrap();
+        let scale = reference.as_slice().iter().fold(0f64, |m, v| m.max(v.abs()));
+        let diff = x.as_slice().iter().zip(reference.as_slice()).fold(0f64, |m, (p, q)| m.max((p - q).abs()));
+        assert!(diff <= 1e-10 * scale, "single launch vs per level S={s} N={nb} n={n}: {diff:e} of {scale:e}");
+        // Interlaced: the factor launch also runs the forward substitution.
+        let x = one.factor_solve(&a, &b).unwrap();
+        assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12, "interlaced S={s} N={nb} n={n}");
+        residual_check(s, nb, n, k, case, 1e-5, &mut one32);
+    }
+    // A failure deep in one system of a batch: reported with its system, block and level,
+    // the other subtrees and systems unaffected; the solver goes on with the next matrix.
+    let (mut a, b) = problem::<f64>(4, 5000, 8, 1, seed + 99);
+    a.set_diag(2, 1535, 3, 3, -1e6); // 0-based block 1535 = 1-based 1536 = 3 * 2^9: level 9
+    match one.factor(&a) {
+        Err(Error::NotPositiveDefinite { system: 2, block: 1535, level: 9 }) => {}
+        other => panic!("expected NotPositiveDefinite at system 2 block 1535 level 9, got {other:?}"),
+    }
+    let (a, _) = problem::<f64>(4, 5000, 8, 1, seed + 100);
+    one.factor(&a).unwrap();
+    let x = one.solve(&b).unwrap();
+    assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12);
+}
+
 /// The chain engine (one block per system, natural order) on the grid of shapes,
 /// chosen explicitly and by `Auto` for a batch that fills the device; failures named with
 /// system and block; results bitwise the same run to run (no atomics).

@@ -52,6 +52,8 @@ fn sanitize_cholesky_generic_family() {
 fn sanitize_cholesky_every_family() {
     let Some(g) = gpu() else { return };
     family_case::<f64>(&g, KernelFamily::Rows, (2, 40, 27, 2), 1e-12);
+    family_case::<f64>(&g, KernelFamily::RowsLevels, (2, 40, 27, 2), 1e-12);
+    family_case::<f32>(&g, KernelFamily::Rows, (3, 300, 8, 2), 1e-5);
     family_case::<f64>(&g, KernelFamily::Panel, (2, 40, 27, 2), 1e-12);
     family_case::<f32>(&g, KernelFamily::Panel, (1, 20, 70, 1), 1e-4);
     family_case::<f64>(&g, KernelFamily::Blocked, (2, 40, 27, 2), 1e-12);
@@ -64,6 +66,7 @@ fn sanitize_cholesky_every_family() {
 fn sanitize_cholesky_large() {
     let Some(g) = gpu() else { return };
     solve_case::<f64>(&g, 3, 1000, 32, 2, 1e-12);
+    solve_case::<f64>(&g, 2, 3000, 16, 2, 1e-12);
     solve_case::<f64>(&g, 1, 257, 64, 1, 1e-12);
 }
 

@@ -44,6 +44,10 @@ pub mod names {
     pub const SOLVE_FORWARD_ROWS: &str = "solve_forward_rows";
     /// [`crate::level::solve_backward_rows`] (`solve_backward_rows16_f64`).
     pub const SOLVE_BACKWARD_ROWS: &str = "solve_backward_rows";
+    /// [`crate::level::factor_rows_dataflow`] (`factor_rows_dataflow16_f64`).
+    pub const FACTOR_ROWS_DATAFLOW: &str = "factor_rows_dataflow";
+    /// [`crate::level::solve_rows_dataflow`] (`solve_rows_dataflow16_f64`).
+    pub const SOLVE_ROWS_DATAFLOW: &str = "solve_rows_dataflow";
     /// [`crate::level::factor_panel`]; the padded size follows: `factor_panel64_f64`.
     pub const FACTOR_PANEL: &str = "factor_panel";
     /// [`crate::level::factor_blocked`]; the padded size follows: `factor_blocked64_f64`.
@@ -129,8 +133,9 @@ mod entry {
         factor_chain, factor_chain_rows, solve_backward_chain, solve_backward_chain_rows, solve_forward_chain, solve_forward_chain_rows,
     };
     use crate::level::{
-        FactorArgs, SolveArgs, factor_blocked, factor_level, factor_panel, factor_prep, factor_rows, solve_backward_level,
-        solve_backward_panel, solve_backward_rows, solve_forward_level, solve_forward_panel, solve_forward_rows,
+        FactorArgs, SolveArgs, factor_blocked, factor_level, factor_panel, factor_prep, factor_rows, factor_rows_dataflow,
+        solve_backward_level, solve_backward_panel, solve_backward_rows, solve_forward_level, solve_forward_panel, solve_forward_rows,
+        solve_rows_dataflow,
     };
     use crate::logdet::{LogDetArgs, log_det_parts};
     use crate::refine::{RefineArgs, demote_matrix, demote_rhs, promote, residual};
@@ -195,6 +200,28 @@ mod entry {
         solve_forward_rows32_f32,
         solve_backward_rows32_f64,
         solve_backward_rows32_f32
+    );
+    macro_rules! rows_dataflow_kernels {
+        ($np:literal, $f64f:ident, $f32f:ident, $f64s:ident, $f32s:ident) => {
+            kernel!($f64f, $f32f, factor_rows_dataflow::<_, $np>, FactorArgs);
+            kernel!($f64s, $f32s, solve_rows_dataflow::<_, $np>, SolveArgs);
+        };
+    }
+    rows_dataflow_kernels!(4, factor_rows_dataflow4_f64, factor_rows_dataflow4_f32, solve_rows_dataflow4_f64, solve_rows_dataflow4_f32);
+    rows_dataflow_kernels!(8, factor_rows_dataflow8_f64, factor_rows_dataflow8_f32, solve_rows_dataflow8_f64, solve_rows_dataflow8_f32);
+    rows_dataflow_kernels!(
+        16,
+        factor_rows_dataflow16_f64,
+        factor_rows_dataflow16_f32,
+        solve_rows_dataflow16_f64,
+        solve_rows_dataflow16_f32
+    );
+    rows_dataflow_kernels!(
+        32,
+        factor_rows_dataflow32_f64,
+        factor_rows_dataflow32_f32,
+        solve_rows_dataflow32_f64,
+        solve_rows_dataflow32_f32
     );
     macro_rules! chain_rows_kernels {
         ($np:literal, $f64f:ident, $f32f:ident, $f64s:ident, $f32s:ident, $f64b:ident, $f32b:ident) => {

@@ -92,3 +92,39 @@ pub fn copy_async_wait<const PENDING: u32>() {
         core::arch::asm!("cp.async.wait_group {0};", const PENDING, options(nostack));
     }
 }
+
+/// Loads `*ptr` from the device-coherent level of the memory hierarchy (L2), bypassing
+/// the multiprocessor's L1: for values that other thread blocks of the same kernel write
+/// (made visible by a release/acquire pair such as [`crate::sync::store_release_u32`] and
+/// [`crate::sync::load_acquire_u32`]). PTX: `ld.global.cg.b64` / `ld.global.cg.b32`.
+///
+/// # Safety
+/// `ptr` must be valid, aligned and point to global memory; concurrent writers of the
+/// value must be ordered before the load (no data race).
+#[inline(always)]
+pub unsafe fn load_coherent<T: crate::Real>(ptr: *const T) -> T {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        if T::BYTES == 8 {
+            let bits: u64;
+            // SAFETY: forwarded from the caller. Not `pure`: the value may change between
+            // two loads of the same address (other blocks write it).
+            unsafe {
+                core::arch::asm!("ld.global.cg.b64 {0}, [{1}];", out(reg64) bits, in(reg64) ptr, options(readonly, nostack));
+                core::mem::transmute_copy::<u64, T>(&bits)
+            }
+        } else {
+            let bits: u32;
+            // SAFETY: as above.
+            unsafe {
+                core::arch::asm!("ld.global.cg.b32 {0}, [{1}];", out(reg32) bits, in(reg64) ptr, options(readonly, nostack));
+                core::mem::transmute_copy::<u32, T>(&bits)
+            }
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        // SAFETY: forwarded from the caller.
+        unsafe { core::ptr::read_volatile(ptr) }
+    }
+}

@@ -42,3 +42,60 @@ pub fn fence_device() {
     #[cfg(not(target_arch = "nvptx64"))]
     std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
 }
+
+/// Loads a flag with acquire semantics at device scope: the writes that the flag's
+/// writer made before its release ([`store_release_u32`]) are visible to this thread
+/// afterwards. PTX: `ld.acquire.gpu.global.u32`.
+///
+/// # Safety
+/// `ptr` must be valid, 4-byte aligned and point to global memory.
+#[inline(always)]
+pub unsafe fn load_acquire_u32(ptr: *const u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let v: u32;
+        // SAFETY: forwarded from the caller.
+        unsafe { core::arch::asm!("ld.acquire.gpu.global.u32 {0}, [{1}];", out(reg32) v, in(reg64) ptr, options(nostack)) };
+        v
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        // SAFETY: forwarded from the caller (valid and aligned).
+        unsafe { std::sync::atomic::AtomicU32::from_ptr(ptr as *mut u32) }.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+/// Stores a flag with release semantics at device scope: every write this thread made
+/// before (and, through an earlier block barrier, its block's) is visible to a thread
+/// that reads the flag with [`load_acquire_u32`]. PTX: `st.release.gpu.global.u32`.
+///
+/// # Safety
+/// `ptr` must be valid, 4-byte aligned and point to global memory.
+#[inline(always)]
+pub unsafe fn store_release_u32(ptr: *mut u32, value: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        core::arch::asm!("st.release.gpu.global.u32 [{0}], {1};", in(reg64) ptr, in(reg32) value, options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: forwarded from the caller (valid and aligned).
+    unsafe { std::sync::atomic::AtomicU32::from_ptr(ptr) }.store(value, std::sync::atomic::Ordering::Release);
+}
+
+/// Suspends the thread for about `ns` nanoseconds (a polite spin-wait step, so that
+/// waiting warps leave issue slots to the warps they wait for). PTX: `nanosleep.u32`
+/// (sm_70+); a yield in the emulator.
+#[inline(always)]
+pub fn sleep_ns(ns: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: no memory operands.
+    unsafe {
+        core::arch::asm!("nanosleep.u32 {0};", in(reg32) ns, options(nomem, nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let _ = ns;
+        std::thread::yield_now();
+    }
+}

@@ -42,6 +42,11 @@ pub struct FactorArgs<T> {
     pub level: u32,
     /// Right-hand-side columns (0 without interlaced forward substitution).
     pub nrhs: u32,
+    /// Null for the kernels launched once per level. For the single-launch sweeps
+    /// ([`super::dataflow`]): their ticket counter and completion flags
+    /// ([`super::dataflow::factor_flag_words`] words, zero before the launch); the node
+    /// kernels then read what other blocks of the launch wrote through L2.
+    pub flags: *mut u32,
 }
 
 /// Shared memory of [`factor_level`] in bytes: the `3n x n` panel, `2n` pivot values, the

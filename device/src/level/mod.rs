@@ -7,6 +7,7 @@
 //! `s * nblocks * n * nrhs` in the right-hand sides.
 
 pub mod blocked;
+pub mod dataflow;
 pub mod factor;
 pub(crate) mod node;
 pub mod panel;
@@ -14,6 +15,9 @@ pub mod rows;
 pub mod solve;
 
 pub use blocked::{factor_blocked, factor_blocked_shared_bytes};
+pub use dataflow::{
+    SWEEP_BACKWARD, SWEEP_FORWARD, factor_flag_words, factor_rows_dataflow, nodes_from, solve_flag_words, solve_rows_dataflow,
+};
 pub use factor::{FactorArgs, factor_level, factor_prep, factor_shared_bytes};
 pub use panel::{
     PANEL_THREADS, factor_panel, factor_panel_shared_bytes, panel_groups, panel_threads, solve_backward_panel, solve_forward_panel,

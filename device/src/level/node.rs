@@ -6,7 +6,7 @@ use super::{FactorArgs, INFO_OK, InfoCode, info_key};
 use crate::layout::{left_of, node_number, nodes_in_level, right_of};
 use crate::team::{Block, Team};
 use crate::tile::{copy_batched, for_each_rc};
-use blocktri_prims::memory::load_readonly;
+use blocktri_prims::memory::{load_coherent, load_readonly};
 use blocktri_prims::{Real, atomic, block_idx_x};
 
 /// The node of this thread block: system `s`, 0-based block `b`, its 1-based neighbours at
@@ -23,8 +23,26 @@ pub(crate) struct Node {
 pub(crate) fn node(nblocks: u32, level: u32) -> Node {
     let nodes = nodes_in_level(nblocks, level);
     let bx = block_idx_x();
-    let i = node_number(level, bx % nodes);
-    Node { s: (bx / nodes) as usize, b: (i - 1) as usize, left: left_of(i, level), right: right_of(i, level, nblocks) }
+    node_at(nblocks, level, bx / nodes, bx % nodes)
+}
+
+/// Node `t` of level `level` of system `s`.
+#[inline(always)]
+pub(crate) fn node_at(nblocks: u32, level: u32, s: u32, t: u32) -> Node {
+    let i = node_number(level, t);
+    Node { s: s as usize, b: (i - 1) as usize, left: left_of(i, level), right: right_of(i, level, nblocks) }
+}
+
+/// Loads a value that earlier levels wrote: through L2 ([`load_coherent`]) when
+/// `coherent` (the single-launch sweeps, where those levels are other blocks of the same
+/// launch), else through the read-only cache (an earlier launch wrote it).
+///
+/// # Safety
+/// `ptr` is valid and aligned in global memory, its writers ordered before this load.
+#[inline(always)]
+pub(crate) unsafe fn load_level_output<T: Real>(ptr: *const T, coherent: bool) -> T {
+    // SAFETY: forwarded from the caller.
+    unsafe { if coherent { load_coherent(ptr) } else { load_readonly(ptr) } }
 }
 
 /// The inputs of a node's factorization: `D_i` (input plus the updates accumulated by
@@ -37,6 +55,8 @@ pub(crate) struct Sources<T> {
     left: *const T,
     right: *const T,
     first_level: bool,
+    /// Accumulators and fill written in this launch ([`load_level_output`]).
+    coherent: bool,
     n: usize,
     ld: usize,
 }
@@ -66,7 +86,7 @@ impl<T: Real> Sources<T> {
             None => core::ptr::null(),
         };
         let d_in = unsafe { a.diag_in.add((sys_blocks + nd.b) * blk) };
-        Sources { d_in, d_acc: block(a.diag, nd.b), left, right, first_level, n, ld }
+        Sources { d_in, d_acc: block(a.diag, nd.b), left, right, first_level, coherent: !a.flags.is_null(), n, ld }
     }
 
     /// Entry `(r, c)` of `(D_i, A[l, i]^T as stored, A[r, i])`; outside `n x n` the padding
@@ -82,9 +102,11 @@ impl<T: Real> Sources<T> {
         let at = c * self.ld + r;
         // SAFETY: r, c < n: inside the blocks.
         unsafe {
-            let acc = if self.first_level { T::ZERO } else { load_readonly(self.d_acc.add(at)) };
-            let lv = if self.left.is_null() { T::ZERO } else { load_readonly(self.left.add(at)) };
-            let rv = if self.right.is_null() { T::ZERO } else { load_readonly(self.right.add(at)) };
+            // Level 0 reads the input sub-diagonal (never written); above, the fill.
+            let fill = self.coherent && !self.first_level;
+            let acc = if self.first_level { T::ZERO } else { load_level_output(self.d_acc.add(at), self.coherent) };
+            let lv = if self.left.is_null() { T::ZERO } else { load_level_output(self.left.add(at), fill) };
+            let rv = if self.right.is_null() { T::ZERO } else { load_level_output(self.right.add(at), fill) };
             (load_readonly(self.d_in.add(at)) + acc, lv, rv)
         }
     }

@@ -21,12 +21,11 @@
 //! Storage, arguments and status words are those of [`super::factor`] and
 //! [`super::solve`], so both kernel families interoperate.
 
-use super::node::{FactorBlocks, Node, load_checked, node};
+use super::node::{FactorBlocks, Node, load_checked, load_level_output, node};
 use super::{FactorArgs, InfoCode, SolveArgs, align_elems, info_key};
 use crate::layout::fill_slot;
 use crate::team::{Block, Team};
 use crate::tile::copy_batched;
-use blocktri_prims::memory::load_readonly;
 use blocktri_prims::{Real, atomic, lane_id, shared, sync_warp, warp_id};
 
 /// Threads per block of every kernel here: three warps.
@@ -55,10 +54,21 @@ pub const fn solve_rows_shared_bytes(np: usize, elem_bytes: usize) -> usize {
 /// As [`super::factor_level`], with a block of [`ROW_THREADS`] threads,
 /// [`factor_rows_shared_bytes`] of shared memory and `args.n <= NP <= 32`.
 pub unsafe fn factor_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) {
+    // SAFETY: forwarded from the caller; the node of this block.
+    unsafe { factor_rows_node::<T, NP>(args, &node(args.nblocks, args.level)) }
+}
+
+/// [`factor_rows`] for node `nd` of level `args.level` (the body shared with the
+/// single-launch sweep, [`super::dataflow`]).
+///
+/// # Safety
+/// As [`factor_rows`]; `nd` is a node of `args.level` whose lower levels are complete and
+/// visible to the block.
+pub(crate) unsafe fn factor_rows_node<T: Real, const NP: usize>(args: &FactorArgs<T>, nd: &Node) {
     let team = Block;
     let a = *args;
     let (n, ld) = (a.n as usize, a.ld as usize);
-    let nd = node(a.nblocks, a.level);
+    let coherent = !a.flags.is_null();
     let (m, b) = (a.level, nd.b);
     let (has_l, has_r) = (nd.left.is_some(), nd.right.is_some());
     let info = unsafe { a.info.add(nd.s) };
@@ -81,7 +91,7 @@ pub unsafe fn factor_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     let go_on = unsafe {
         load_checked::<T, NP>(
             &a,
-            &nd,
+            nd,
             status,
             |r, c, (d, lv, rv)| {
                 *at(sd, r, c) = d;
@@ -259,7 +269,7 @@ pub unsafe fn factor_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) {
         }
         let bi = seg(b);
         for col in 0..k {
-            let mut v = if lane < n { unsafe { load_readonly(bi.add(col * ldb + lane)) } } else { T::ZERO };
+            let mut v = if lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
             for j in 0..NP {
                 let y = (v * unsafe { *inv_diag.add(j) }).shfl_idx(j as u32);
                 if lane == j {
@@ -332,17 +342,27 @@ unsafe fn load_factor<T: Real, const NP: usize>(a: &SolveArgs<T>, nd: &Node, cou
 /// As [`super::solve_forward_level`], with [`ROW_THREADS`] threads,
 /// [`solve_rows_shared_bytes`] of shared memory and `args.n <= NP <= 32`.
 pub unsafe fn solve_forward_rows<T: Real, const NP: usize>(args: &SolveArgs<T>) {
+    // SAFETY: forwarded from the caller; the node of this block.
+    unsafe { solve_forward_rows_node::<T, NP>(args, &node(args.nblocks, args.level)) }
+}
+
+/// [`solve_forward_rows`] for node `nd` of level `args.level`.
+///
+/// # Safety
+/// As [`solve_forward_rows`]; the forward sweep of `nd`'s lower levels is complete and
+/// visible to the block.
+pub(crate) unsafe fn solve_forward_rows_node<T: Real, const NP: usize>(args: &SolveArgs<T>, nd: &Node) {
     let team = Block;
     let a = *args;
     let (n, k) = (a.n as usize, a.nrhs as usize);
-    let nd = node(a.nblocks, a.level);
+    let coherent = !a.flags.is_null();
     let t = ldt(NP);
     let tile = align_elems(t * NP, T::BYTES);
     let smem = shared::dynamic_shared::<T>();
     let tiles = [smem, unsafe { smem.add(tile) }, unsafe { smem.add(2 * tile) }];
     let inv_diag = unsafe { smem.add(3 * tile) };
     let ybuf = unsafe { inv_diag.add(align_elems(NP, T::BYTES)) };
-    unsafe { load_factor::<T, NP>(&a, &nd, true, tiles, inv_diag) };
+    unsafe { load_factor::<T, NP>(&a, nd, true, tiles, inv_diag) };
     let (warp, lane) = (warp_id() as usize, lane_id() as usize);
     let ldb = a.nblocks as usize * n;
     let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
@@ -367,7 +387,7 @@ pub unsafe fn solve_forward_rows<T: Real, const NP: usize>(args: &SolveArgs<T>) 
     for col in 0..k {
         if warp == 0 {
             let bi = seg(nd.b);
-            let mut v = if lane < n { unsafe { load_readonly(bi.add(col * ldb + lane)) } } else { T::ZERO };
+            let mut v = if lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
             for j in 0..NP {
                 let y = (v * unsafe { *inv_diag.add(j) }).shfl_idx(j as u32);
                 if lane == j {
@@ -403,10 +423,20 @@ pub unsafe fn solve_forward_rows<T: Real, const NP: usize>(args: &SolveArgs<T>) 
 /// As [`super::solve_backward_level`], with [`ROW_THREADS`] threads,
 /// [`solve_rows_shared_bytes`] of shared memory and `args.n <= NP <= 32`.
 pub unsafe fn solve_backward_rows<T: Real, const NP: usize>(args: &SolveArgs<T>) {
+    // SAFETY: forwarded from the caller; the node of this block.
+    unsafe { solve_backward_rows_node::<T, NP>(args, &node(args.nblocks, args.level)) }
+}
+
+/// [`solve_backward_rows`] for node `nd` of level `args.level`.
+///
+/// # Safety
+/// As [`solve_backward_rows`]; the backward sweep of `nd`'s neighbours (the levels above)
+/// and `nd`'s forward substitution are complete and visible to the block.
+pub(crate) unsafe fn solve_backward_rows_node<T: Real, const NP: usize>(args: &SolveArgs<T>, nd: &Node) {
     let team = Block;
     let a = *args;
     let (n, k) = (a.n as usize, a.nrhs as usize);
-    let nd = node(a.nblocks, a.level);
+    let coherent = !a.flags.is_null();
     let t = ldt(NP);
     let tile = align_elems(t * NP, T::BYTES);
     let smem = shared::dynamic_shared::<T>();
@@ -414,7 +444,7 @@ pub unsafe fn solve_backward_rows<T: Real, const NP: usize>(args: &SolveArgs<T>)
     let inv_diag = unsafe { smem.add(3 * tile) };
     let xl = unsafe { inv_diag.add(align_elems(NP, T::BYTES)) };
     let xr = unsafe { xl.add(align_elems(NP, T::BYTES)) };
-    unsafe { load_factor::<T, NP>(&a, &nd, true, tiles, inv_diag) };
+    unsafe { load_factor::<T, NP>(&a, nd, true, tiles, inv_diag) };
     let (warp, lane) = (warp_id() as usize, lane_id() as usize);
     let t_ = tiles;
     let ldb = a.nblocks as usize * n;
@@ -437,14 +467,15 @@ pub unsafe fn solve_backward_rows<T: Real, const NP: usize>(args: &SolveArgs<T>)
                 _ => (None, core::ptr::null_mut()),
             };
             if let Some(j) = nb {
-                let v = if lane < n { unsafe { load_readonly(seg((j - 1) as usize).add(col * ldb + lane)) } } else { T::ZERO };
+                let v =
+                    if lane < n { unsafe { load_level_output(seg((j - 1) as usize).add(col * ldb + lane), coherent) } } else { T::ZERO };
                 unsafe { *dst.add(lane) = v };
             }
         }
         team.sync();
         if warp == 0 {
             let bi = seg(nd.b);
-            let mut z = if lane < n { unsafe { load_readonly(bi.add(col * ldb + lane)) } } else { T::ZERO };
+            let mut z = if lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
             if lane < NP {
                 // z_c -= sum_p K_l[p][c] x_l[p] + K_r[p][c] x_r[p].
                 if nd.left.is_some() {

@@ -37,6 +37,13 @@ pub struct SolveArgs<T> {
     pub chunk: u32,
     /// Systems in the batch (the kernels with several systems per block stop there).
     pub systems: u32,
+    /// Null for the kernels launched once per level. For the single-launch sweeps
+    /// ([`super::dataflow`]): their ticket counter and completion flags
+    /// ([`super::dataflow::solve_flag_words`] words, zero before the launch).
+    pub flags: *mut u32,
+    /// The sweeps of a single-launch solve: [`super::dataflow::SWEEP_FORWARD`] and/or
+    /// [`super::dataflow::SWEEP_BACKWARD`] (ignored by the per-level kernels).
+    pub sweeps: u32,
 }
 
 /// Shared memory of the solve kernels in bytes: `L_ii`, `L_li`, `L_ri` (`n x n` each,

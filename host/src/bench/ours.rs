@@ -47,6 +47,7 @@ pub fn bench<T: Scalar>(
         KernelFamily::Auto => "blocktri-gpu",
         KernelFamily::Generic => "blocktri-gpu-generic",
         KernelFamily::Rows => "blocktri-gpu-rows",
+        KernelFamily::RowsLevels => "blocktri-gpu-rows-levels",
         KernelFamily::Panel => "blocktri-gpu-panel",
         KernelFamily::Blocked => "blocktri-gpu-blocked",
         KernelFamily::Tiled => "blocktri-gpu-tiled",

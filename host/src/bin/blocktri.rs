@@ -190,7 +190,7 @@ struct ProfileArgs {
     /// Repetitions (the last one is printed).
     #[arg(long, default_value_t = 3)]
     repeat: usize,
-    /// Kernel family: auto, generic, rows, panel, blocked, tiled, chain.
+    /// Kernel family: auto, generic, rows, rows-levels, panel, blocked, tiled, chain.
     #[arg(long, default_value = "auto")]
     kernels: String,
     /// Tile products of an f32 profile: fma, tf32, tf32x3.
@@ -224,7 +224,7 @@ struct BenchArgs {
     /// Start no new configuration after this many minutes (the report says what was left out).
     #[arg(long)]
     max_minutes: Option<f64>,
-    /// Level-kernel family of blocktri-gpu (auto, generic, rows, panel, blocked, tiled, chain).
+    /// Level-kernel family of blocktri-gpu (auto, generic, rows, rows-levels, panel, blocked, tiled, chain).
     #[arg(long, default_value = "auto")]
     kernels: String,
     /// Tile products of the f32 rows of blocktri-gpu: fma, tf32, tf32x3 (TF32 tensor cores;
@@ -259,11 +259,14 @@ fn parse_family(s: &str) -> Result<blocktri::cuda::KernelFamily> {
         "auto" => Ok(KernelFamily::Auto),
         "generic" => Ok(KernelFamily::Generic),
         "rows" => Ok(KernelFamily::Rows),
+        "rows-levels" => Ok(KernelFamily::RowsLevels),
         "panel" => Ok(KernelFamily::Panel),
         "blocked" => Ok(KernelFamily::Blocked),
         "tiled" => Ok(KernelFamily::Tiled),
         "chain" => Ok(KernelFamily::Chain),
-        other => Err(Error::Shape(format!("unknown kernel family {other:?} (auto, generic, rows, panel, blocked, tiled, chain)"))),
+        other => {
+            Err(Error::Shape(format!("unknown kernel family {other:?} (auto, generic, rows, rows-levels, panel, blocked, tiled, chain)")))
+        }
     }
 }
 

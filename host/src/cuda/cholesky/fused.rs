@@ -1,6 +1,8 @@
-//! The fused engine: one launch per level and sweep, one thread block per node holding
-//! the node's blocks in shared memory (`blocktri_device::level`). Three families:
-//! register-resident rows, shared-memory panels, generic.
+//! The fused engine: one thread block per node holding the node's blocks in shared memory
+//! or registers (`blocktri_device::level`), one launch per level and sweep; the
+//! register-resident rows family runs each sweep's levels in one launch instead
+//! (`blocktri_device::level::dataflow`). Families: register-resident rows,
+//! shared-memory panels (and their blocked factor), generic.
 
 use super::schedule::{Args, Step};
 use super::{Buffers, GpuOptions, KernelFamily, SolveTarget};
@@ -11,8 +13,9 @@ use crate::scalar::Scalar;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{
-    PANEL_SIZES, ROW_THREADS, factor_blocked_shared_bytes, factor_panel_shared_bytes, factor_rows_shared_bytes, factor_shared_bytes,
-    panel_size, panel_threads, row_size, solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes,
+    FactorArgs, PANEL_SIZES, ROW_THREADS, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, factor_blocked_shared_bytes, factor_flag_words,
+    factor_panel_shared_bytes, factor_rows_shared_bytes, factor_shared_bytes, nodes_from, panel_size, panel_threads, row_size,
+    solve_flag_words, solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes,
 };
 
 /// The largest block size `KernelFamily::Auto` gives the panel kernels (with the blocked
@@ -39,7 +42,9 @@ impl Variant {
         let unsupported = |what: &str, max: usize| Error::Unsupported(format!("the {what} kernels support n <= {max}, got n = {n}"));
         Ok(match family {
             KernelFamily::Generic => Some(Variant::Generic),
-            KernelFamily::Rows => Some(Variant::Rows(row_size(n).ok_or_else(|| unsupported("register-resident", 32))?)),
+            KernelFamily::Rows | KernelFamily::RowsLevels => {
+                Some(Variant::Rows(row_size(n).ok_or_else(|| unsupported("register-resident", 32))?))
+            }
             KernelFamily::Panel => Some(Variant::Panel(panel_size(n).ok_or_else(|| unsupported("panel", 96))?)),
             KernelFamily::Blocked => {
                 Some(Variant::Blocked(panel_size(n).filter(|&np| np <= 64).ok_or_else(|| unsupported("blocked panel", 64))?))
@@ -132,6 +137,13 @@ pub(crate) fn max_fused_block(smem: u32, elem_bytes: usize) -> usize {
     max_generic_block(smem, elem_bytes).max(panel)
 }
 
+/// The single-launch sweeps of the rows kernels (`blocktri_device::level::dataflow`).
+#[derive(Debug)]
+struct Dataflow {
+    factor: Kernel,
+    solve: Kernel,
+}
+
 /// The fused engine of one plan.
 #[derive(Debug)]
 pub(super) struct Fused {
@@ -140,9 +152,14 @@ pub(super) struct Fused {
     factor: Kernel,
     forward: Kernel,
     backward: Kernel,
+    /// Every level of a sweep in one launch (the rows kernels unless
+    /// [`KernelFamily::RowsLevels`]); `None`: one launch per level.
+    dataflow: Option<Dataflow>,
     factor_threads: u32,
     max_shared: u32,
     rhs_chunk: u32,
+    /// SMs of the device (where the single-launch sweep starts).
+    multiprocessors: u32,
 }
 
 impl Fused {
@@ -169,6 +186,13 @@ impl Fused {
             ),
             Variant::Generic => (k(names::FACTOR_LEVEL)?, k(names::SOLVE_FORWARD)?, k(names::SOLVE_BACKWARD)?),
         };
+        let dataflow = match variant {
+            Variant::Rows(np) if options.kernels != KernelFamily::RowsLevels => Some(Dataflow {
+                factor: k(&format!("{}{np}", names::FACTOR_ROWS_DATAFLOW))?,
+                solve: k(&format!("{}{np}", names::SOLVE_ROWS_DATAFLOW))?,
+            }),
+            _ => None,
+        };
         let hw_threads = factor.max_threads_per_block()?;
         let factor_threads = match variant {
             Variant::Rows(_) => ROW_THREADS,
@@ -181,9 +205,11 @@ impl Fused {
             factor,
             forward,
             backward,
+            dataflow,
             factor_threads,
             max_shared: smem,
             rhs_chunk: options.rhs_chunk,
+            multiprocessors: gpu.info().multiprocessors,
         })
     }
 
@@ -197,8 +223,20 @@ impl Fused {
         self.variant.interlaces() && self.variant.factor_smem(n, nrhs, elem) <= self.max_shared
     }
 
+    /// The first level of the single-launch sweep for a shape (`None`: every level
+    /// launched on its own). The levels below, where a level has more nodes than the GPU
+    /// holds at once, keep one launch each: there the launch boundaries cost little and
+    /// the per-level kernels need no flags; the levels from the first one that fits
+    /// ([`DATAFLOW_NODES_PER_SM`] nodes per multiprocessor) go in one launch.
+    fn dataflow_from(&self, nb: u32, systems: u32) -> Option<u32> {
+        self.dataflow.as_ref()?;
+        let fits = self.multiprocessors * dataflow_nodes_per_sm();
+        (0..levels(nb)).find(|&m| systems * nodes_in_level(nb, m) <= fits)
+    }
+
     /// The factorization: reset the status words, zero the update accumulators, one
-    /// launch per level; with `rhs`, the factor kernels also do the forward substitution.
+    /// launch per level (the top levels of the rows kernels in one launch); with `rhs`,
+    /// the factor kernels also do the forward substitution.
     pub(super) fn factor_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, rhs: Option<&SolveTarget<T>>) -> Vec<Step<'k, T>> {
         let shape = b.shape;
         let (nb, s) = (shape.nblocks as u32, shape.batch as u32);
@@ -210,7 +248,8 @@ impl Fused {
             cfg: LaunchConfig::linear((s * (nb / 2)).max(1), 128, 0),
             args: Args::Factor(b.factor_args(0, rhs)),
         }];
-        for m in 0..levels(nb) {
+        let first = self.dataflow_from(nb, s);
+        for m in 0..first.unwrap_or(levels(nb)) {
             let grid = s * nodes_in_level(nb, m);
             steps.push(Step::Launch {
                 kernel: &self.factor,
@@ -219,35 +258,75 @@ impl Fused {
                 args: Args::Factor(b.factor_args(m, rhs)),
             });
         }
+        if let (Some(dataflow), Some(m)) = (&self.dataflow, first) {
+            let flags = b.factor_flags();
+            steps.push(Step::ClearFlags { addr: flags as u64, words: factor_flag_words(shape.batch, shape.nblocks) });
+            steps.push(Step::Launch {
+                kernel: &dataflow.factor,
+                level: m,
+                cfg: LaunchConfig::linear(nodes_from(nb, s, m), self.factor_threads, smem),
+                args: Args::Factor(FactorArgs { flags, ..b.factor_args(m, rhs) }),
+            });
+        }
         steps
     }
 
     /// The solve of `target`'s right-hand sides; `forward` false skips the forward sweep
-    /// (done by an interlaced factorization).
+    /// (done by an interlaced factorization). The top levels of the rows kernels run both
+    /// sweeps in one launch.
     pub(super) fn solve_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>, forward: bool) -> Vec<Step<'k, T>> {
         let shape = b.shape;
         let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
         let chunk = self.chunk(n, target.k, T::BYTES);
         let args = |level| b.solve_args(target, level, chunk);
-        let cfg = |m| {
-            let grid = s * nodes_in_level(nb, m);
-            match self.variant {
-                Variant::Rows(np) => LaunchConfig::linear(grid, ROW_THREADS, solve_rows_shared_bytes(np, T::BYTES) as u32),
-                Variant::Panel(np) | Variant::Blocked(np) => {
-                    LaunchConfig::linear(grid, panel_threads(np), solve_panel_shared_bytes(np, T::BYTES) as u32)
-                }
-                Variant::Generic => LaunchConfig::linear(grid, generic_solve_threads(n), solve_shared_bytes(n, chunk, T::BYTES) as u32),
+        let cfg = |grid| match self.variant {
+            Variant::Rows(np) => LaunchConfig::linear(grid, ROW_THREADS, solve_rows_shared_bytes(np, T::BYTES) as u32),
+            Variant::Panel(np) | Variant::Blocked(np) => {
+                LaunchConfig::linear(grid, panel_threads(np), solve_panel_shared_bytes(np, T::BYTES) as u32)
             }
+            Variant::Generic => LaunchConfig::linear(grid, generic_solve_threads(n), solve_shared_bytes(n, chunk, T::BYTES) as u32),
         };
+        let level_cfg = |m| cfg(s * nodes_in_level(nb, m));
         let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
-        let top = levels(nb);
+        let first = self.dataflow_from(nb, s);
+        let below = first.unwrap_or(levels(nb));
         if forward {
-            steps.extend((0..top).map(|m| Step::Launch { kernel: &self.forward, level: m, cfg: cfg(m), args: Args::Solve(args(m)) }));
+            steps.extend((0..below).map(|m| Step::Launch {
+                kernel: &self.forward,
+                level: m,
+                cfg: level_cfg(m),
+                args: Args::Solve(args(m)),
+            }));
         }
-        steps.extend((0..top).rev().map(|m| Step::Launch { kernel: &self.backward, level: m, cfg: cfg(m), args: Args::Solve(args(m)) }));
+        if let (Some(dataflow), Some(m)) = (&self.dataflow, first) {
+            steps.push(Step::ClearFlags { addr: target.flags as u64, words: solve_flag_words(shape.batch, shape.nblocks) });
+            let (sweeps, passes) = if forward { (SWEEP_FORWARD | SWEEP_BACKWARD, 2) } else { (SWEEP_BACKWARD, 1) };
+            steps.push(Step::Launch {
+                kernel: &dataflow.solve,
+                level: m,
+                cfg: cfg(passes * nodes_from(nb, s, m)),
+                args: Args::Solve(SolveArgs { flags: target.flags, sweeps, ..args(m) }),
+            });
+        }
+        steps.extend((0..below).rev().map(|m| Step::Launch {
+            kernel: &self.backward,
+            level: m,
+            cfg: level_cfg(m),
+            args: Args::Solve(args(m)),
+        }));
         steps
     }
 }
+
+/// Nodes per multiprocessor up to which a level joins the single-launch sweep
+/// (`docs/perf-notes.md`, entry 18). `BLOCKTRI_DATAFLOW_PER_SM` overrides it for
+/// measurements (`0`: no single-launch sweep; a large value: every level).
+fn dataflow_nodes_per_sm() -> u32 {
+    std::env::var("BLOCKTRI_DATAFLOW_PER_SM").ok().and_then(|v| v.parse().ok()).unwrap_or(DATAFLOW_NODES_PER_SM)
+}
+
+/// The default of [`dataflow_nodes_per_sm`].
+const DATAFLOW_NODES_PER_SM: u32 = 4;
 
 #[cfg(test)]
 mod tests {
@@ -277,6 +356,32 @@ mod tests {
         assert!(matches!(Variant::choose(KernelFamily::Blocked, 65), Err(Error::Unsupported(_))));
         assert!(!Variant::Panel(64).interlaces() && !Variant::Blocked(32).interlaces());
         assert!(Variant::Rows(8).interlaces() && Variant::Generic.interlaces());
+    }
+
+    #[test]
+    fn every_kernel_the_fused_engine_loads_is_built() {
+        let built = |name: String| assert!(crate::ptx::KERNELS.contains(&name.as_str()), "{name} is not in the PTX");
+        for precision in ["f32", "f64"] {
+            for np in blocktri_device::level::ROW_SIZES {
+                for base in [
+                    names::FACTOR_ROWS,
+                    names::SOLVE_FORWARD_ROWS,
+                    names::SOLVE_BACKWARD_ROWS,
+                    names::FACTOR_ROWS_DATAFLOW,
+                    names::SOLVE_ROWS_DATAFLOW,
+                ] {
+                    built(format!("{base}{np}_{precision}"));
+                }
+            }
+            for np in PANEL_SIZES {
+                for base in [names::FACTOR_PANEL, names::SOLVE_FORWARD_PANEL, names::SOLVE_BACKWARD_PANEL] {
+                    built(format!("{base}{np}_{precision}"));
+                }
+            }
+            for base in [names::FACTOR_PREP, names::FACTOR_LEVEL, names::SOLVE_FORWARD, names::SOLVE_BACKWARD] {
+                built(format!("{base}_{precision}"));
+            }
+        }
     }
 
     #[test]

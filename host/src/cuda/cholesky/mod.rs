@@ -37,7 +37,7 @@ use crate::trace::timed;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::round_up;
 use blocktri_device::layout::{levels, nodes_in_level};
-use blocktri_device::level::{FactorArgs, InfoCode, SolveArgs, decode_info};
+use blocktri_device::level::{FactorArgs, InfoCode, SolveArgs, decode_info, factor_flag_words, solve_flag_words};
 use blocktri_device::logdet::{LOGDET_SHARED_BYTES, LOGDET_THREADS, LogDetArgs};
 use blocktri_device::selinv::{SelinvArgs, selinv_shared_bytes, selinv_threads};
 use chain::Chain;
@@ -140,8 +140,12 @@ pub enum KernelFamily {
     Auto,
     /// Always the generic fused shared-memory kernels (any `n` that fits in shared memory).
     Generic,
-    /// The register-resident kernels (`blocktri_device::level::rows`; an error for `n > 32`).
+    /// The register-resident kernels (`blocktri_device::level::rows`; an error for `n > 32`),
+    /// every level of a sweep in one launch (`blocktri_device::level::dataflow`).
     Rows,
+    /// The register-resident kernels launched once per level and sweep (the schedule
+    /// before the single-launch sweeps, kept for comparison; an error for `n > 32`).
+    RowsLevels,
     /// The shared-memory panel kernels (`blocktri_device::level::panel`; an error for `n > 96`).
     Panel,
     /// The panel kernels' storage and solves with the factor blocked in 8-column strips,
@@ -168,7 +172,30 @@ pub type LaunchTiming = (String, u32, u32, u32, u32, i32, f64);
 pub(super) struct SolveTarget<T> {
     rhs: *mut T,
     info: *mut u64,
+    /// The single-launch solve's flags, behind the status words ([`solve_status_words`]).
+    flags: *mut u32,
     k: usize,
+}
+
+impl<T> SolveTarget<T> {
+    /// Right-hand sides at `rhs` (`k` columns), status words and flags in `status`
+    /// ([`solve_status_words`] long) for `systems` systems.
+    fn new(rhs: *mut T, status: &DeviceBuffer<u64>, systems: usize, k: usize) -> Self {
+        let info = status.ptr().as_mut_ptr();
+        SolveTarget { rhs, info, flags: info.wrapping_add(systems) as *mut u32, k }
+    }
+}
+
+/// Words of a factorization's status buffer: one status word per system, then the flags
+/// of a single-launch factorization (`blocktri_device::level::dataflow`).
+fn factor_status_words(shape: Shape) -> usize {
+    shape.batch + factor_flag_words(shape.batch, shape.nblocks).div_ceil(2)
+}
+
+/// Words of a solve's status buffer: one status word per system, then the flags of a
+/// single-launch solve.
+fn solve_status_words(shape: Shape) -> usize {
+    shape.batch + solve_flag_words(shape.batch, shape.nblocks).div_ceil(2)
 }
 
 /// The device buffers of a plan, shared by every engine.
@@ -207,7 +234,13 @@ impl<T: Scalar> Buffers<T> {
             systems: self.shape.batch as u32,
             level,
             nrhs: rhs.map_or(0, |r| r.k as u32),
+            flags: std::ptr::null_mut(),
         }
+    }
+
+    /// The flags of a single-launch factorization, behind the status words.
+    fn factor_flags(&self) -> *mut u32 {
+        self.info.ptr().as_mut_ptr().wrapping_add(self.shape.batch) as *mut u32
     }
 
     /// The arguments of the fused and chain solve kernels for `level`, `chunk` columns
@@ -226,6 +259,8 @@ impl<T: Scalar> Buffers<T> {
             nrhs: target.k as u32,
             chunk: chunk as u32,
             systems: self.shape.batch as u32,
+            flags: std::ptr::null_mut(),
+            sweeps: 0,
         }
     }
 }
@@ -288,7 +323,7 @@ const KEYED_GRAPHS: usize = 4;
 impl<T: Scalar> Plan<T> {
     fn target(&self) -> Result<SolveTarget<T>> {
         let rhs = self.rhs.as_ref().ok_or_else(|| Error::Shape("no right-hand sides uploaded".into()))?;
-        Ok(SolveTarget { rhs: rhs.ptr().as_mut_ptr(), info: self.bufs.solve_info.ptr().as_mut_ptr(), k: self.rhs_cols })
+        Ok(SolveTarget::new(rhs.ptr().as_mut_ptr(), &self.bufs.solve_info, self.bufs.shape.batch, self.rhs_cols))
     }
 }
 
@@ -333,14 +368,15 @@ impl<T: Scalar> std::fmt::Debug for GpuCholesky<T> {
 }
 
 /// Device bytes of a plan: input blocks (`2N - 1`), the factor (`3N`), the inverted
-/// diagonal tiles when `tiled`, `nrhs` right-hand-side columns, status words and the
-/// log-determinant parts (32 bytes per system).
+/// diagonal tiles when `tiled`, `nrhs` right-hand-side columns, the status words with the
+/// single-launch flags behind them, and the log-determinant parts (16 bytes per system).
 fn plan_bytes<T: Scalar>(shape: Shape, nrhs: usize, tiled: bool) -> usize {
     let ld = GpuCholesky::<T>::padded_ld(shape.block);
     let blk = ld * shape.block * T::BYTES;
     let blocks = shape.batch * (5 * shape.nblocks - 1);
     let dinv = if tiled { tiled::dinv_len(shape.batch, shape.nblocks, shape.block) * T::BYTES } else { 0 };
-    blocks * blk + dinv + shape.batch * shape.dim() * nrhs * T::BYTES + 32 * shape.batch
+    let status = 8 * (factor_status_words(shape) + solve_status_words(shape));
+    blocks * blk + dinv + shape.batch * shape.dim() * nrhs * T::BYTES + status + 16 * shape.batch
 }
 
 impl<T: Scalar> GpuCholesky<T> {
@@ -513,8 +549,8 @@ impl<T: Scalar> GpuCholesky<T> {
             left: DeviceBuffer::poisoned(st, s * nb * blk)?,
             right: DeviceBuffer::poisoned(st, s * nb * blk)?,
             dinv: if tiled { Some(DeviceBuffer::poisoned(st, tiled::dinv_len(s, nb, shape.block))?) } else { None },
-            info: DeviceBuffer::poisoned(st, s)?,
-            solve_info: DeviceBuffer::poisoned(st, s)?,
+            info: DeviceBuffer::poisoned(st, factor_status_words(shape))?,
+            solve_info: DeviceBuffer::poisoned(st, solve_status_words(shape))?,
             logdet: DeviceBuffer::poisoned(st, 2 * s)?,
         };
         self.plan = Some(Plan {
@@ -937,8 +973,8 @@ impl<T: Scalar> GpuCholesky<T> {
             let cols = Columns::flat(b.as_slice().len());
             // SAFETY: the buffer was sized for these values right above.
             unsafe { self.staging().upload(&stream, b.as_slice(), cols, rhs.ptr().addr(), cols)? };
-            let solve_info = DeviceBuffer::<u64>::poisoned(&stream, shape.batch)?;
-            let target = SolveTarget { rhs: rhs.ptr().as_mut_ptr(), info: solve_info.ptr().as_mut_ptr(), k: b.ncols() };
+            let solve_info = DeviceBuffer::<u64>::poisoned(&stream, solve_status_words(shape))?;
+            let target = SolveTarget::new(rhs.ptr().as_mut_ptr(), &solve_info, shape.batch, b.ncols());
             let steps = plan.engine.solve_steps(&plan.bufs, &target, true);
             // SAFETY: the factor buffers of the live plan and this job's own buffers, kept
             // alive in `jobs` until the results are copied back.

@@ -25,6 +25,9 @@ pub(super) enum Step<'k, T> {
     Launch { kernel: &'k Kernel, level: u32, cfg: LaunchConfig, args: Args<T> },
     /// Sets `systems` status words at device address `addr` to `INFO_OK` (all bits set).
     ResetStatus { addr: u64, systems: usize },
+    /// Zeroes `words` flag words at device address `addr` (a single-launch sweep's ticket
+    /// counter and completion flags).
+    ClearFlags { addr: u64, words: usize },
 }
 
 impl<T: Scalar> Step<'_, T> {
@@ -49,6 +52,11 @@ impl<T: Scalar> Step<'_, T> {
                 unsafe { result::memset_d8_async(addr, 0xff, systems * 8, stream.cu_stream())? };
                 Ok(())
             }
+            Step::ClearFlags { addr, words } => {
+                // SAFETY: `addr` holds `words` u32 flags (caller's contract).
+                unsafe { result::memset_d8_async(addr, 0, words * 4, stream.cu_stream())? };
+                Ok(())
+            }
         }
     }
 
@@ -57,7 +65,7 @@ impl<T: Scalar> Step<'_, T> {
     pub(super) fn reserve_shared(&self) -> Result<()> {
         match self {
             Step::Launch { kernel, cfg, .. } => kernel.reserve_shared(cfg.shared_bytes),
-            Step::ResetStatus { .. } => Ok(()),
+            Step::ResetStatus { .. } | Step::ClearFlags { .. } => Ok(()),
         }
     }
 }
