@@ -141,7 +141,8 @@ pub enum KernelFamily {
     /// Always the generic fused shared-memory kernels (any `n` that fits in shared memory).
     Generic,
     /// The register-resident kernels (`blocktri_device::level::rows`; an error for `n > 32`),
-    /// every level of a sweep in one launch (`blocktri_device::level::dataflow`).
+    /// for `n <= 16` the top levels of each sweep in one launch
+    /// (`blocktri_device::level::dataflow`).
     Rows,
     /// The register-resident kernels launched once per level and sweep (the schedule
     /// before the single-launch sweeps, kept for comparison; an error for `n > 32`).
