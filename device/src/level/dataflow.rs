@@ -14,12 +14,18 @@
 //! is running or done; no resident block ever waits for one that cannot be scheduled.
 //!
 //! **Dependencies** (1-based block numbers; node `i` of level `m`):
-//! - factorization and forward substitution: for `m > 0`, the children `i - 2^(m-1)` and
-//!   (within the chain) `i + 2^(m-1)`. Every update that reaches `i`'s blocks (its diagonal
-//!   accumulator, its fill couplings, its right-hand-side segment) comes from nodes of its
-//!   subtree, and a child publishes only after its own children did, so waiting for the
-//!   two children is waiting for the whole subtree. Nodes of one level that update the
-//!   same block do so with atomic adds, as in the per-level kernels.
+//! - factorization and forward substitution: node `i` of level `m` is updated (its diagonal
+//!   accumulator, its fill couplings, its right-hand-side segment) by exactly the nodes
+//!   `i - 2^l` and `i + 2^l`, `l < m`, that exist: those have `i` as a neighbour on their
+//!   level. It waits for two of them, [`upward_deps`]: the left child `i - 2^(m-1)` and, on
+//!   the right, `i + 2^l` for the largest `l < m` inside the chain, which is the child
+//!   `i + 2^(m-1)` unless the chain ends before it. Each of those waits the same way, so
+//!   the waits reach every updater: on the left `i - 2^(m-1)` waits for `i - 2^(m-2)`, and so
+//!   on; on the right `i + 2^l` waits for `i + 2^(l-1)`. (Waiting for the two children
+//!   alone misses the right updaters when the chain ends inside the right subtree: node 8
+//!   of N = 11 is updated by node 10 of level 1, whose own parent 12 does not exist.)
+//!   Nodes of one level that update the same block do so with atomic adds, as in the
+//!   per-level kernels.
 //! - backward substitution: the neighbours `i - 2^m` and `i + 2^m` (their solutions), and
 //!   `i`'s own forward substitution when the launch runs both sweeps.
 //!
@@ -88,15 +94,24 @@ pub fn ticket_node(k: u32, nblocks: u32, systems: u32, upward: bool, first: u32)
 }
 
 /// 1-based numbers of the nodes that node `t` of level `m` waits for in an upward sweep
-/// that starts at level `first` (its children, when they are part of the sweep), `0` for
-/// none.
+/// that starts at level `first`, `0` for none (see the module docs): the left child
+/// `i - 2^(m-1)` and the nearest right updater `i + 2^l`, `l < m` the largest with
+/// `i + 2^l <= nblocks`; only those on levels `first..` (the others ran in earlier launches).
 #[inline(always)]
-pub fn children(m: u32, t: u32, nblocks: u32, first: u32) -> [u32; 2] {
+pub fn upward_deps(m: u32, t: u32, nblocks: u32, first: u32) -> [u32; 2] {
     if m <= first {
         return [0, 0];
     }
-    let (i, half) = (node_number(m, t), 1u32 << (m - 1));
-    [i - half, if i + half <= nblocks { i + half } else { 0 }]
+    let i = node_number(m, t);
+    let left = i - (1 << (m - 1));
+    let right = if i < nblocks {
+        // Largest l with 2^l <= nblocks - i, at most m - 1.
+        let l = (31 - (nblocks - i).leading_zeros()).min(m - 1);
+        if l >= first { i + (1 << l) } else { 0 }
+    } else {
+        0
+    };
+    [left, right]
 }
 
 /// Takes this block's ticket from `counter`; every thread gets it. Contains a barrier;
@@ -178,8 +193,8 @@ pub unsafe fn factor_rows_dataflow<T: Real, const NP: usize>(args: &FactorArgs<T
     let ticket = unsafe { take_ticket(a.flags) };
     let (m, s, t) = ticket_node(ticket, a.nblocks, a.systems, true, a.level);
     let done = a.flags.wrapping_add(1);
-    let [l, r] = children(m, t, a.nblocks, a.level);
-    // SAFETY: flags of nodes of lower tickets (the level below).
+    let [l, r] = upward_deps(m, t, a.nblocks, a.level);
+    // SAFETY: flags of nodes of lower tickets (lower levels).
     unsafe { wait_for([flag_of(done, s, a.nblocks, l), flag_of(done, s, a.nblocks, r), core::ptr::null()]) };
     let nd = node_at(a.nblocks, m, s, t);
     let level = FactorArgs { level: m, ..a };
@@ -211,8 +226,8 @@ pub unsafe fn solve_rows_dataflow<T: Real, const NP: usize>(args: &SolveArgs<T>)
     let ticket = unsafe { take_ticket(a.flags) };
     if forward && ticket < per_sweep {
         let (m, s, t) = ticket_node(ticket, nb, systems, true, a.level);
-        let [l, r] = children(m, t, nb, a.level);
-        // SAFETY: flags of nodes of lower tickets (the level below).
+        let [l, r] = upward_deps(m, t, nb, a.level);
+        // SAFETY: flags of nodes of lower tickets (lower levels).
         unsafe { wait_for([flag_of(forward_done, s, nb, l), flag_of(forward_done, s, nb, r), core::ptr::null()]) };
         let nd = node_at(nb, m, s, t);
         // SAFETY: the forward sweep of the node's subtree is complete and visible.
@@ -240,7 +255,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tickets_visit_every_block_once_and_children_come_first() {
+    fn tickets_visit_every_block_once_and_dependencies_come_first() {
         for nb in 1..70u32 {
             for (systems, first) in [(1u32, 0u32), (3, 0), (2, 1), (1, 3)] {
                 for upward in [true, false] {
@@ -262,8 +277,8 @@ mod tests {
                         let (m, s, t) = ticket_node(k, nb, systems, upward, first);
                         let at = |number: u32| when[(s * nb + number - 1) as usize];
                         if upward {
-                            for c in children(m, t, nb, first).into_iter().filter(|&c| c != 0) {
-                                assert!(at(c) < k, "child {c} of level-{m} node after its parent (N = {nb})");
+                            for c in upward_deps(m, t, nb, first).into_iter().filter(|&c| c != 0) {
+                                assert!(at(c) < k, "dependency {c} of a level-{m} node after it (N = {nb})");
                             }
                         } else {
                             let nd = node_at(nb, m, s, t);
@@ -278,14 +293,59 @@ mod tests {
     }
 
     #[test]
-    fn children_are_the_neighbours_one_level_down() {
+    fn dependencies_are_the_children_or_the_nearest_right_updater() {
         // Block 8 (level 3) of 12: children 4 and 12 (level 2).
-        assert_eq!(children(3, 0, 12, 0), [4, 12]);
-        // Block 8 of 11: the right child 12 is past the chain.
-        assert_eq!(children(3, 0, 11, 0), [4, 0]);
-        assert_eq!(children(0, 5, 12, 0), [0, 0]);
-        assert_eq!(children(1, 1, 12, 0), [5, 7]);
+        assert_eq!(upward_deps(3, 0, 12, 0), [4, 12]);
+        // Block 8 of 11: 12 is past the chain; 10 (level 1) updates 8 and is waited for.
+        assert_eq!(upward_deps(3, 0, 11, 0), [4, 10]);
+        // Block 8 of 9: only 9 (level 0) on the right.
+        assert_eq!(upward_deps(3, 0, 9, 0), [4, 9]);
+        assert_eq!(upward_deps(3, 0, 8, 0), [4, 0]);
+        assert_eq!(upward_deps(0, 5, 12, 0), [0, 0]);
+        assert_eq!(upward_deps(1, 1, 12, 0), [5, 7]);
         // A sweep from level 3: its first level waits for nothing (earlier launches).
-        assert_eq!(children(3, 0, 12, 3), [0, 0]);
+        assert_eq!(upward_deps(3, 0, 12, 3), [0, 0]);
+        // From level 1: 9 (level 0) ran before the launch, 10 (level 1) is in it.
+        assert_eq!(upward_deps(3, 0, 11, 1), [4, 10]);
+        assert_eq!(upward_deps(3, 0, 9, 1), [4, 0]);
+    }
+
+    /// Every node that updates node `i` (has `i` as a neighbour on its level, a level of
+    /// the sweep) is reached by following the waits from `i`: the factorization never
+    /// reads a block before its last update is published.
+    #[test]
+    fn the_waits_reach_every_updater() {
+        for nb in 1..300u32 {
+            for first in 0..levels(nb) {
+                let level = |i: u32| i.trailing_zeros();
+                let deps = |i: u32| {
+                    let m = level(i);
+                    upward_deps(m, ((i >> m) - 1) / 2, nb, first)
+                };
+                for i in 1..=nb {
+                    if level(i) < first {
+                        continue;
+                    }
+                    let mut reached = std::vec![false; nb as usize + 1];
+                    let mut stack = std::vec![i];
+                    while let Some(j) = stack.pop() {
+                        for d in deps(j).into_iter().filter(|&d| d != 0) {
+                            assert!(level(d) >= first && level(d) < level(j), "N = {nb}: {j} waits for {d}");
+                            if !reached[d as usize] {
+                                reached[d as usize] = true;
+                                stack.push(d);
+                            }
+                        }
+                    }
+                    for j in 1..=nb {
+                        let l = level(j);
+                        let neighbour = l < level(i) && (j + (1 << l) == i || j == i + (1 << l));
+                        if neighbour && l >= first {
+                            assert!(reached[j as usize], "N = {nb}, first level {first}: {i} does not wait for its updater {j}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }
