@@ -2,6 +2,8 @@
 # (from scripts/gpu-pack.sh) and cuDSS (.cudss/libcudss.so.0.gz) when present, sets $OUT.
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 [ -f .gpu/bundle.tar.xz ] && [ ! -d .gpu/bin ] && tar -C .gpu -xJf .gpu/bundle.tar.xz
+# The CLI tests run the carried binary (the tests run away from their build).
+[ -x .gpu/bin/blocktri ] && export BLOCKTRI_BIN=$PWD/.gpu/bin/blocktri
 if [ -f .cudss/libcudss.so.0.gz ]; then
   mkdir -p /tmp/cudss && gunzip -c .cudss/libcudss.so.0.gz > /tmp/cudss/libcudss.so.0
   export LD_LIBRARY_PATH=/tmp/cudss:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}

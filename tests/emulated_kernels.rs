@@ -11,7 +11,6 @@ use blocktri_device::chain::{
     solve_backward_chain, solve_backward_chain_rows, solve_chain_shared_bytes, solve_forward_chain, solve_forward_chain_rows,
 };
 use blocktri_device::layout::{levels, nodes_in_level};
-use blocktri_device::level::nodes_from;
 use blocktri_device::level::{
     FactorArgs, INFO_OK, InfoCode, ROW_THREADS, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, decode_info, factor_blocked,
     factor_blocked_shared_bytes, factor_flag_words, factor_level, factor_panel, factor_panel_shared_bytes, factor_prep, factor_rows,
@@ -19,6 +18,7 @@ use blocktri_device::level::{
     solve_backward_panel, solve_backward_rows, solve_flag_words, solve_forward_level, solve_forward_panel, solve_forward_rows,
     solve_panel_shared_bytes, solve_rows_dataflow, solve_rows_shared_bytes, solve_shared_bytes,
 };
+use blocktri_device::level::{factor_blocked_dataflow, nodes_from, solve_panel_dataflow};
 use blocktri_prims::emu;
 use common::{dense_solution, error_vs_reference, fresh_seed, problem};
 
@@ -82,6 +82,8 @@ enum Family {
     /// The rows kernels' single-launch sweeps (`level::dataflow`) from this level up,
     /// the levels below launched one by one.
     RowsDataflow(u32),
+    /// The blocked panel factor and the panel solves, single-launch sweeps from this level.
+    BlockedDataflow(u32),
     Panel,
     /// The panel solves after the blocked tensor-core factor (`level::blocked`).
     Blocked,
@@ -143,23 +145,38 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
     // closures only pass them to the kernels.
     unsafe { emu::launch_unchecked((s * (nb / 2)).max(1), 128, 0, || factor_prep(&args)) };
     let np = row_size(shape.block).unwrap_or(32);
-    if let Family::RowsDataflow(first) = fam {
+    let pp = panel_size(shape.block).unwrap_or(96);
+    if let Family::RowsDataflow(first) | Family::BlockedDataflow(first) = fam {
         // Levels below `first` one launch each, then one launch for the rest.
+        let rows = matches!(fam, Family::RowsDataflow(_));
         let first = first.min(levels(nb) - 1);
-        let smem = factor_rows_shared_bytes(np, nrhs as usize, 8);
+        let (threads, smem) = if rows {
+            (ROW_THREADS, factor_rows_shared_bytes(np, nrhs as usize, 8))
+        } else {
+            (panel_threads(pp), factor_blocked_shared_bytes(pp, 8))
+        };
+        let run = |args: &FactorArgs<f64>, dataflow: bool| unsafe {
+            match (rows, dataflow, pp) {
+                (true, false, _) => rows_kernel!(np, factor_rows, args),
+                (true, true, _) => rows_kernel!(np, factor_rows_dataflow, args),
+                (false, false, 32) => factor_blocked::<f64, 32>(args),
+                (false, false, _) => factor_blocked::<f64, 64>(args),
+                (false, true, 32) => factor_blocked_dataflow::<f64, 32>(args),
+                (false, true, _) => factor_blocked_dataflow::<f64, 64>(args),
+            }
+        };
         for m in 0..first {
             let args = factor_args(d, a, m, nrhs);
-            unsafe { emu::launch_unchecked(s * nodes_in_level(nb, m), ROW_THREADS, smem, || rows_kernel!(np, factor_rows, &args)) };
+            unsafe { emu::launch_unchecked(s * nodes_in_level(nb, m), threads, smem, || run(&args, false)) };
         }
         let mut flags = vec![0u32; factor_flag_words(shape.batch, shape.nblocks)];
         let args = FactorArgs { flags: flags.as_mut_ptr(), ..factor_args(d, a, first, nrhs) };
         let grid = nodes_from(nb, s, first);
-        unsafe { emu::launch_unchecked(grid, ROW_THREADS, smem, || rows_kernel!(np, factor_rows_dataflow, &args)) };
+        unsafe { emu::launch_unchecked(grid, threads, smem, || run(&args, true)) };
         assert_eq!(flags[0], grid, "every block took one ticket");
         assert_eq!(flags[1..].iter().filter(|&&f| f == 1).count(), grid as usize, "every node published");
         return;
     }
-    let pp = panel_size(shape.block).unwrap_or(96);
     for m in 0..levels(nb) {
         let args = factor_args(d, a, m, nrhs);
         let grid = s * nodes_in_level(nb, m);
@@ -189,7 +206,7 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
                 let smem = factor_shared_bytes(shape.block, nrhs as usize, 8);
                 unsafe { emu::launch_unchecked(grid, threads, smem, || factor_level(&args)) };
             }
-            Family::Chain | Family::ChainRows | Family::RowsDataflow(_) => unreachable!("launched above"),
+            Family::Chain | Family::ChainRows | Family::RowsDataflow(_) | Family::BlockedDataflow(_) => unreachable!("launched above"),
         }
     }
 }
@@ -218,7 +235,7 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
     let pp = panel_size(shape.block).unwrap_or(96);
     let (smem, threads) = match fam {
         Family::Rows | Family::RowsDataflow(_) => (solve_rows_shared_bytes(np, 8), ROW_THREADS),
-        Family::Panel | Family::Blocked => (solve_panel_shared_bytes(pp, 8), panel_threads(pp)),
+        Family::Panel | Family::Blocked | Family::BlockedDataflow(_) => (solve_panel_shared_bytes(pp, 8), panel_threads(pp)),
         Family::Generic(_) => (solve_shared_bytes(shape.block, chunk as usize, 8), 64),
         Family::Chain => (solve_chain_shared_bytes(shape.block, chunk as usize, 8), chain_threads(shape.block)),
         Family::ChainRows => (0, 32 * CHAIN_ROWS_WARPS),
@@ -230,10 +247,10 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         (Family::Rows | Family::RowsDataflow(_), false) => unsafe {
             emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_backward_rows, a))
         },
-        (Family::Panel | Family::Blocked, true) => unsafe {
+        (Family::Panel | Family::Blocked | Family::BlockedDataflow(_), true) => unsafe {
             emu::launch_unchecked(grid, threads, smem, || panel_kernel!(pp, solve_forward_panel, a))
         },
-        (Family::Panel | Family::Blocked, false) => unsafe {
+        (Family::Panel | Family::Blocked | Family::BlockedDataflow(_), false) => unsafe {
             emu::launch_unchecked(grid, threads, smem, || panel_kernel!(pp, solve_backward_panel, a))
         },
         (Family::Generic(_), true) => unsafe { emu::launch_unchecked(grid, threads, smem, || solve_forward_level(a)) },
@@ -247,7 +264,7 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
             emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_backward_chain_rows, a))
         },
     };
-    if let Family::RowsDataflow(first) = fam {
+    if let Family::RowsDataflow(first) | Family::BlockedDataflow(first) = fam {
         // Both sweeps of the levels from `first` up (or the backward one after an
         // interlaced factor) in one launch, the levels below one launch each.
         let first = first.min(levels(nb) - 1);
@@ -260,7 +277,11 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         let sweeps = if forward { SWEEP_FORWARD | SWEEP_BACKWARD } else { SWEEP_BACKWARD };
         let a = SolveArgs { flags: flags.as_mut_ptr(), sweeps, ..args(d, first) };
         let grid = nodes_from(nb, s, first) * if forward { 2 } else { 1 };
-        unsafe { emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_rows_dataflow, &a)) };
+        if matches!(fam, Family::RowsDataflow(_)) {
+            unsafe { emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_rows_dataflow, &a)) };
+        } else {
+            unsafe { emu::launch_unchecked(grid, threads, smem, || panel_kernel!(pp, solve_panel_dataflow, &a)) };
+        }
         assert_eq!(flags[0], grid, "every block took one ticket");
         assert_eq!(flags[1..].iter().filter(|&&f| f == 1).count(), grid as usize, "every node published");
         for m in (0..first).rev() {
@@ -299,6 +320,9 @@ fn emulated_factor_and_solve_match_the_dense_reference() {
     check_factor_and_solve(ROWS_DATAFLOW, &[(3, 37, 2, 2), (1, 64, 7, 1), (2, 33, 16, 3), (1, 12, 29, 1)]);
     // The levels below 2 launched one by one, the rest in one launch.
     check_factor_and_solve(Family::RowsDataflow(2), &[(2, 37, 3, 2), (1, 9, 16, 1), (1, 2, 5, 1), (1, 64, 8, 2)]);
+    // The blocked factor and the panel solves, single launch from level 0 and from level 2.
+    check_factor_and_solve(Family::BlockedDataflow(0), &[(2, 9, 33, 2), (1, 20, 20, 1), (1, 5, 64, 1)]);
+    check_factor_and_solve(Family::BlockedDataflow(2), &[(1, 37, 40, 1), (2, 3, 17, 2)]);
     check_factor_and_solve(PANEL, CASES);
     check_factor_and_solve(PANEL, PANEL_CASES);
     check_factor_and_solve(BLOCKED, CASES);
@@ -355,7 +379,7 @@ fn check_interlaced(fam: Family) {
 
 #[test]
 fn emulated_failures_name_the_system_and_block() {
-    for fam in [GENERIC, ROWS, ROWS_DATAFLOW, Family::RowsDataflow(1), PANEL, BLOCKED, CHAIN, CHAIN_ROWS] {
+    for fam in [GENERIC, ROWS, ROWS_DATAFLOW, Family::RowsDataflow(1), PANEL, BLOCKED, Family::BlockedDataflow(0), CHAIN, CHAIN_ROWS] {
         check_failures(fam);
     }
     // The blocked factor: an indefinite pivot in the third strip of 0-based block 1

@@ -125,8 +125,9 @@ fn run_factor<T: Scalar, M: TileMac<T>>(d: &mut Device<T>, a: &BlockTridiag<T>) 
     }
 }
 
-/// The solve launches of `Tiled::solve_steps`, `chunk` columns per pass.
-fn run_solve<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk: usize) {
+/// The solve launches of `Tiled::solve_steps`, `chunk` columns per pass, launch widths
+/// chosen for `sms` SMs.
+fn run_solve<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk: usize, sms: u32) {
     let shape = a.shape();
     let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
     let nt = tiles(n) as u32;
@@ -143,9 +144,7 @@ fn run_solve<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk:
             for side in 0..2 {
                 let x = args(d, a, m, 0, side, Some((k, chunk)));
                 unsafe {
-                    emu::launch_unchecked(nodes * nt, couple_threads(nodes * nt, EMULATED_SMS), couple_shared_bytes(e), || {
-                        forward_couple(&x)
-                    })
+                    emu::launch_unchecked(nodes * nt, couple_threads(nodes * nt, sms), couple_shared_bytes(e), || forward_couple(&x))
                 };
             }
         }
@@ -170,7 +169,7 @@ fn check<T: Scalar, M: TileMac<T>>(cases: &[(usize, usize, usize, usize)], tol: 
         let mut d = upload(&a, &b);
         run_factor::<T, M>(&mut d, &a);
         assert!(d.info.iter().all(|&x| x == INFO_OK), "{} S={s} N={nb} n={n}: info {:?}", T::PRECISION, d.info);
-        run_solve(&mut d, &a, k, k.min(MAX_CHUNK));
+        run_solve(&mut d, &a, k, k.min(MAX_CHUNK), EMULATED_SMS);
         assert!(d.solve_info.iter().all(|&x| x == INFO_OK));
         let x = BlockVec::from_vec(a.shape(), k, d.rhs.clone()).unwrap();
         let err = error_vs_reference(&x, &dense_solution(&a, &b));
@@ -186,6 +185,25 @@ const CASES: &[(usize, usize, usize, usize)] =
 #[test]
 fn emulated_tiled_f64_matches_the_dense_reference() {
     check::<f64, Native>(CASES, 1e-11);
+}
+
+/// The forward coupling's launch width follows the number of blocks per SM (the batch
+/// size); its sums must not: a chunked batch gives the same bits as the whole
+/// (`tests/gpu_transfers.rs`). Every width (all wide, all narrow, mixed) against each other.
+#[test]
+fn emulated_tiled_solve_bits_do_not_depend_on_the_launch_widths() {
+    let (a, b) = problem::<f64>(2, 5, 130, 3, fresh_seed());
+    let mut d = upload(&a, &b);
+    run_factor::<f64, Native>(&mut d, &a);
+    let factored = (d.diag.clone(), d.left.clone(), d.right.clone(), d.dinv.clone());
+    let solve = |sms: u32| {
+        let mut e = upload(&a, &b);
+        (e.diag, e.left, e.right, e.dinv) = factored.clone();
+        run_solve(&mut e, &a, 3, 3, sms);
+        e.rhs.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    };
+    let (wide, narrow, mixed) = (solve(u32::MAX), solve(0), solve(EMULATED_SMS));
+    assert!(wide == narrow && wide == mixed, "the forward coupling's sums depend on its launch width");
 }
 
 /// The default emulated device is an sm_90, whose products use `mma.m16n8k16`; the sm_80

@@ -56,6 +56,12 @@ pub mod names {
     pub const SOLVE_FORWARD_PANEL: &str = "solve_forward_panel";
     /// [`crate::level::solve_backward_panel`] (`solve_backward_panel64_f64`).
     pub const SOLVE_BACKWARD_PANEL: &str = "solve_backward_panel";
+    /// [`crate::level::factor_panel_dataflow`] (`factor_panel_dataflow64_f64`).
+    pub const FACTOR_PANEL_DATAFLOW: &str = "factor_panel_dataflow";
+    /// [`crate::level::factor_blocked_dataflow`] (`factor_blocked_dataflow64_f64`).
+    pub const FACTOR_BLOCKED_DATAFLOW: &str = "factor_blocked_dataflow";
+    /// [`crate::level::solve_panel_dataflow`] (`solve_panel_dataflow64_f64`).
+    pub const SOLVE_PANEL_DATAFLOW: &str = "solve_panel_dataflow";
     /// [`crate::chain::factor_chain`].
     pub const FACTOR_CHAIN: &str = "factor_chain";
     /// [`crate::chain::solve_forward_chain`].
@@ -133,9 +139,9 @@ mod entry {
         factor_chain, factor_chain_rows, solve_backward_chain, solve_backward_chain_rows, solve_forward_chain, solve_forward_chain_rows,
     };
     use crate::level::{
-        FactorArgs, SolveArgs, factor_blocked, factor_level, factor_panel, factor_prep, factor_rows, factor_rows_dataflow,
-        solve_backward_level, solve_backward_panel, solve_backward_rows, solve_forward_level, solve_forward_panel, solve_forward_rows,
-        solve_rows_dataflow,
+        FactorArgs, SolveArgs, factor_blocked, factor_blocked_dataflow, factor_level, factor_panel, factor_panel_dataflow, factor_prep,
+        factor_rows, factor_rows_dataflow, solve_backward_level, solve_backward_panel, solve_backward_rows, solve_forward_level,
+        solve_forward_panel, solve_forward_rows, solve_panel_dataflow, solve_rows_dataflow,
     };
     use crate::logdet::{LogDetArgs, log_det_parts};
     use crate::refine::{RefineArgs, demote_matrix, demote_rhs, promote, residual};
@@ -302,6 +308,14 @@ mod entry {
     );
     kernel!(factor_blocked32_f64, factor_blocked32_f32, factor_blocked::<_, 32>, FactorArgs);
     kernel!(factor_blocked64_f64, factor_blocked64_f32, factor_blocked::<_, 64>, FactorArgs);
+    kernel!(factor_panel_dataflow32_f64, factor_panel_dataflow32_f32, factor_panel_dataflow::<_, 32>, FactorArgs);
+    kernel!(factor_panel_dataflow64_f64, factor_panel_dataflow64_f32, factor_panel_dataflow::<_, 64>, FactorArgs);
+    kernel!(factor_panel_dataflow96_f64, factor_panel_dataflow96_f32, factor_panel_dataflow::<_, 96>, FactorArgs);
+    kernel!(factor_blocked_dataflow32_f64, factor_blocked_dataflow32_f32, factor_blocked_dataflow::<_, 32>, FactorArgs);
+    kernel!(factor_blocked_dataflow64_f64, factor_blocked_dataflow64_f32, factor_blocked_dataflow::<_, 64>, FactorArgs);
+    kernel!(solve_panel_dataflow32_f64, solve_panel_dataflow32_f32, solve_panel_dataflow::<_, 32>, SolveArgs);
+    kernel!(solve_panel_dataflow64_f64, solve_panel_dataflow64_f32, solve_panel_dataflow::<_, 64>, SolveArgs);
+    kernel!(solve_panel_dataflow96_f64, solve_panel_dataflow96_f32, solve_panel_dataflow::<_, 96>, SolveArgs);
     kernel!(factor_prep_f64, factor_prep_f32, factor_prep, FactorArgs);
     kernel!(factor_level_f64, factor_level_f32, factor_level, FactorArgs);
     kernel!(solve_forward_f64, solve_forward_f32, solve_forward_level, SolveArgs);

@@ -47,10 +47,20 @@ pub const fn factor_blocked_shared_bytes(np: usize, elem_bytes: usize) -> usize 
 /// [`super::panel_threads`]`(NP)` threads, [`factor_blocked_shared_bytes`] of shared
 /// memory and `args.n <= NP`, `NP` a multiple of 32.
 pub unsafe fn factor_blocked<T: Real, const NP: usize>(args: &FactorArgs<T>) {
+    // SAFETY: forwarded from the caller; the node of this block.
+    unsafe { factor_blocked_node::<T, NP>(args, &node(args.nblocks, args.level)) }
+}
+
+/// [`factor_blocked`] for node `nd` of level `args.level` (the body shared with the single-launch
+/// sweeps, [`super::dataflow`]).
+///
+/// # Safety
+/// As [`factor_blocked`]; `nd` is a node of `args.level` whose lower levels are complete and visible
+/// to the block.
+pub(crate) unsafe fn factor_blocked_node<T: Real, const NP: usize>(args: &FactorArgs<T>, nd: &Node) {
     let team = Block;
     let a = *args;
     let (n, m) = (a.n as usize, a.level);
-    let nd = node(a.nblocks, m);
     let s = stride(NP);
     let smem = shared::dynamic_shared::<T>();
     let p = smem;
@@ -60,7 +70,7 @@ pub unsafe fn factor_blocked<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     let (has_l, has_r) = (nd.left.is_some(), nd.right.is_some());
 
     // SAFETY: as the caller guarantees; the panel and status word are in shared memory.
-    if !unsafe { load_checked_panel::<T, NP>(&a, &nd, p, s, status) } {
+    if !unsafe { load_checked_panel::<T, NP>(&a, nd, p, s, status) } {
         return;
     }
     // Strips cover the block size rounded up to 8: the padding is identity in D and zero
@@ -79,10 +89,10 @@ pub unsafe fn factor_blocked<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     }
 
     // SAFETY: as the caller guarantees; the panel is factored.
-    unsafe { store_factor_panel::<T, NP>(&a, &nd, p, s) };
+    unsafe { store_factor_panel::<T, NP>(&a, nd, p, s) };
     // SAFETY: as the caller guarantees; nodes of one level write disjoint fills and add
     // into the neighbours' accumulators atomically.
-    unsafe { neighbour_products::<T, NP>(&a, &nd, p, s, nc) };
+    unsafe { neighbour_products::<T, NP>(&a, nd, p, s, nc) };
 }
 
 /// Step 5: `D_l -= K_l K_l^T`, `D_r -= K_r K_r^T` (atomic adds: two nodes update each

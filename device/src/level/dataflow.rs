@@ -38,7 +38,9 @@
 //! **Flags** (`u32` words, zeroed by the host before each launch): word 0 is the ticket
 //! counter, then one completion flag per (system, block) and sweep.
 
-use super::node::node_at;
+use super::blocked::factor_blocked_node;
+use super::node::{Node, node_at};
+use super::panel::{factor_panel_node, solve_backward_panel_node, solve_forward_panel_node};
 use super::rows::{factor_rows_node, solve_backward_rows_node, solve_forward_rows_node};
 use super::{FactorArgs, SolveArgs};
 use crate::layout::{levels, node_number, nodes_in_level};
@@ -178,6 +180,69 @@ fn flag_of(base: *mut u32, s: u32, nblocks: u32, number: u32) -> *const u32 {
     if number == 0 { core::ptr::null() } else { base.wrapping_add((s * nblocks + number - 1) as usize) }
 }
 
+/// Levels `args.level..` of a factorization in one launch, `body` eliminating each node
+/// (a per-level kernel's node body).
+///
+/// # Safety
+/// As [`factor_rows_dataflow`], for `body`'s kernel.
+#[inline(always)]
+unsafe fn factor_sweep<T: Real>(args: &FactorArgs<T>, body: impl Fn(&FactorArgs<T>, &Node)) {
+    let a = *args;
+    // SAFETY (flags): the launch's zeroed words (caller's contract).
+    let ticket = unsafe { take_ticket(a.flags) };
+    let (m, s, t) = ticket_node(ticket, a.nblocks, a.systems, true, a.level);
+    let done = a.flags.wrapping_add(1);
+    let [l, r] = upward_deps(m, t, a.nblocks, a.level);
+    // SAFETY: flags of nodes of lower tickets (lower levels).
+    unsafe { wait_for([flag_of(done, s, a.nblocks, l), flag_of(done, s, a.nblocks, r), core::ptr::null()]) };
+    let nd = node_at(a.nblocks, m, s, t);
+    // Every node that updates this one has published (above).
+    body(&FactorArgs { level: m, ..a }, &nd);
+    // SAFETY: this node's flag.
+    unsafe { publish(flag_of(done, s, a.nblocks, nd.b as u32 + 1) as *mut u32) };
+}
+
+/// Levels `args.level..` of a solve in one launch, `forward` and `backward` solving for
+/// each node (a per-level kernel's node bodies).
+///
+/// # Safety
+/// As [`solve_rows_dataflow`], for the bodies' kernels.
+#[inline(always)]
+unsafe fn solve_sweeps<T: Real>(args: &SolveArgs<T>, forward: impl Fn(&SolveArgs<T>, &Node), backward: impl Fn(&SolveArgs<T>, &Node)) {
+    let a = *args;
+    let (nb, systems) = (a.nblocks, a.systems);
+    let with_forward = a.sweeps & SWEEP_FORWARD != 0;
+    let per_sweep = nodes_from(nb, systems, a.level);
+    let flags_per_sweep = systems * nb;
+    let (forward_done, backward_done) = (a.flags.wrapping_add(1), a.flags.wrapping_add(1 + flags_per_sweep as usize));
+    // SAFETY (flags): the launch's zeroed words (caller's contract).
+    let ticket = unsafe { take_ticket(a.flags) };
+    if with_forward && ticket < per_sweep {
+        let (m, s, t) = ticket_node(ticket, nb, systems, true, a.level);
+        let [l, r] = upward_deps(m, t, nb, a.level);
+        // SAFETY: flags of nodes of lower tickets (lower levels).
+        unsafe { wait_for([flag_of(forward_done, s, nb, l), flag_of(forward_done, s, nb, r), core::ptr::null()]) };
+        let nd = node_at(nb, m, s, t);
+        // Every node that updates this one's segment has published.
+        forward(&SolveArgs { level: m, ..a }, &nd);
+        // SAFETY: this node's flag.
+        unsafe { publish(flag_of(forward_done, s, nb, nd.b as u32 + 1) as *mut u32) };
+        return;
+    }
+    let k = if with_forward { ticket - per_sweep } else { ticket };
+    let (m, s, t) = ticket_node(k, nb, systems, false, a.level);
+    let nd = node_at(nb, m, s, t);
+    let own = if with_forward { flag_of(forward_done, s, nb, nd.b as u32 + 1) } else { core::ptr::null() };
+    let (l, r) = (nd.left.unwrap_or(0), nd.right.unwrap_or(0));
+    // SAFETY: the neighbours are on higher levels (lower backward tickets); the node's own
+    // forward ticket is below every backward ticket.
+    unsafe { wait_for([flag_of(backward_done, s, nb, l), flag_of(backward_done, s, nb, r), own]) };
+    // The neighbours' solutions and the node's forward result are visible.
+    backward(&SolveArgs { level: m, ..a }, &nd);
+    // SAFETY: this node's flag.
+    unsafe { publish(flag_of(backward_done, s, nb, nd.b as u32 + 1) as *mut u32) };
+}
+
 /// Levels `args.level..` of the factorization (with the interlaced forward substitution
 /// when `args.nrhs > 0`) in one launch of the register-resident node body
 /// ([`super::factor_rows`]); `args.level = 0` is the whole factorization.
@@ -188,20 +253,30 @@ fn flag_of(base: *mut u32, s: u32, nblocks: u32, number: u32) -> *const u32 {
 /// [`factor_flag_words`] zeroed words; [`super::factor_prep`] and the levels below
 /// `args.level` ran before (stream order).
 pub unsafe fn factor_rows_dataflow<T: Real, const NP: usize>(args: &FactorArgs<T>) {
-    let a = *args;
-    // SAFETY (flags): the launch's zeroed words (caller's contract).
-    let ticket = unsafe { take_ticket(a.flags) };
-    let (m, s, t) = ticket_node(ticket, a.nblocks, a.systems, true, a.level);
-    let done = a.flags.wrapping_add(1);
-    let [l, r] = upward_deps(m, t, a.nblocks, a.level);
-    // SAFETY: flags of nodes of lower tickets (lower levels).
-    unsafe { wait_for([flag_of(done, s, a.nblocks, l), flag_of(done, s, a.nblocks, r), core::ptr::null()]) };
-    let nd = node_at(a.nblocks, m, s, t);
-    let level = FactorArgs { level: m, ..a };
-    // SAFETY: the node's subtree is complete and visible (above).
-    unsafe { factor_rows_node::<T, NP>(&level, &nd) };
-    // SAFETY: this node's flag.
-    unsafe { publish(flag_of(done, s, a.nblocks, nd.b as u32 + 1) as *mut u32) };
+    // SAFETY: the caller's contract; each node runs after its updaters.
+    unsafe { factor_sweep(args, |a, nd| factor_rows_node::<T, NP>(a, nd)) }
+}
+
+/// [`factor_rows_dataflow`] with the shared-memory panel node body
+/// ([`super::factor_panel`]; no interlaced right-hand sides).
+///
+/// # Safety
+/// As [`super::factor_panel`] for each level from `args.level`, with the grid and flags
+/// of [`factor_rows_dataflow`].
+pub unsafe fn factor_panel_dataflow<T: Real, const NP: usize>(args: &FactorArgs<T>) {
+    // SAFETY: the caller's contract; each node runs after its updaters.
+    unsafe { factor_sweep(args, |a, nd| factor_panel_node::<T, NP>(a, nd)) }
+}
+
+/// [`factor_rows_dataflow`] with the blocked panel node body ([`super::factor_blocked`];
+/// no interlaced right-hand sides).
+///
+/// # Safety
+/// As [`super::factor_blocked`] for each level from `args.level`, with the grid and flags
+/// of [`factor_rows_dataflow`].
+pub unsafe fn factor_blocked_dataflow<T: Real, const NP: usize>(args: &FactorArgs<T>) {
+    // SAFETY: the caller's contract; each node runs after its updaters.
+    unsafe { factor_sweep(args, |a, nd| factor_blocked_node::<T, NP>(a, nd)) }
 }
 
 /// Levels `args.level..` of a solve in one launch: the forward substitution upward (with
@@ -216,38 +291,19 @@ pub unsafe fn factor_rows_dataflow<T: Real, const NP: usize>(args: &FactorArgs<T
 /// the levels below `args.level` (of every level without [`SWEEP_FORWARD`]) complete
 /// (stream order); the backward substitution of those levels follows (stream order).
 pub unsafe fn solve_rows_dataflow<T: Real, const NP: usize>(args: &SolveArgs<T>) {
-    let a = *args;
-    let (nb, systems) = (a.nblocks, a.systems);
-    let forward = a.sweeps & SWEEP_FORWARD != 0;
-    let per_sweep = nodes_from(nb, systems, a.level);
-    let flags_per_sweep = systems * nb;
-    let (forward_done, backward_done) = (a.flags.wrapping_add(1), a.flags.wrapping_add(1 + flags_per_sweep as usize));
-    // SAFETY (flags): the launch's zeroed words (caller's contract).
-    let ticket = unsafe { take_ticket(a.flags) };
-    if forward && ticket < per_sweep {
-        let (m, s, t) = ticket_node(ticket, nb, systems, true, a.level);
-        let [l, r] = upward_deps(m, t, nb, a.level);
-        // SAFETY: flags of nodes of lower tickets (lower levels).
-        unsafe { wait_for([flag_of(forward_done, s, nb, l), flag_of(forward_done, s, nb, r), core::ptr::null()]) };
-        let nd = node_at(nb, m, s, t);
-        // SAFETY: the forward sweep of the node's subtree is complete and visible.
-        unsafe { solve_forward_rows_node::<T, NP>(&SolveArgs { level: m, ..a }, &nd) };
-        // SAFETY: this node's flag.
-        unsafe { publish(flag_of(forward_done, s, nb, nd.b as u32 + 1) as *mut u32) };
-        return;
-    }
-    let k = if forward { ticket - per_sweep } else { ticket };
-    let (m, s, t) = ticket_node(k, nb, systems, false, a.level);
-    let nd = node_at(nb, m, s, t);
-    let own = if forward { flag_of(forward_done, s, nb, nd.b as u32 + 1) } else { core::ptr::null() };
-    let (l, r) = (nd.left.unwrap_or(0), nd.right.unwrap_or(0));
-    // SAFETY: the neighbours are on higher levels (lower backward tickets); the node's own
-    // forward ticket is below every backward ticket.
-    unsafe { wait_for([flag_of(backward_done, s, nb, l), flag_of(backward_done, s, nb, r), own]) };
-    // SAFETY: the neighbours' solutions and the node's forward result are visible.
-    unsafe { solve_backward_rows_node::<T, NP>(&SolveArgs { level: m, ..a }, &nd) };
-    // SAFETY: this node's flag.
-    unsafe { publish(flag_of(backward_done, s, nb, nd.b as u32 + 1) as *mut u32) };
+    // SAFETY: the caller's contract; each node runs after the nodes it reads.
+    unsafe { solve_sweeps(args, |a, nd| solve_forward_rows_node::<T, NP>(a, nd), |a, nd| solve_backward_rows_node::<T, NP>(a, nd)) }
+}
+
+/// [`solve_rows_dataflow`] with the shared-memory panel node bodies
+/// ([`super::solve_forward_panel`], [`super::solve_backward_panel`]).
+///
+/// # Safety
+/// As those kernels for each level from `args.level`, with the grid and flags of
+/// [`solve_rows_dataflow`].
+pub unsafe fn solve_panel_dataflow<T: Real, const NP: usize>(args: &SolveArgs<T>) {
+    // SAFETY: the caller's contract; each node runs after the nodes it reads.
+    unsafe { solve_sweeps(args, |a, nd| solve_forward_panel_node::<T, NP>(a, nd), |a, nd| solve_backward_panel_node::<T, NP>(a, nd)) }
 }
 
 #[cfg(test)]

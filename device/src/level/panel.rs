@@ -14,12 +14,11 @@
 //! [`super::solve`]; the interlaced forward substitution is not offered here (the host
 //! factors, then solves).
 
-use super::node::{FactorBlocks, Node, load_checked, node};
+use super::node::{FactorBlocks, Node, load_checked, load_level_output, node};
 use super::{FactorArgs, InfoCode, SolveArgs, align_elems, info_key};
 use crate::layout::fill_slot;
 use crate::team::{Block, Team};
 use crate::tile::{copy_batched, for_each_rc};
-use blocktri_prims::memory::load_readonly;
 use blocktri_prims::{Real, atomic, lane_id, shared, sync_warp, warp_id};
 
 /// Threads of one column group: three warps, one per panel part.
@@ -61,10 +60,20 @@ pub const fn solve_panel_shared_bytes(np: usize, elem_bytes: usize) -> usize {
 /// [`panel_threads`]`(NP)` threads, [`factor_panel_shared_bytes`] of shared memory and
 /// `args.n <= NP`, `NP` a multiple of 32.
 pub unsafe fn factor_panel<T: Real, const NP: usize>(args: &FactorArgs<T>) {
+    // SAFETY: forwarded from the caller; the node of this block.
+    unsafe { factor_panel_node::<T, NP>(args, &node(args.nblocks, args.level)) }
+}
+
+/// [`factor_panel`] for node `nd` of level `args.level` (the body shared with the single-launch
+/// sweeps, [`super::dataflow`]).
+///
+/// # Safety
+/// As [`factor_panel`]; `nd` is a node of `args.level` whose lower levels are complete and visible
+/// to the block.
+pub(crate) unsafe fn factor_panel_node<T: Real, const NP: usize>(args: &FactorArgs<T>, nd: &Node) {
     let team = Block;
     let a = *args;
     let (n, ld, m) = (a.n as usize, a.ld as usize, a.level);
-    let nd = node(a.nblocks, m);
     let b = nd.b;
     let (has_l, has_r) = (nd.left.is_some(), nd.right.is_some());
     let info = unsafe { a.info.add(nd.s) };
@@ -85,7 +94,7 @@ pub unsafe fn factor_panel<T: Real, const NP: usize>(args: &FactorArgs<T>) {
 
     // 1.-2. Load and check.
     // SAFETY: as the caller guarantees; the panel and status word are in shared memory.
-    if !unsafe { load_checked_panel::<T, NP>(&a, &nd, p, s, status) } {
+    if !unsafe { load_checked_panel::<T, NP>(&a, nd, p, s, status) } {
         return;
     }
 
@@ -159,7 +168,7 @@ pub unsafe fn factor_panel<T: Real, const NP: usize>(args: &FactorArgs<T>) {
 
     // 4. Store L_ii (upper triangle zero), L_li, L_ri.
     // SAFETY: as the caller guarantees; the panel is factored.
-    unsafe { store_factor_panel::<T, NP>(&a, &nd, p, s) };
+    unsafe { store_factor_panel::<T, NP>(&a, nd, p, s) };
     // 5. Products, one per warp: D_l -= K_l K_l^T, D_r -= K_r K_r^T, fill = -K_r K_l^T.
     let job: Option<(*mut T, usize, usize, bool)> = match warp {
         0 if has_l => Some((block(a.diag, (nd.left.unwrap_or(1) - 1) as usize), NP, NP, true)),
@@ -294,16 +303,27 @@ unsafe fn load_tiles<T: Real, const NP: usize>(a: &SolveArgs<T>, nd: &Node, tile
 /// As [`super::solve_forward_level`], with [`panel_threads`]`(NP)` threads,
 /// [`solve_panel_shared_bytes`] of shared memory and `args.n <= NP`.
 pub unsafe fn solve_forward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>) {
+    // SAFETY: forwarded from the caller; the node of this block.
+    unsafe { solve_forward_panel_node::<T, NP>(args, &node(args.nblocks, args.level)) }
+}
+
+/// [`solve_forward_panel`] for node `nd` of level `args.level` (the body shared with the single-launch
+/// sweeps, [`super::dataflow`]).
+///
+/// # Safety
+/// As [`solve_forward_panel`]; the forward sweep of `nd`'s lower levels is complete and visible to the
+/// block.
+pub(crate) unsafe fn solve_forward_panel_node<T: Real, const NP: usize>(args: &SolveArgs<T>, nd: &Node) {
     let team = Block;
     let a = *args;
+    let coherent = !a.flags.is_null();
     let (n, k) = (a.n as usize, a.nrhs as usize);
-    let nd = node(a.nblocks, a.level);
     let s = stride(NP);
     let smem = shared::dynamic_shared::<T>();
     let tiles = smem;
     let inv = unsafe { smem.add(align_elems(3 * NP * s, T::BYTES)) };
     let ybuf = unsafe { inv.add(align_elems(NP, T::BYTES)) };
-    unsafe { load_tiles::<T, NP>(&a, &nd, tiles, inv) };
+    unsafe { load_tiles::<T, NP>(&a, nd, tiles, inv) };
     let (warp, lane) = (warp_id() as usize, lane_id() as usize);
     let ldb = a.nblocks as usize * n;
     let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
@@ -319,7 +339,7 @@ pub unsafe fn solve_forward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>)
             let bi = unsafe { seg(nd.b).add(col * ldb) };
             for rr in 0..rows_per_lane {
                 let i = lane + 32 * rr;
-                unsafe { *ybuf.add(i) = if i < n { load_readonly(bi.add(i)) } else { T::ZERO } };
+                unsafe { *ybuf.add(i) = if i < n { load_level_output(bi.add(i), coherent) } else { T::ZERO } };
             }
             sync_warp();
             for j in 0..n {
@@ -371,10 +391,21 @@ pub unsafe fn solve_forward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>)
 /// As [`super::solve_backward_level`], with [`panel_threads`]`(NP)` threads,
 /// [`solve_panel_shared_bytes`] of shared memory and `args.n <= NP`.
 pub unsafe fn solve_backward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>) {
+    // SAFETY: forwarded from the caller; the node of this block.
+    unsafe { solve_backward_panel_node::<T, NP>(args, &node(args.nblocks, args.level)) }
+}
+
+/// [`solve_backward_panel`] for node `nd` of level `args.level` (the body shared with the single-launch
+/// sweeps, [`super::dataflow`]).
+///
+/// # Safety
+/// As [`solve_backward_panel`]; the backward sweep of `nd`'s neighbours and `nd`'s forward substitution
+/// are complete and visible to the block.
+pub(crate) unsafe fn solve_backward_panel_node<T: Real, const NP: usize>(args: &SolveArgs<T>, nd: &Node) {
     let team = Block;
     let a = *args;
+    let coherent = !a.flags.is_null();
     let (n, k) = (a.n as usize, a.nrhs as usize);
-    let nd = node(a.nblocks, a.level);
     let s = stride(NP);
     let smem = shared::dynamic_shared::<T>();
     let tiles = smem;
@@ -382,7 +413,7 @@ pub unsafe fn solve_backward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>
     let xl = unsafe { inv.add(align_elems(NP, T::BYTES)) };
     let xr = unsafe { xl.add(align_elems(NP, T::BYTES)) };
     let z = unsafe { xr.add(align_elems(NP, T::BYTES)) };
-    unsafe { load_tiles::<T, NP>(&a, &nd, tiles, inv) };
+    unsafe { load_tiles::<T, NP>(&a, nd, tiles, inv) };
     let (warp, lane) = (warp_id() as usize, lane_id() as usize);
     let ldb = a.nblocks as usize * n;
     let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
@@ -399,7 +430,7 @@ pub unsafe fn solve_backward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>
             let src = unsafe { seg((j - 1) as usize).add(col * ldb) };
             for rr in 0..rows_per_lane {
                 let i = lane + 32 * rr;
-                unsafe { *dst.add(i) = if i < n { load_readonly(src.add(i)) } else { T::ZERO } };
+                unsafe { *dst.add(i) = if i < n { load_level_output(src.add(i), coherent) } else { T::ZERO } };
             }
         }
         team.sync();
@@ -407,7 +438,7 @@ pub unsafe fn solve_backward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>
             let bi = unsafe { seg(nd.b).add(col * ldb) };
             for rr in 0..rows_per_lane {
                 let c = lane + 32 * rr;
-                let mut v = if c < n { unsafe { load_readonly(bi.add(c)) } } else { T::ZERO };
+                let mut v = if c < n { unsafe { load_level_output(bi.add(c), coherent) } } else { T::ZERO };
                 for pp in 0..n {
                     unsafe {
                         if nd.left.is_some() {

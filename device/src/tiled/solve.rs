@@ -397,8 +397,8 @@ pub unsafe fn forward_diag<T: Real>(args: &TiledArgs<T>) {
 
 /// `b_nbr -= L_{nbr,i} y_i` for the neighbour on `side` (0 left, 1 right) of every node:
 /// grid `x` = `systems * nodes * tiles`, one block per row tile of the neighbour's. Each
-/// block: 64 rows, `COUPLE_THREADS / 64` thread groups splitting the sum over `L`'s
-/// columns, reduced in shared memory.
+/// block: 64 rows, the sum over `L`'s columns split into `COUPLE_THREADS / 64` partial
+/// sums (one per thread group, or several), reduced in shared memory in a fixed order.
 ///
 /// # Safety
 /// A multiple of 64 threads, at most [`COUPLE_THREADS`]; [`couple_shared_bytes`]; after
@@ -421,19 +421,27 @@ pub unsafe fn forward_couple<T: Real>(args: &TiledArgs<T>) {
     while c0 < k {
         let kc = chunk.min(k - c0);
         let (y, dst) = unsafe { (bsys.add(c0 * ldb + nd.b * n), bsys.add(c0 * ldb + target * n + r0)) };
-        let mut acc = [T::ZERO; MAX_CHUNK];
-        if rl < h {
-            // Row r0 + rl of L_{nbr,i} (stride ld), against y_i.
-            unsafe { strided_dot(lmat.add(r0 + rl), ld, y, ldb, grp, groups, n, kc, &mut acc) };
-        }
-        for c in 0..MAX_CHUNK {
-            unsafe { *red.add((grp * TILE + rl) * MAX_CHUNK + c) = acc[c] };
+        // Always COUPLE_GROUPS partial sums (a group of threads takes several when the
+        // block is narrower), added in a fixed order: the result's bits do not depend on
+        // the launch width, which the host picks from the batch size (a chunked batch gives
+        // the same bits as the whole).
+        let mut part = grp;
+        while part < COUPLE_GROUPS {
+            let mut acc = [T::ZERO; MAX_CHUNK];
+            if rl < h {
+                // Row r0 + rl of L_{nbr,i} (stride ld), against y_i.
+                unsafe { strided_dot(lmat.add(r0 + rl), ld, y, ldb, part, COUPLE_GROUPS, n, kc, &mut acc) };
+            }
+            for c in 0..MAX_CHUNK {
+                unsafe { *red.add((part * TILE + rl) * MAX_CHUNK + c) = acc[c] };
+            }
+            part += groups;
         }
         sync_threads();
         if grp == 0 && rl < h {
             for c in 0..kc {
                 let mut total = T::ZERO;
-                for g in 0..groups {
+                for g in 0..COUPLE_GROUPS {
                     total += unsafe { *red.add((g * TILE + rl) * MAX_CHUNK + c) };
                 }
                 unsafe { *dst.add(c * ldb + rl) -= total };

@@ -1,8 +1,8 @@
 //! The fused engine: one thread block per node holding the node's blocks in shared memory
-//! or registers (`blocktri_device::level`), one launch per level and sweep; the
-//! register-resident rows family runs each sweep's levels in one launch instead
-//! (`blocktri_device::level::dataflow`). Families: register-resident rows,
-//! shared-memory panels (and their blocked factor), generic.
+//! or registers (`blocktri_device::level`), one launch per level and sweep for the lower
+//! levels; the rows, panel and blocked families run each sweep's top levels (at most
+//! [`DATAFLOW_NODES_PER_SM`] nodes per SM) in one launch (`blocktri_device::level::dataflow`).
+//! Families: register-resident rows, shared-memory panels (and their blocked factor), generic.
 
 use super::schedule::{Args, Step};
 use super::{Buffers, GpuOptions, KernelFamily, SolveTarget};
@@ -137,7 +137,7 @@ pub(crate) fn max_fused_block(smem: u32, elem_bytes: usize) -> usize {
     max_generic_block(smem, elem_bytes).max(panel)
 }
 
-/// The single-launch sweeps of the rows kernels (`blocktri_device::level::dataflow`).
+/// The single-launch sweeps of a family (`blocktri_device::level::dataflow`).
 #[derive(Debug)]
 struct Dataflow {
     factor: Kernel,
@@ -152,8 +152,8 @@ pub(super) struct Fused {
     factor: Kernel,
     forward: Kernel,
     backward: Kernel,
-    /// Every level of a sweep in one launch (the rows kernels unless
-    /// [`KernelFamily::RowsLevels`]); `None`: one launch per level.
+    /// The top levels of a sweep in one launch (rows unless [`KernelFamily::RowsLevels`],
+    /// panels up to padded size 64, blocked); `None`: one launch per level.
     dataflow: Option<Dataflow>,
     factor_threads: u32,
     max_shared: u32,
@@ -187,14 +187,32 @@ impl Fused {
             Variant::Generic => (k(names::FACTOR_LEVEL)?, k(names::SOLVE_FORWARD)?, k(names::SOLVE_BACKWARD)?),
         };
         let dataflow = match variant {
-            // Not the padded-32 kernel (255 registers, spills): compute-sanitizer racecheck
-            // saw wrong results with it in the single launch (`docs/perf-notes.md`, entry
-            // 18); it keeps one launch per level until that is understood.
-            Variant::Rows(np) if np <= 16 && options.kernels != KernelFamily::RowsLevels => Some(Dataflow {
+            Variant::Rows(np) if options.kernels != KernelFamily::RowsLevels => Some(Dataflow {
                 factor: k(&format!("{}{np}", names::FACTOR_ROWS_DATAFLOW))?,
                 solve: k(&format!("{}{np}", names::SOLVE_ROWS_DATAFLOW))?,
             }),
+            Variant::Panel(np) | Variant::Blocked(np) => Some(Dataflow {
+                factor: k(&format!(
+                    "{}{np}",
+                    if matches!(variant, Variant::Blocked(_)) { names::FACTOR_BLOCKED_DATAFLOW } else { names::FACTOR_PANEL_DATAFLOW }
+                ))?,
+                solve: k(&format!("{}{np}", names::SOLVE_PANEL_DATAFLOW))?,
+            }),
             _ => None,
+        };
+        // A single-launch kernel holds both node bodies (the solve) or the flag logic on top
+        // of one: where its registers do not allow the per-level kernel's block size (the
+        // panel kernels at n <= 96), the levels keep one launch each.
+        let dataflow = match dataflow {
+            Some(d) => {
+                let threads = match variant {
+                    Variant::Rows(_) => ROW_THREADS,
+                    Variant::Panel(np) | Variant::Blocked(np) => panel_threads(np),
+                    Variant::Generic => 0,
+                };
+                (d.factor.max_threads_per_block()? >= threads && d.solve.max_threads_per_block()? >= threads).then_some(d)
+            }
+            None => None,
         };
         let hw_threads = factor.max_threads_per_block()?;
         let factor_threads = match variant {
@@ -275,8 +293,8 @@ impl Fused {
     }
 
     /// The solve of `target`'s right-hand sides; `forward` false skips the forward sweep
-    /// (done by an interlaced factorization). The top levels of the rows kernels run both
-    /// sweeps in one launch.
+    /// (done by an interlaced factorization). The top levels run both sweeps in one launch
+    /// where the family has single-launch kernels.
     pub(super) fn solve_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>, forward: bool) -> Vec<Step<'k, T>> {
         let shape = b.shape;
         let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
@@ -377,7 +395,18 @@ mod tests {
                 }
             }
             for np in PANEL_SIZES {
-                for base in [names::FACTOR_PANEL, names::SOLVE_FORWARD_PANEL, names::SOLVE_BACKWARD_PANEL] {
+                for base in [
+                    names::FACTOR_PANEL,
+                    names::SOLVE_FORWARD_PANEL,
+                    names::SOLVE_BACKWARD_PANEL,
+                    names::FACTOR_PANEL_DATAFLOW,
+                    names::SOLVE_PANEL_DATAFLOW,
+                ] {
+                    built(format!("{base}{np}_{precision}"));
+                }
+            }
+            for np in [32, 64] {
+                for base in [names::FACTOR_BLOCKED, names::FACTOR_BLOCKED_DATAFLOW] {
                     built(format!("{base}{np}_{precision}"));
                 }
             }

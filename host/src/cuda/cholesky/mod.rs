@@ -141,17 +141,18 @@ pub enum KernelFamily {
     /// Always the generic fused shared-memory kernels (any `n` that fits in shared memory).
     Generic,
     /// The register-resident kernels (`blocktri_device::level::rows`; an error for `n > 32`),
-    /// for `n <= 16` the top levels of each sweep in one launch
-    /// (`blocktri_device::level::dataflow`).
+    /// the top levels of each sweep in one launch (`blocktri_device::level::dataflow`).
     Rows,
     /// The register-resident kernels launched once per level and sweep (the schedule
     /// before the single-launch sweeps, kept for comparison; an error for `n > 32`).
     RowsLevels,
-    /// The shared-memory panel kernels (`blocktri_device::level::panel`; an error for `n > 96`).
+    /// The shared-memory panel kernels (`blocktri_device::level::panel`; an error for `n > 96`),
+    /// up to `n = 64` the top levels of each sweep in one launch.
     Panel,
     /// The panel kernels' storage and solves with the factor blocked in 8-column strips,
     /// its tile updates and neighbour products on FP64 tensor cores in `f64`
-    /// (`blocktri_device::level::blocked`; an error for `n > 64`).
+    /// (`blocktri_device::level::blocked`; an error for `n > 64`), the top levels of each
+    /// sweep in one launch.
     Blocked,
     /// The tiled engine (`blocktri_device::tiled`): `64 x 64` tiles over many thread blocks
     /// per node, FP64 tensor-core products; any `n`.
