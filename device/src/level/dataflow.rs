@@ -29,9 +29,10 @@
 //! - backward substitution: the neighbours `i - 2^m` and `i + 2^m` (their solutions), and
 //!   `i`'s own forward substitution when the launch runs both sweeps.
 //!
-//! **Memory ordering**: a finished block passes a barrier, then thread 0 fences and stores
-//! the flag with release semantics; a waiting block's thread 0 spins on the flags with
-//! acquire loads and fences, then a barrier lets the block go on. Values that other blocks
+//! **Memory ordering**: a finished block passes a barrier, then thread 0 stores the flag
+//! with release semantics (`st.release.gpu`: cumulative over the writes the barrier ordered
+//! before it); a waiting block's thread 0 spins on the flags with acquire loads
+//! (`ld.acquire.gpu`), then a barrier lets the block go on. No separate fences. Values that other blocks
 //! of the launch wrote are read through L2 (`load_coherent`, chosen by the non-null `flags`
 //! argument), never through the non-coherent read-only cache.
 //!
@@ -160,7 +161,7 @@ unsafe fn wait_for(deps: [*const u32; 3]) {
 }
 
 /// Publishes the block's node as done: a barrier (every thread's writes are issued), then
-/// thread 0 fences and sets `flag` with release semantics. Every thread calls it.
+/// thread 0 sets `flag` with release semantics. Every thread calls it.
 ///
 /// # Safety
 /// `flag` is this node's flag of the launch.

@@ -173,52 +173,44 @@ impl Fused {
             )));
         }
         let k = |name: &str| gpu.kernel(kernel_name::<T>(name).as_str());
-        let (factor, forward, backward) = match variant {
+        let sized = |base: &str, np: usize| k(&format!("{base}{np}"));
+        // The per-level kernels, and the names of the single-launch ones (factor, solve).
+        let (factor, forward, backward, single) = match variant {
             Variant::Rows(np) => (
-                k(&format!("{}{np}", names::FACTOR_ROWS))?,
-                k(&format!("{}{np}", names::SOLVE_FORWARD_ROWS))?,
-                k(&format!("{}{np}", names::SOLVE_BACKWARD_ROWS))?,
+                sized(names::FACTOR_ROWS, np)?,
+                sized(names::SOLVE_FORWARD_ROWS, np)?,
+                sized(names::SOLVE_BACKWARD_ROWS, np)?,
+                (options.kernels != KernelFamily::RowsLevels).then_some((names::FACTOR_ROWS_DATAFLOW, names::SOLVE_ROWS_DATAFLOW, np)),
             ),
-            Variant::Panel(np) | Variant::Blocked(np) => (
-                k(&format!("{}{np}", if matches!(variant, Variant::Blocked(_)) { names::FACTOR_BLOCKED } else { names::FACTOR_PANEL }))?,
-                k(&format!("{}{np}", names::SOLVE_FORWARD_PANEL))?,
-                k(&format!("{}{np}", names::SOLVE_BACKWARD_PANEL))?,
-            ),
-            Variant::Generic => (k(names::FACTOR_LEVEL)?, k(names::SOLVE_FORWARD)?, k(names::SOLVE_BACKWARD)?),
-        };
-        let dataflow = match variant {
-            Variant::Rows(np) if options.kernels != KernelFamily::RowsLevels => Some(Dataflow {
-                factor: k(&format!("{}{np}", names::FACTOR_ROWS_DATAFLOW))?,
-                solve: k(&format!("{}{np}", names::SOLVE_ROWS_DATAFLOW))?,
-            }),
-            Variant::Panel(np) | Variant::Blocked(np) => Some(Dataflow {
-                factor: k(&format!(
-                    "{}{np}",
-                    if matches!(variant, Variant::Blocked(_)) { names::FACTOR_BLOCKED_DATAFLOW } else { names::FACTOR_PANEL_DATAFLOW }
-                ))?,
-                solve: k(&format!("{}{np}", names::SOLVE_PANEL_DATAFLOW))?,
-            }),
-            _ => None,
-        };
-        // A single-launch kernel holds both node bodies (the solve) or the flag logic on top
-        // of one: where its registers do not allow the per-level kernel's block size (the
-        // panel kernels at n <= 96), the levels keep one launch each.
-        let dataflow = match dataflow {
-            Some(d) => {
-                let threads = match variant {
-                    Variant::Rows(_) => ROW_THREADS,
-                    Variant::Panel(np) | Variant::Blocked(np) => panel_threads(np),
-                    Variant::Generic => 0,
+            Variant::Panel(np) | Variant::Blocked(np) => {
+                let (factor, factor_single) = match variant {
+                    Variant::Blocked(_) => (names::FACTOR_BLOCKED, names::FACTOR_BLOCKED_DATAFLOW),
+                    _ => (names::FACTOR_PANEL, names::FACTOR_PANEL_DATAFLOW),
                 };
-                (d.factor.max_threads_per_block()? >= threads && d.solve.max_threads_per_block()? >= threads).then_some(d)
+                (
+                    sized(factor, np)?,
+                    sized(names::SOLVE_FORWARD_PANEL, np)?,
+                    sized(names::SOLVE_BACKWARD_PANEL, np)?,
+                    Some((factor_single, names::SOLVE_PANEL_DATAFLOW, np)),
+                )
             }
-            None => None,
+            Variant::Generic => (k(names::FACTOR_LEVEL)?, k(names::SOLVE_FORWARD)?, k(names::SOLVE_BACKWARD)?, None),
         };
         let hw_threads = factor.max_threads_per_block()?;
         let factor_threads = match variant {
             Variant::Rows(_) => ROW_THREADS,
             Variant::Panel(np) | Variant::Blocked(np) => panel_threads(np),
             Variant::Generic => options.factor_threads.unwrap_or_else(|| default_factor_threads(n)).min(hw_threads / 32 * 32).max(32),
+        };
+        // A single-launch kernel holds both node bodies (the solve) or the flag logic on top
+        // of one: where its registers do not allow the per-level kernels' block size (the
+        // panel kernels at padded size 96), the levels keep one launch each.
+        let dataflow = match single {
+            Some((factor_base, solve_base, np)) => {
+                let d = Dataflow { factor: sized(factor_base, np)?, solve: sized(solve_base, np)? };
+                (d.factor.max_threads_per_block()? >= factor_threads && d.solve.max_threads_per_block()? >= factor_threads).then_some(d)
+            }
+            None => None,
         };
         Ok(Fused {
             variant,
@@ -256,8 +248,8 @@ impl Fused {
     }
 
     /// The factorization: reset the status words, zero the update accumulators, one
-    /// launch per level (the top levels of the rows kernels in one launch); with `rhs`,
-    /// the factor kernels also do the forward substitution.
+    /// launch per level (the top levels in one launch where the family has single-launch
+    /// kernels); with `rhs`, the factor kernels also do the forward substitution.
     pub(super) fn factor_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, rhs: Option<&SolveTarget<T>>) -> Vec<Step<'k, T>> {
         let shape = b.shape;
         let (nb, s) = (shape.nblocks as u32, shape.batch as u32);

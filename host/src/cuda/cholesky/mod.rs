@@ -183,9 +183,13 @@ impl<T> SolveTarget<T> {
     /// Right-hand sides at `rhs` (`k` columns), status words and flags in `status`
     /// ([`solve_status_words`] long) for `systems` systems.
     fn new(rhs: *mut T, status: &DeviceBuffer<u64>, systems: usize, k: usize) -> Self {
-        let info = status.ptr().as_mut_ptr();
-        SolveTarget { rhs, info, flags: info.wrapping_add(systems) as *mut u32, k }
+        SolveTarget { rhs, info: status.ptr().as_mut_ptr(), flags: flags_behind_status(status, systems), k }
     }
+}
+
+/// The single-launch flags in a status buffer: behind its `systems` status words.
+fn flags_behind_status(status: &DeviceBuffer<u64>, systems: usize) -> *mut u32 {
+    status.ptr().as_mut_ptr().wrapping_add(systems) as *mut u32
 }
 
 /// Words of a factorization's status buffer: one status word per system, then the flags
@@ -242,7 +246,7 @@ impl<T: Scalar> Buffers<T> {
 
     /// The flags of a single-launch factorization, behind the status words.
     fn factor_flags(&self) -> *mut u32 {
-        self.info.ptr().as_mut_ptr().wrapping_add(self.shape.batch) as *mut u32
+        flags_behind_status(&self.info, self.shape.batch)
     }
 
     /// The arguments of the fused and chain solve kernels for `level`, `chunk` columns
