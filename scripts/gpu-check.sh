@@ -21,6 +21,9 @@ for step in $steps; do
       for tool in memcheck racecheck synccheck; do
         T=400 run compute-sanitizer --tool $tool --error-exitcode 9 $san --test-threads=1 2>&1 | tail -4 | tee -a "$OUT/sanitizer.log"
         T=200 run compute-sanitizer --tool $tool --error-exitcode 9 .gpu/bin/custom-kernel 100000 2>&1 | tail -4 | tee -a "$OUT/sanitizer.log"
+        # The tiled case again with every neighbour launch on the wide products (the
+        # sanitizer cases are too small for the dispatch to pick them).
+        BLOCKTRI_WIDE_WAVES=0 T=200 run compute-sanitizer --tool $tool --error-exitcode 9 $san sanitize_cholesky_tiled --test-threads=1 2>&1 | tail -4 | tee -a "$OUT/sanitizer.log"
       done ;;
     example)
       run .gpu/bin/custom-kernel 16777216 2>&1 | tee "$OUT/example.log" ;;

@@ -5,9 +5,14 @@
 #        floor) at N = 2048, n = 128 and N = 256, n = 1024;
 #   ncu: source-level stalls of top-level potrf / forward_diag / forward_couple /
 #        backward_diag and the level-0 backward_couple at n = 128;
+#   sums: per-kernel sums of `blocktri profile` (event-timed, graphs off) at the DUR
+#        sizes, once per BLOCKTRI_WIDE_WAVES value in WAVES (default: the built-in
+#        choice, and 1000000 = never the wide neighbour products);
 #   tests: tests/gpu_cholesky.rs; sanitize: memcheck, racecheck, synccheck on the tiled
-#        sanitizer case; bench: the FP64 sweep n = 128 .. 1024 with the peers.
-# Everything lands in $OUT/top.tgz.
+#        sanitizer case, once as dispatched and once with every neighbour launch on the
+#        wide products (BLOCKTRI_WIDE_WAVES=0); bench: the FP64 sweep n = 128 .. 1024 with
+#        the peers.
+# Everything lands in $OUT/top-<steps>.tgz (one archive per invocation).
 set -u
 source "$(dirname "$0")/gpu-env.sh"
 b=.gpu/bin/blocktri; t=.gpu/tests; W="$OUT/top"; mkdir -p "$W"
@@ -28,11 +33,24 @@ for step in ${*:-dur tests sanitize bench}; do
       }
       one tiled_potrf_f64 20 potrf-top; one tiled_forward_diag_f64 20 fdiag-top; one tiled_forward_couple_f64 18 fcouple-top
       one tiled_backward_couple_f64 10 bcouple-l0; one tiled_backward_diag_f64 2 bdiag-top ;;
+    sums)
+      for g in ${DUR:-2048,128 256,1024}; do
+        for w in ${WAVES:-default 1000000}; do
+          f="$W/sums-${g/,/x}-waves-$w.txt"
+          if [ "$w" = default ]; then timeout 120 $b profile --generate $g --repeat 1 > "$f.raw" 2>&1
+          else BLOCKTRI_WIDE_WAVES=$w timeout 120 $b profile --generate $g --repeat 1 > "$f.raw" 2>&1; fi
+          awk '$NF ~ /^[0-9.]+$/ && NF >= 7 { s[$1] += $NF; c[$1]++; t += $NF; r[$1] = $6 }
+               END { for (k in s) printf "%-32s %5d launches %10.1f us  regs %s\n", k, c[k], s[k], r[k]; printf "total %.1f us\n", t }' \
+            "$f.raw" | sort -k4 -n -r > "$f"
+          echo "== $g waves $w"; cat "$f"
+        done
+      done ;;
     tests)
       timeout 300 $t/gpu_cholesky-* ${FILTER:-} --test-threads 1 > "$W/test-gpu_cholesky.log" 2>&1; echo "gpu_cholesky rc=$?"
       grep -E "test result|FAILED|panicked" "$W/test-gpu_cholesky.log" | head -5 ;;
     sanitize)
-      run_sanitizers sanitize_cholesky_tiled "$W" ;;
+      run_sanitizers sanitize_cholesky_tiled "$W"
+      mkdir -p "$W/wide"; BLOCKTRI_WIDE_WAVES=0 run_sanitizers sanitize_cholesky_tiled "$W/wide" ;;
     bench)
       for P in ${PRECS:-f64}; do
         timeout 400 $b bench --full --suites fp64-sweep --block-sizes ${SIZES:-128,256,512,1024} --precision $P \
@@ -41,4 +59,4 @@ for step in ${*:-dur tests sanitize bench}; do
       done ;;
   esac
 done
-tar czf "$OUT/top.tgz" -C "$W" . && rm -rf "$W"
+name=${*:-all}; tar czf "$OUT/top-${name// /-}.tgz" -C "$W" . && rm -rf "$W"

@@ -9,13 +9,16 @@ use blocktri::{BlockTridiag, BlockVec, Scalar};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{INFO_OK, InfoCode, decode_info};
 use blocktri_device::tiled::factor::{
-    WIDE_THREADS, neighbours, potrf, potrf_shared_bytes, prep, prep_shared_bytes, product_kernel_shared_bytes, trsm, update,
+    WIDE_THREADS, neighbours, neighbours_wide, potrf, potrf_shared_bytes, prep, prep_shared_bytes, product_kernel_shared_bytes, trsm,
+    update, wide_product_kernel_shared_bytes,
 };
 use blocktri_device::tiled::solve::{
     BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, backward_couple, backward_diag, couple_shared_bytes, couple_threads,
     diag_solve_shared_bytes, forward_couple, forward_diag,
 };
-use blocktri_device::tiled::{Native, PRODUCT_THREADS, Tf32, Tf32x3, TileMac, TiledArgs, dinv_elems, tiles};
+use blocktri_device::tiled::{
+    Narrow, Native, PRODUCT_THREADS, Tf32, Tf32x3, TileMac, TiledArgs, WIDE_PRODUCT_THREADS, WIDE_TILE, dinv_elems, tiles,
+};
 use blocktri_prims::emu;
 use common::{dense_solution, error_vs_reference, fresh_seed, problem};
 
@@ -86,8 +89,26 @@ fn args<T: Scalar>(
     }
 }
 
-/// The factor launches of `Tiled::factor_steps`, in order, with the products of `M`.
+/// Blocks per node of a neighbour launch (`side` 0 or 1) on output tiles of `edge` rows.
+fn neighbour_tiles(n: usize, edge: usize, side: u32) -> u32 {
+    let t = n.div_ceil(edge);
+    (t * (t + 1) / 2 + if side == 1 { t * t } else { 0 }) as u32
+}
+
+/// Rows of the `64 x 64` products' output tiles.
+const TILE_EDGE: usize = blocktri_device::tiled::TILE;
+
+/// The factor launches of `Tiled::factor_steps`, in order, with the `64 x 64` products of `M`.
 fn run_factor<T: Scalar, M: TileMac<T>>(d: &mut Device<T>, a: &BlockTridiag<T>) {
+    run_factor_with::<T, M>(d, a, |x, nodes, side| {
+        let blocks = nodes * neighbour_tiles(x.n as usize, TILE_EDGE, side);
+        // SAFETY: as in run_factor_with.
+        unsafe { emu::launch_unchecked(blocks, PRODUCT_THREADS, product_kernel_shared_bytes(T::BYTES), || neighbours::<T, Narrow<M>>(x)) }
+    });
+}
+
+/// [`run_factor`] with the neighbour launches of `neighbour_launch(args, nodes, side)`.
+fn run_factor_with<T: Scalar, M: TileMac<T>>(d: &mut Device<T>, a: &BlockTridiag<T>, neighbour_launch: impl Fn(&TiledArgs<T>, u32, u32)) {
     let shape = a.shape();
     let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
     let nt = tiles(n);
@@ -114,12 +135,8 @@ fn run_factor<T: Scalar, M: TileMac<T>>(d: &mut Device<T>, a: &BlockTridiag<T>) 
             }
         }
         if m + 1 < top {
-            let pairs = nt * (nt + 1) / 2;
-            for (side, y) in [(0u32, pairs), (1, pairs + nt * nt)] {
-                let x = args(d, a, m, 0, side, None);
-                unsafe {
-                    emu::launch_unchecked(nodes * y as u32, PRODUCT_THREADS, product_kernel_shared_bytes(e), || neighbours::<T, M>(&x))
-                };
+            for side in 0..2 {
+                neighbour_launch(&args(d, a, m, 0, side, None), nodes, side);
             }
         }
     }
@@ -163,11 +180,19 @@ fn run_solve<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk:
 }
 
 fn check<T: Scalar, M: TileMac<T>>(cases: &[(usize, usize, usize, usize)], tol: f64) {
+    check_with::<T, M>(cases, tol, run_factor::<T, M>)
+}
+
+fn check_with<T: Scalar, M: TileMac<T>>(
+    cases: &[(usize, usize, usize, usize)],
+    tol: f64,
+    factor: impl Fn(&mut Device<T>, &BlockTridiag<T>),
+) {
     let seed = fresh_seed();
     for (i, &(s, nb, n, k)) in cases.iter().enumerate() {
         let (a, b) = problem::<T>(s, nb, n, k, seed + i as u64);
         let mut d = upload(&a, &b);
-        run_factor::<T, M>(&mut d, &a);
+        factor(&mut d, &a);
         assert!(d.info.iter().all(|&x| x == INFO_OK), "{} S={s} N={nb} n={n}: info {:?}", T::PRECISION, d.info);
         run_solve(&mut d, &a, k, k.min(MAX_CHUNK), EMULATED_SMS);
         assert!(d.solve_info.iter().all(|&x| x == INFO_OK));
@@ -211,6 +236,24 @@ fn emulated_tiled_solve_bits_do_not_depend_on_the_launch_widths() {
 #[test]
 fn emulated_tiled_f64_sm80_products_match_the_dense_reference() {
     emu::with_compute_capability(80, || check::<f64, Native>(&[CASES[2], CASES[5]], 1e-11));
+}
+
+/// The factor with every neighbour launch on the wide `128 x 128` products (`f64`).
+fn run_factor_wide(d: &mut Device<f64>, a: &BlockTridiag<f64>) {
+    run_factor_with::<f64, Native>(d, a, |x, nodes, side| {
+        let blocks = nodes * neighbour_tiles(x.n as usize, WIDE_TILE, side);
+        // SAFETY: as in run_factor_with.
+        unsafe { emu::launch_unchecked(blocks, WIDE_PRODUCT_THREADS, wide_product_kernel_shared_bytes(), || neighbours_wide(x)) }
+    });
+}
+
+/// The wide neighbour products: one wide tile (partial), two (the second partial), a
+/// batch; both DMMA shapes.
+#[test]
+fn emulated_tiled_wide_neighbour_products_match_the_dense_reference() {
+    let cases = [(2, 3, 33, 3), (1, 3, 150, 2)];
+    check_with::<f64, Native>(&cases, 1e-11, run_factor_wide);
+    emu::with_compute_capability(80, || check_with::<f64, Native>(&cases[1..], 1e-11, run_factor_wide));
 }
 
 #[test]

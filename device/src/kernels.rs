@@ -104,6 +104,8 @@ pub mod names {
     pub const TILED_UPDATE: &str = "tiled_update";
     /// [`crate::tiled::factor::neighbours`].
     pub const TILED_NEIGHBOURS: &str = "tiled_neighbours";
+    /// [`crate::tiled::factor::neighbours_wide`] (`f64` only: `tiled_wide_neighbours_f64`).
+    pub const TILED_WIDE_NEIGHBOURS: &str = "tiled_wide_neighbours";
     /// [`crate::tiled::solve::forward_diag`].
     pub const TILED_FORWARD_DIAG: &str = "tiled_forward_diag";
     /// [`crate::tiled::solve::forward_couple`].
@@ -146,7 +148,7 @@ mod entry {
     use crate::logdet::{LogDetArgs, log_det_parts};
     use crate::refine::{RefineArgs, demote_matrix, demote_rhs, promote, residual};
     use crate::selinv::{SelinvArgs, selinv_chain, selinv_level};
-    use crate::tiled::{Native, Tf32, Tf32x3, TiledArgs, factor as tf, solve as ts};
+    use crate::tiled::{Narrow, Native, Tf32, Tf32x3, TiledArgs, factor as tf, solve as ts};
     use crate::tridiag::{TridiagArgs, fused, stagewise};
 
     macro_rules! kernel {
@@ -330,7 +332,14 @@ mod entry {
     kernel!(tiled_potrf_f64, tiled_potrf_f32, tf::potrf, TiledArgs);
     kernel!(tiled_trsm_f64, tiled_trsm_f32, tf::trsm::<_, Native>, TiledArgs);
     kernel!(tiled_update_f64, tiled_update_f32, tf::update::<_, Native>, TiledArgs);
-    kernel!(tiled_neighbours_f64, tiled_neighbours_f32, tf::neighbours::<_, Native>, TiledArgs);
+    kernel!(tiled_neighbours_f64, tiled_neighbours_f32, tf::neighbours::<_, Narrow<Native>>, TiledArgs);
+    // `f64` only: the wide products are FP64 tensor-core tiles.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn tiled_wide_neighbours_f64(args: TiledArgs<f64>) {
+        // SAFETY: the host launches it as the body's docs require.
+        unsafe { tf::neighbours_wide(&args) }
+    }
+
     macro_rules! tf32_kernels {
         ($mac:ty, $trsm:ident, $update:ident, $neighbours:ident) => {
             #[unsafe(no_mangle)]
@@ -346,7 +355,7 @@ mod entry {
             #[unsafe(no_mangle)]
             pub unsafe extern "ptx-kernel" fn $neighbours(args: TiledArgs<f32>) {
                 // SAFETY: as above.
-                unsafe { tf::neighbours::<f32, $mac>(&args) }
+                unsafe { tf::neighbours::<f32, Narrow<$mac>>(&args) }
             }
         };
     }

@@ -6,8 +6,8 @@
 //! does not exist for their node (no left neighbour, say) return at once; blocks of a
 //! system that already recorded a failure return after one barrier.
 
-use super::product::{ACC, Panel, TileMac, product_nt, product_shared_bytes};
-use super::{TILE, TiledArgs, lower_pair, rem_div, tile_rows, tiles};
+use super::product::{Narrow, Panel, ProductShape, TileMac, Wide, product_shared_bytes};
+use super::{TILE, TiledArgs, lower_pair, rem_div, tiles};
 use crate::layout::{fill_slot, level_of};
 use crate::level::{InfoCode, info_key};
 use blocktri_prims::{Real, atomic, block_idx_x, block_idx_y, shared, thread_idx_x};
@@ -25,9 +25,14 @@ pub const fn prep_shared_bytes(elem_bytes: usize) -> usize {
     FLAG_BYTES + (TILE * (TILE + 1) + 2 * TILE) * elem_bytes
 }
 
-/// Shared memory of [`trsm`], [`update`] and [`neighbours`].
+/// Shared memory of [`trsm`], [`update`] and [`neighbours`] on the `64 x 64` products.
 pub const fn product_kernel_shared_bytes(elem_bytes: usize) -> usize {
     FLAG_BYTES + product_shared_bytes(elem_bytes)
+}
+
+/// Shared memory of [`neighbours_wide`] ([`Wide`] products, `f64`).
+pub const fn wide_product_kernel_shared_bytes() -> usize {
+    FLAG_BYTES + <Wide as ProductShape<f64>>::SHARED_BYTES
 }
 
 /// The flag word and the element area behind it.
@@ -176,73 +181,97 @@ unsafe fn band<T: Real>(a: &TiledArgs<T>, s: usize, b: usize, which: usize, pres
     Some(unsafe { a.block(base, s, b) })
 }
 
-/// The panel row tile of this product block (grid `x` = `systems * nodes * (own + 2
-/// tiles)`, tiles fastest): `own` row tiles of `D_i` from row tile `first`, then every row
-/// tile of the left and of the right coupling. Returns `(node, band, row tile, band
+/// The panel rows of this product block (grid `x` = `systems * nodes * (own + 2 *
+/// band_tiles)`, tiles fastest, `band_tiles = tiles(n).div_ceil(rows / TILE)`): `own` row
+/// groups of `rows` rows of `D_i` from row tile `first`, then every row group of the left
+/// and of the right coupling. Returns `(node, band, first row, rows of the group, band
 /// block)`, `None` when the node has no such coupling.
 ///
 /// # Safety
-/// `a` satisfies the kernels' contract.
+/// `a` satisfies the kernels' contract; `rows` is a multiple of [`TILE`].
 #[inline(always)]
-unsafe fn panel_tile<T: Real>(a: &TiledArgs<T>, first: usize, own: usize) -> Option<(super::Node, usize, usize, *mut T)> {
-    let nt = tiles(a.n());
-    let (nd, y) = a.node_and_tile(own + 2 * nt);
-    let (which, t) = if y < own { (0, first + y) } else { (1 + (y - own) / nt, (y - own) % nt) };
+unsafe fn panel_rows<T: Real>(
+    a: &TiledArgs<T>,
+    first: usize,
+    own: usize,
+    rows: usize,
+) -> Option<(super::Node, usize, usize, usize, *mut T)> {
+    let n = a.n();
+    let band_tiles = tiles(n).div_ceil(rows / TILE);
+    let (nd, y) = a.node_and_tile(own + 2 * band_tiles);
+    let (which, r0) = if y < own { (0, first * TILE + y * rows) } else { (1 + (y - own) / band_tiles, (y - own) % band_tiles * rows) };
     let present = match which {
         0 => true,
         1 => nd.left.is_some(),
         _ => nd.right.is_some(),
     };
-    unsafe { band(a, nd.s, nd.b, which, present) }.map(|blk| (nd, which, t, blk))
+    unsafe { band(a, nd.s, nd.b, which, present) }.map(|blk| (nd, which, r0, rows.min(n - r0), blk))
 }
 
 /// Row panel of tile row `t`, starting at column `c0`, of the column-major block `blk`.
 #[inline(always)]
 unsafe fn panel<T>(blk: *mut T, ld: usize, n: usize, t: usize, c0: usize) -> Panel<T> {
-    // SAFETY: inside the block (t < tiles(n), c0 < n).
-    Panel { ptr: unsafe { blk.add(c0 * ld + t * TILE) } as *const T, ld, rows: tile_rows(n, t) }
+    // SAFETY: forwarded (edge TILE).
+    unsafe { panel_of_edge(blk, ld, n, t, c0, TILE) }
+}
+
+/// Row panel of the `edge`-row tile row `t`, starting at column `c0`, of the column-major
+/// block `blk`.
+#[inline(always)]
+unsafe fn panel_of_edge<T>(blk: *mut T, ld: usize, n: usize, t: usize, c0: usize, edge: usize) -> Panel<T> {
+    // SAFETY: inside the block (t < n.div_ceil(edge), c0 < n).
+    Panel { ptr: unsafe { blk.add(c0 * ld + t * edge) } as *const T, ld, rows: edge.min(n - t * edge) }
 }
 
 /// Hands each accumulator of this thread with its `(row, col)` inside the tile.
 #[inline(always)]
-fn for_each_acc<T: Real, M: TileMac<T>>(acc: &[T; ACC], mut f: impl FnMut(usize, usize, T)) {
+fn for_each_acc<T: Real, S: ProductShape<T>>(acc: &S::Acc, mut f: impl FnMut(usize, usize, T)) {
     let tid = thread_idx_x() as usize;
-    for e in 0..ACC {
-        let (r, c) = M::acc_coord(tid, e);
-        f(r, c, acc[e]);
+    for (e, &v) in acc.as_ref().iter().enumerate() {
+        let (r, c) = S::acc_coord(tid, e);
+        f(r, c, v);
     }
 }
 
 /// `dst[r, c] = old - acc` for every accumulator whose `(row, col)` passes `keep`, with
-/// `old` the entry's value when `subtract`, else zero. All the old values are loaded before
-/// the first store: a load after each store (the compiler cannot tell the entries apart)
-/// waited one global round trip per accumulator, ~15 µs of a top-level launch
-/// (`docs/perf-notes.md`, entry 16).
+/// `old` the entry's value when `subtract`, else zero. The old values of a group of
+/// [`EPILOGUE_GROUP`] accumulators are all loaded before the group's first store: a load
+/// after each store (the compiler cannot tell the entries apart) waited one global round
+/// trip per accumulator, ~15 µs of a top-level launch (`docs/perf-notes.md`, entry 16).
+/// Groups, not all at once: the wide product's 64 accumulators and 64 old values would not
+/// fit in the registers (entry 20).
 ///
 /// # Safety
 /// Every kept `(r, c)` is an entry of the tile at `dst` (leading dimension `ld`) that only
 /// this thread touches in the launch.
 #[inline(always)]
-unsafe fn subtract_acc<T: Real, M: TileMac<T>>(
-    acc: &[T; ACC],
+unsafe fn subtract_acc<T: Real, S: ProductShape<T>>(
+    acc: &S::Acc,
     dst: *mut T,
     ld: usize,
     subtract: bool,
     keep: impl Fn(usize, usize) -> bool,
 ) {
     let tid = thread_idx_x() as usize;
-    let old: [T; ACC] = core::array::from_fn(|e| {
-        let (r, c) = M::acc_coord(tid, e);
-        // SAFETY: a kept entry (caller's contract).
-        if subtract && keep(r, c) { unsafe { *dst.add(c * ld + r) } } else { T::ZERO }
-    });
-    for e in 0..ACC {
-        let (r, c) = M::acc_coord(tid, e);
-        if keep(r, c) {
-            unsafe { *dst.add(c * ld + r) = old[e] - acc[e] };
+    let acc = acc.as_ref();
+    for (g, group) in acc.chunks(EPILOGUE_GROUP).enumerate() {
+        let at = |i: usize| S::acc_coord(tid, g * EPILOGUE_GROUP + i);
+        let old: [T; EPILOGUE_GROUP] = core::array::from_fn(|i| {
+            let (r, c) = at(i);
+            // SAFETY: a kept entry (caller's contract).
+            if i < group.len() && subtract && keep(r, c) { unsafe { *dst.add(c * ld + r) } } else { T::ZERO }
+        });
+        for (i, &v) in group.iter().enumerate() {
+            let (r, c) = at(i);
+            if keep(r, c) {
+                unsafe { *dst.add(c * ld + r) = old[i] - v };
+            }
         }
     }
 }
+
+/// Accumulators whose old values [`subtract_acc`] loads together.
+const EPILOGUE_GROUP: usize = 32;
 
 /// Step `k`, part 3: the rows of the panel below the diagonal tile, `X = P[rows, k] L_kk^-T`
 /// as a product with `dinv[b][k]`, in place. Tiles per node (grid `x` = `systems * nodes * that`, tiles fastest):
@@ -255,19 +284,19 @@ unsafe fn subtract_acc<T: Real, M: TileMac<T>>(
 pub unsafe fn trsm<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
     let a = *args;
     let (n, ld, k) = (a.n(), a.ld(), a.step as usize);
-    let Some((nd, _, t, blk)) = (unsafe { panel_tile(&a, k + 1, tiles(n) - k - 1) }) else { return };
+    let Some((nd, _, r0, _, blk)) = (unsafe { panel_rows(&a, k + 1, tiles(n) - k - 1, TILE) }) else { return };
     let (flag, sh) = shared_areas::<T>();
     if unsafe { a.failed(nd.s, flag) } {
         return;
     }
     let c0 = k * TILE;
     let w = TILE.min(n - c0);
-    let p = unsafe { panel(blk, ld, n, t, c0) };
+    let p = unsafe { panel_of_edge(blk, ld, n, r0 / TILE, c0, TILE) };
     let inv = Panel { ptr: unsafe { a.dinv_tile(nd.s, nd.b, k) } as *const T, ld: TILE, rows: w };
     // SAFETY: product_nt reads the whole panel before returning; each block owns its tile.
-    let acc = unsafe { product_nt::<T, M>(p, inv, w, sh) };
+    let acc = unsafe { Narrow::<M>::product(p, inv, w, sh) };
     let dst = p.ptr as *mut T;
-    for_each_acc::<T, M>(&acc, |r, c, v| {
+    for_each_acc::<T, Narrow<M>>(&acc, |r, c, v| {
         if r < p.rows && c < w {
             unsafe { *dst.add(c * ld + r) = v };
         }
@@ -282,40 +311,46 @@ pub unsafe fn trsm<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
 ///
 /// Right-looking (every step rewriting the whole trailing panel with `K = 64`) ran at
 /// about 10 TFLOP/s on the H100 against 25-27 for these long-`K` products
-/// (`docs/perf-notes.md`, entry 5).
+/// (`docs/perf-notes.md`, entry 5). `128 x 64` output tiles on 256 threads (fewer bytes
+/// per flop) were slower at every `n` (entry 20).
 ///
 /// # Safety
 /// As [`trsm`]; the steps before `k` have completed.
 pub unsafe fn update<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
     let a = *args;
     let (n, ld, k) = (a.n(), a.ld(), a.step as usize);
-    let Some((nd, which, it, blk)) = (unsafe { panel_tile(&a, k, tiles(n) - k) }) else { return };
+    let Some((nd, which, r0, rows, blk)) = (unsafe { panel_rows(&a, k, tiles(n) - k, TILE) }) else { return };
     let (flag, sh) = shared_areas::<T>();
     if unsafe { a.failed(nd.s, flag) } {
         return;
     }
     let d = unsafe { a.block(a.diag, nd.s, nd.b) };
-    let (pa, pb) = unsafe { (panel(blk, ld, n, it, 0), panel(d, ld, n, k, 0)) };
-    let acc = unsafe { product_nt::<T, M>(pa, pb, k * TILE, sh) };
-    let diagonal = which == 0 && it == k;
-    // SAFETY: tile (it, k) of the band, rows/cols clipped to n.
-    let dst = unsafe { blk.add(k * TILE * ld + it * TILE) };
-    unsafe { subtract_acc::<T, M>(&acc, dst, ld, true, |r, c| r < pa.rows && c < pb.rows && (!diagonal || r >= c)) };
+    // SAFETY: rows r0.. of the band and row tile k of D_i, columns 0..64 k.
+    let pa = Panel { ptr: unsafe { blk.add(r0) } as *const T, ld, rows };
+    let pb = unsafe { panel(d, ld, n, k, 0) };
+    let acc = unsafe { Narrow::<M>::product(pa, pb, k * TILE, sh) };
+    let diagonal = which == 0 && r0 == k * TILE;
+    // SAFETY: tile (r0 / 64, k) of the band, rows/cols clipped to n.
+    let dst = unsafe { blk.add(k * TILE * ld + r0) };
+    unsafe { subtract_acc::<T, Narrow<M>>(&acc, dst, ld, true, |r, c| r < pa.rows && c < pb.rows && (!diagonal || r >= c)) };
 }
 
 /// After a level's panels are factored: `side` 0 subtracts `L_li L_li^T` from `D_l`
 /// (lower tile pairs, `tiles (tiles + 1) / 2` per node); `side` 1 subtracts
 /// `L_ri L_ri^T` from `D_r` and writes the fill of the next level (that plus
 /// `tiles^2`): `left[r] = -L_li L_ri^T` (`A[l, r]`, panel orientation) when `r` is on the
-/// next level, else `right[l] = -L_ri L_li^T`. Within one launch every target block has
-/// one writer.
+/// next level, else `right[l] = -L_ri L_li^T`. Tiles here are the output tiles of the
+/// product shape `S` (`64 x 64`, or `128 x 128` for [`Wide`]); a block computes the whole
+/// `K = n` sum of its tile. Within one launch every target block has one writer.
 ///
 /// # Safety
-/// As [`trsm`], after the level's last [`trsm`].
-pub unsafe fn neighbours<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
+/// As [`trsm`] with `S::THREADS` threads and `FLAG_BYTES + S::SHARED_BYTES` of shared
+/// memory, after the level's last [`trsm`].
+pub unsafe fn neighbours<T: Real, S: ProductShape<T>>(args: &TiledArgs<T>) {
     let a = *args;
     let (n, ld) = (a.n(), a.ld());
-    let nt = tiles(n);
+    const { assert!(S::ROWS == S::COLS) };
+    let nt = n.div_ceil(S::ROWS);
     let pairs = nt * (nt + 1) / 2;
     let (nd, y) = a.node_and_tile(if a.side == 0 { pairs } else { pairs + nt * nt });
     let (s, b) = (nd.s, nd.b);
@@ -345,9 +380,20 @@ pub unsafe fn neighbours<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
     if unsafe { a.failed(s, flag) } {
         return;
     }
-    let (pa, pb) = unsafe { (panel(src_a, ld, n, it, 0), panel(src_b, ld, n, jt, 0)) };
-    let acc = unsafe { product_nt::<T, M>(pa, pb, n, sh) };
+    let edge = S::ROWS;
+    let (pa, pb) = unsafe { (panel_of_edge(src_a, ld, n, it, 0, edge), panel_of_edge(src_b, ld, n, jt, 0, edge)) };
+    let acc = unsafe { S::product(pa, pb, n, sh) };
     let diagonal = subtract && it == jt;
-    let dst = unsafe { target.add(jt * TILE * ld + it * TILE) };
-    unsafe { subtract_acc::<T, M>(&acc, dst, ld, subtract, |r, c| r < pa.rows && c < pb.rows && (!diagonal || r >= c)) };
+    let dst = unsafe { target.add(jt * edge * ld + it * edge) };
+    unsafe { subtract_acc::<T, S>(&acc, dst, ld, subtract, |r, c| r < pa.rows && c < pb.rows && (!diagonal || r >= c)) };
+}
+
+/// [`neighbours`] on the wide `f64` products ([`Wide`]: `128 x 128` tiles, 256 threads,
+/// [`wide_product_kernel_shared_bytes`]), for launches with enough blocks to fill the GPU.
+///
+/// # Safety
+/// As [`neighbours`].
+pub unsafe fn neighbours_wide(args: &TiledArgs<f64>) {
+    // SAFETY: forwarded contract.
+    unsafe { neighbours::<f64, Wide>(args) }
 }

@@ -30,7 +30,7 @@ mod potrf;
 pub mod product;
 pub mod solve;
 
-pub use product::{Native, PRODUCT_THREADS, TILE, Tf32, Tf32x3, TileMac};
+pub use product::{Narrow, Native, PRODUCT_THREADS, ProductShape, TILE, Tf32, Tf32x3, TileMac, WIDE_PRODUCT_THREADS, WIDE_TILE, Wide};
 
 use crate::layout::{left_of, node_number, nodes_in_level, right_of};
 use crate::level::INFO_OK;

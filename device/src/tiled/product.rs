@@ -29,6 +29,12 @@
 //!   (the dropped `lo*lo` is below FP32 rounding), three tensor-core products for
 //!   FP32-level accuracy.
 //!
+//! # Output shapes ([`ProductShape`])
+//! The kernels that place a product's output are generic over its shape: [`Narrow`] (the
+//! `64 x 64` product above, any multiply-add), and for `f64` with enough blocks to fill
+//! the GPU [`Wide`] (`128 x 128`, 256 threads, the neighbour products at large `n`): half
+//! the bytes streamed from L2 per flop.
+//!
 //! # Shared memory
 //! [`product_shared_bytes`]: [`STAGES`] stages of `A` and `B` chunks, `BK x LDS` each,
 //! stored `k`-major (`s[kk * LDS + row]`) with `LDS = `[`lds`]: the fragment reads
@@ -46,7 +52,13 @@ pub const BK: usize = 16;
 /// `TILE` plus 32 bytes, so that the tensor-core fragment reads (lane `4g + t` reads row
 /// `g`, `k`-index `t`) hit 32 distinct banks: `68` for `f64`, `72` for `f32`.
 pub const fn lds(elem_bytes: usize) -> usize {
-    TILE + 32 / elem_bytes
+    lds_rows(TILE, elem_bytes)
+}
+
+/// [`lds`] for stages of `rows` rows (the wide product's `128`): `rows` plus 32 bytes keeps
+/// the fragment reads on distinct banks for any multiple of 64 rows.
+pub const fn lds_rows(rows: usize, elem_bytes: usize) -> usize {
+    rows + 32 / elem_bytes
 }
 /// Threads of a product block.
 pub const PRODUCT_THREADS: u32 = 128;
@@ -57,7 +69,7 @@ pub const STAGES: usize = 3;
 /// Shared memory of one product, in elements of `elem_bytes` ([`STAGES`] stages of `A` and
 /// `B`).
 pub const fn product_shared_elems(elem_bytes: usize) -> usize {
-    2 * STAGES * BK * lds(elem_bytes)
+    staged_elems(TILE, TILE, elem_bytes)
 }
 /// Shared memory of one product in bytes for elements of `elem_bytes`.
 pub const fn product_shared_bytes(elem_bytes: usize) -> usize {
@@ -115,12 +127,11 @@ fn warp_quadrant(tid: usize) -> (usize, usize, usize, usize) {
     ((warp % 2) * 32, (warp / 2) * 32, lane / 4, lane % 4)
 }
 
-/// Output coordinates of accumulator `e` for the `16 x 8` tensor-core tiles (2 x 4 per
-/// quadrant, 4 accumulators each: `c[i] = C[g + 8(i / 2)][2t + i % 2]`), shared by the
-/// sm_90 FP64 shape and the TF32 shape.
+/// Output coordinates of accumulator `e` of lane `(g, t)` for `16 x 8` tensor-core tiles
+/// four to a row from `(row0, col0)`, 4 accumulators each: `c[i] = C[g + 8(i / 2)][2t + i
+/// % 2]`; shared by the sm_90 FP64 shape and the TF32 shape.
 #[inline(always)]
-fn acc_coord_16x8(tid: usize, e: usize) -> (usize, usize) {
-    let (row0, col0, g, t) = warp_quadrant(tid);
+fn coord_16x8(row0: usize, col0: usize, g: usize, t: usize, e: usize) -> (usize, usize) {
     let (tile, i) = (e / 4, e % 4);
     let (mi, ni) = (tile / 4, tile % 4);
     (row0 + mi * 16 + g + 8 * (i / 2), col0 + ni * 8 + 2 * t + i % 2)
@@ -129,79 +140,88 @@ fn acc_coord_16x8(tid: usize, e: usize) -> (usize, usize) {
 impl TileMac<f64> for Native {
     #[inline(always)]
     unsafe fn mac_chunk(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
-        // SAFETY (both): forwarded contract.
-        if has_sm90_dmma() { unsafe { mac_chunk_m16n8k16(acc, a, b) } } else { unsafe { mac_chunk_m8n8k4(acc, a, b) } }
+        let (row0, col0, g, t) = warp_quadrant(thread_idx_x() as usize);
+        // SAFETY: forwarded contract; the quadrant lies inside the 64 x 64 stages.
+        unsafe { dmma_region::<32, LDS64, LDS64, ACC>(acc, a, b, row0 + g, col0 + g, t) }
     }
 
     #[inline(always)]
     fn acc_coord(tid: usize, e: usize) -> (usize, usize) {
-        if has_sm90_dmma() {
-            acc_coord_16x8(tid, e)
-        } else {
-            // 4 x 4 DMMA tiles of 8 x 8, 2 accumulators each.
-            let (row0, col0, g, t) = warp_quadrant(tid);
-            let (tile, j) = (e / 2, e % 2);
-            let (mi, ni) = (tile / 4, tile % 4);
-            (row0 + mi * 8 + g, col0 + ni * 8 + 2 * t + j)
-        }
+        let (row0, col0, g, t) = warp_quadrant(tid);
+        dmma_coord(row0, col0, g, t, e)
     }
 }
 
 const LDS64: usize = lds(8);
 const LDS32: usize = lds(4);
 
-/// The sm_80 form: `m8n8k4` DMMAs, 4 x 4 of them per `k`-step of 4.
+/// Multiplies a staged chunk into the accumulators of a warp's `RM x 32` output region
+/// (`RM` of 32 or 64 rows: `N = RM` accumulators per lane) on FP64 tensor cores; `A` is
+/// staged with leading dimension `LDA`, `B` with `LDB`; `row` and `col` are the region's
+/// origin plus the lane's `g`. On sm_90 builds `RM / 16 x 4` `m16n8k16` DMMAs per `k`-step
+/// of 16, on sm_80 builds `RM / 8 x 4` `m8n8k4` ones per `k`-step of 4 ([`has_sm90_dmma`]
+/// picks at compile time). The fragment reads (lane `4g + t` reads row `g (+ 8)`, column
+/// `t (+ 4u)`) hit distinct banks for leading dimensions of 4 mod 16 ([`lds_rows`]).
 ///
 /// # Safety
-/// As [`TileMac::mac_chunk`].
+/// `a` and `b` point to staged chunks of [`BK`] columns in shared memory that hold the
+/// region's rows; every lane of the warp calls it together.
 #[inline(always)]
-unsafe fn mac_chunk_m8n8k4(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
-    let (row0, col0, g, t) = warp_quadrant(thread_idx_x() as usize);
-    let (row0, col0) = (row0 + g, col0 + g);
+unsafe fn dmma_region<const RM: usize, const LDA: usize, const LDB: usize, const N: usize>(
+    acc: &mut [f64; N],
+    a: *const f64,
+    b: *const f64,
+    row: usize,
+    col: usize,
+    t: usize,
+) {
+    const { assert!(N == RM && BK.is_multiple_of(16)) };
     let mut kk = 0;
-    while kk < BK {
-        let base = (kk + t) * LDS64;
-        // SAFETY: base + row < BK * LDS (rows < 64 < LDS): inside the staged chunk.
-        let af: [f64; 4] = core::array::from_fn(|mi| unsafe { *a.add(base + row0 + 8 * mi) });
-        let bf: [f64; 4] = core::array::from_fn(|ni| unsafe { *b.add(base + col0 + 8 * ni) });
-        for mi in 0..4 {
-            for ni in 0..4 {
-                let e = (mi * 4 + ni) * 2;
-                let d = mma_m8n8k4_f64(af[mi], bf[ni], [acc[e], acc[e + 1]]);
-                acc[e] = d[0];
-                acc[e + 1] = d[1];
+    // SAFETY (all reads): (kk + t + 12) * LD + row + RM - 1 stays inside a staged chunk of
+    // BK columns (caller's contract).
+    if has_sm90_dmma() {
+        while kk < BK {
+            // The B fragments of a k-step are read once and used by every 16-row slice.
+            let bf: [[f64; 4]; 4] =
+                core::array::from_fn(|ni| core::array::from_fn(|u| unsafe { *b.add((kk + t + 4 * u) * LDB + col + 8 * ni) }));
+            for mi in 0..RM / 16 {
+                let af: [f64; 8] = core::array::from_fn(|i| unsafe { *a.add((kk + t + 4 * (i / 2)) * LDA + row + 16 * mi + 8 * (i % 2)) });
+                for (ni, bn) in bf.iter().enumerate() {
+                    let e = (mi * 4 + ni) * 4;
+                    let d = mma_m16n8k16_f64(af, *bn, [acc[e], acc[e + 1], acc[e + 2], acc[e + 3]]);
+                    acc[e..e + 4].copy_from_slice(&d);
+                }
             }
+            kk += 16;
         }
-        kk += 4;
+    } else {
+        while kk < BK {
+            let bf: [f64; 4] = core::array::from_fn(|ni| unsafe { *b.add((kk + t) * LDB + col + 8 * ni) });
+            for mi in 0..RM / 8 {
+                let af = unsafe { *a.add((kk + t) * LDA + row + 8 * mi) };
+                for (ni, bn) in bf.iter().enumerate() {
+                    let e = (mi * 4 + ni) * 2;
+                    let d = mma_m8n8k4_f64(af, *bn, [acc[e], acc[e + 1]]);
+                    acc[e] = d[0];
+                    acc[e + 1] = d[1];
+                }
+            }
+            kk += 4;
+        }
     }
 }
 
-/// The sm_90 form: `m16n8k16` DMMAs, 2 x 4 of them per `k`-step of 16 (one per chunk).
-/// Same shared-memory reads per flop as the sm_80 form and the same conflict-free pattern
-/// (lane `4g + t` reads row `g (+ 8)`, column `t (+ 4u)`), a quarter of the instructions.
-///
-/// # Safety
-/// As [`TileMac::mac_chunk`].
+/// `(row, col)` of accumulator `e` of lane `(g, t)` in a [`dmma_region`] at `(row0, col0)`:
+/// `16 x 8` tiles (4 accumulators each, `c[i] = C[g + 8(i / 2)][2t + i % 2]`) on sm_90
+/// builds, `8 x 8` tiles (2 each) on sm_80 builds; tiles four to a row of the region.
 #[inline(always)]
-unsafe fn mac_chunk_m16n8k16(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
-    const { assert!(BK.is_multiple_of(16)) };
-    let (row0, col0, g, t) = warp_quadrant(thread_idx_x() as usize);
-    let (row0, col0) = (row0 + g, col0 + g);
-    let mut kk = 0;
-    while kk < BK {
-        // SAFETY (all reads): (kk + t + 12) * LDS + row < BK * LDS with rows < 64 < LDS:
-        // inside the staged chunk.
-        let bf: [[f64; 4]; 4] =
-            core::array::from_fn(|ni| core::array::from_fn(|u| unsafe { *b.add((kk + t + 4 * u) * LDS64 + col0 + 8 * ni) }));
-        for mi in 0..2 {
-            let af: [f64; 8] = core::array::from_fn(|i| unsafe { *a.add((kk + t + 4 * (i / 2)) * LDS64 + row0 + 16 * mi + 8 * (i % 2)) });
-            for (ni, bn) in bf.iter().enumerate() {
-                let e = (mi * 4 + ni) * 4;
-                let d = mma_m16n8k16_f64(af, *bn, [acc[e], acc[e + 1], acc[e + 2], acc[e + 3]]);
-                acc[e..e + 4].copy_from_slice(&d);
-            }
-        }
-        kk += 16;
+fn dmma_coord(row0: usize, col0: usize, g: usize, t: usize, e: usize) -> (usize, usize) {
+    if has_sm90_dmma() {
+        coord_16x8(row0, col0, g, t, e)
+    } else {
+        let (tile, j) = (e / 2, e % 2);
+        let (mi, ni) = (tile / 4, tile % 4);
+        (row0 + mi * 8 + g, col0 + ni * 8 + 2 * t + j)
     }
 }
 
@@ -285,7 +305,8 @@ impl<const SPLIT: bool> TileMac<f32> for TensorTf32<SPLIT> {
     }
     #[inline(always)]
     fn acc_coord(tid: usize, e: usize) -> (usize, usize) {
-        acc_coord_16x8(tid, e)
+        let (row0, col0, g, t) = warp_quadrant(tid);
+        coord_16x8(row0, col0, g, t, e)
     }
 }
 
@@ -295,28 +316,30 @@ const fn piece<T: Real>() -> usize {
 }
 
 /// Starts this thread's asynchronous copies of chunk `c` (columns `c * BK ..`) of `p` into
-/// the stage at `s`, zero outside `p.rows x k`. Thread `tid` copies the 16-byte pieces
-/// `tid + q * PRODUCT_THREADS` of the chunk, numbered down each column then across:
-/// consecutive threads read consecutive addresses.
+/// the stage at `s` (rows `0..R`, leading dimension `lds_rows(R, ..)`), zero outside
+/// `p.rows x k`. Thread `tid` of `THREADS` copies the 16-byte pieces `tid + q * THREADS` of
+/// the chunk, numbered down each column then across: consecutive threads read consecutive
+/// addresses.
 ///
 /// # Safety
-/// `s` is a stage of `BK * lds(T::BYTES)` elements in shared memory; the panel covers `rows x k`
-/// entries, its columns start 16-byte aligned (`ptr` and `ld * size_of::<T>()` multiples of
-/// 16: the solver pads `ld` to 64 bytes and panels start at multiples of 64 rows).
+/// `s` is a stage of `BK * lds_rows(R, T::BYTES)` elements in shared memory; the panel covers
+/// `rows x k` entries (`rows <= R`), its columns start 16-byte aligned (`ptr` and
+/// `ld * size_of::<T>()` multiples of 16: the solver pads `ld` to 64 bytes and panels start
+/// at multiples of 64 rows).
 #[inline(always)]
-unsafe fn issue_chunk<T: Real>(s: *mut T, p: &Panel<T>, k: usize, c: usize, tid: usize) {
+unsafe fn issue_chunk<T: Real, const R: usize, const THREADS: usize>(s: *mut T, p: &Panel<T>, k: usize, c: usize, tid: usize) {
     let vec = piece::<T>();
-    let per_col = TILE / vec;
-    for q in 0..BK * per_col / PRODUCT_THREADS as usize {
-        let id = tid + q * PRODUCT_THREADS as usize;
+    let per_col = R / vec;
+    for q in 0..BK * per_col / THREADS {
+        let id = tid + q * THREADS;
         let (kk, row) = (id / per_col, (id % per_col) * vec);
         let col = c * BK + kk;
         let valid = if col < k { p.rows.saturating_sub(row).min(vec) } else { 0 };
         // SAFETY: `valid` entries from (row, col) are inside the panel; with none the
-        // source is not read. The destination is inside the stage (kk < BK, row < TILE).
+        // source is not read. The destination is inside the stage (kk < BK, row < R).
         unsafe {
             let src = if valid > 0 { p.ptr.add(col * p.ld + row) } else { p.ptr };
-            copy_async_16(s.add(kk * lds(T::BYTES) + row) as *mut u8, src as *const u8, (valid * T::BYTES) as u32);
+            copy_async_16(s.add(kk * lds_rows(R, T::BYTES) + row) as *mut u8, src as *const u8, (valid * T::BYTES) as u32);
         }
     }
 }
@@ -332,21 +355,47 @@ unsafe fn issue_chunk<T: Real>(s: *mut T, p: &Panel<T>, k: usize, c: usize, tid:
 /// start 16-byte aligned (see `issue_chunk`).
 #[inline(always)]
 pub unsafe fn product_nt<T: Real, M: TileMac<T>>(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> [T; ACC] {
+    // SAFETY: forwarded contract (TILE rows, PRODUCT_THREADS threads).
+    unsafe { staged_product::<T, TILE, TILE, { PRODUCT_THREADS as usize }, ACC>(a, b, k, smem, |acc, sa, sb| M::mac_chunk(acc, sa, sb)) }
+}
+
+/// Shared-memory elements of [`staged_product`] with `RA`- and `RB`-row stages.
+const fn staged_elems(ra: usize, rb: usize, elem_bytes: usize) -> usize {
+    STAGES * BK * (lds_rows(ra, elem_bytes) + lds_rows(rb, elem_bytes))
+}
+
+/// The staged `k` loop of every product: chunks of [`BK`] columns of both panels (`A` up
+/// to `RA` rows, `B` up to `RB`) through [`STAGES`] shared-memory stages, `mac` multiplying
+/// each staged chunk into the `N` accumulators.
+///
+/// # Safety
+/// `THREADS` threads call it together with the same arguments; `smem` holds
+/// `staged_elems(RA, RB, T::BYTES)` elements of shared memory (16-byte aligned) not used by
+/// anyone else during the call; panels as in `issue_chunk`; `mac` reads only the staged
+/// chunks it is given.
+#[inline(always)]
+unsafe fn staged_product<T: Real, const RA: usize, const RB: usize, const THREADS: usize, const N: usize>(
+    a: Panel<T>,
+    b: Panel<T>,
+    k: usize,
+    smem: *mut T,
+    mut mac: impl FnMut(&mut [T; N], *const T, *const T),
+) -> [T; N] {
     let tid = thread_idx_x() as usize;
-    let mut acc = [T::ZERO; ACC];
+    let mut acc = [T::ZERO; N];
     let chunks = k.div_ceil(BK);
     if chunks == 0 {
         return acc;
     }
     // SAFETY (all): stages inside `smem`; panel reads as in `issue_chunk`.
-    let chunk_elems = BK * lds(T::BYTES);
-    let stage = |s: usize| unsafe { (smem.add(2 * s * chunk_elems), smem.add((2 * s + 1) * chunk_elems)) };
+    let (a_elems, b_elems) = (BK * lds_rows(RA, T::BYTES), BK * lds_rows(RB, T::BYTES));
+    let stage = |s: usize| unsafe { (smem.add(s * (a_elems + b_elems)), smem.add(s * (a_elems + b_elems) + a_elems)) };
     let issue = |c: usize| {
         if c < chunks {
             let (sa, sb) = stage(c % STAGES);
             unsafe {
-                issue_chunk(sa, &a, k, c, tid);
-                issue_chunk(sb, &b, k, c, tid);
+                issue_chunk::<T, RA, THREADS>(sa, &a, k, c, tid);
+                issue_chunk::<T, RB, THREADS>(sb, &b, k, c, tid);
             }
         }
         // One group per chunk, empty past the end, so that the wait count below holds.
@@ -362,9 +411,97 @@ pub unsafe fn product_nt<T: Real, M: TileMac<T>>(a: Panel<T>, b: Panel<T>, k: us
         blocktri_prims::sync_threads();
         issue(c + STAGES - 1);
         let (sa, sb) = stage(c % STAGES);
-        unsafe { M::mac_chunk(&mut acc, sa, sb) };
+        mac(&mut acc, sa, sb);
     }
     copy_async_wait::<0>();
     blocktri_prims::sync_threads();
     acc
+}
+
+/// A product block as the kernels that place its output see it: the rows and columns of
+/// its output tile, its threads, its shared memory and where each accumulator lands.
+pub trait ProductShape<T: Real> {
+    /// Rows of the output tile (of the `A` panel).
+    const ROWS: usize;
+    /// Columns of the output tile (rows of the `B` panel).
+    const COLS: usize;
+    /// Threads per block.
+    const THREADS: u32;
+    /// Shared memory of the product in bytes.
+    const SHARED_BYTES: usize;
+    /// A thread's accumulators.
+    type Acc: Copy + AsRef<[T]>;
+    /// This thread's accumulators of `A B^T` (as [`product_nt`]).
+    ///
+    /// # Safety
+    /// As [`product_nt`] for this shape's threads, shared memory, rows and columns.
+    unsafe fn product(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> Self::Acc;
+    /// `(row, col)` in the output tile of accumulator `e` of thread `tid`.
+    fn acc_coord(tid: usize, e: usize) -> (usize, usize);
+}
+
+/// The `64 x 64` product ([`product_nt`]) with the multiply-add `M`.
+pub struct Narrow<M>(core::marker::PhantomData<M>);
+
+impl<T: Real, M: TileMac<T>> ProductShape<T> for Narrow<M> {
+    const ROWS: usize = TILE;
+    const COLS: usize = TILE;
+    const THREADS: u32 = PRODUCT_THREADS;
+    const SHARED_BYTES: usize = product_shared_bytes(T::BYTES);
+    type Acc = [T; ACC];
+    #[inline(always)]
+    unsafe fn product(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> Self::Acc {
+        // SAFETY: forwarded contract.
+        unsafe { product_nt::<T, M>(a, b, k, smem) }
+    }
+    #[inline(always)]
+    fn acc_coord(tid: usize, e: usize) -> (usize, usize) {
+        M::acc_coord(tid, e)
+    }
+}
+
+/// Rows and columns of the wide product's output tile (`2 x 2` engine tiles).
+pub const WIDE_TILE: usize = 2 * TILE;
+/// Threads of a [`Wide`] product block.
+pub const WIDE_PRODUCT_THREADS: u32 = 256;
+
+/// The wide `f64` product: a `128 x 128` tile of `A B^T` per 256-thread block, for
+/// launches with enough blocks to fill the GPU. Each staged element feeds twice the
+/// multiply-adds of the `64 x 64` product, which streams 8 flop per byte of panel from L2
+/// and saturates it (`docs/perf-notes.md`, entries 8 and 20). Warp `w` owns the `64 x 32`
+/// region at `((w % 2) 64, (w / 2) 32)`, 64 accumulators per lane.
+pub struct Wide;
+
+const LDS_WIDE: usize = lds_rows(WIDE_TILE, 8);
+
+impl ProductShape<f64> for Wide {
+    const ROWS: usize = WIDE_TILE;
+    const COLS: usize = WIDE_TILE;
+    const THREADS: u32 = WIDE_PRODUCT_THREADS;
+    const SHARED_BYTES: usize = staged_elems(WIDE_TILE, WIDE_TILE, 8) * 8;
+    type Acc = [f64; 64];
+    #[inline(always)]
+    unsafe fn product(a: Panel<f64>, b: Panel<f64>, k: usize, smem: *mut f64) -> Self::Acc {
+        let (row0, col0, g, t) = Self::region(thread_idx_x() as usize);
+        // SAFETY: forwarded contract; the region lies inside the 128-row stages.
+        unsafe {
+            staged_product::<f64, WIDE_TILE, WIDE_TILE, { WIDE_PRODUCT_THREADS as usize }, 64>(a, b, k, smem, |acc, sa, sb| {
+                dmma_region::<64, LDS_WIDE, LDS_WIDE, 64>(acc, sa, sb, row0 + g, col0 + g, t)
+            })
+        }
+    }
+    #[inline(always)]
+    fn acc_coord(tid: usize, e: usize) -> (usize, usize) {
+        let (row0, col0, g, t) = Self::region(tid);
+        dmma_coord(row0, col0, g, t, e)
+    }
+}
+
+impl Wide {
+    /// Origin of thread `tid`'s warp region and its lane's `(g, t)`.
+    #[inline(always)]
+    fn region(tid: usize) -> (usize, usize, usize, usize) {
+        let (warp, lane) = (tid / 32, tid % 32);
+        ((warp % 2) * 64, (warp / 2) * 32, lane / 4, lane % 4)
+    }
 }

@@ -16,11 +16,13 @@ use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
-use blocktri_device::tiled::factor::{WIDE_THREADS, potrf_shared_bytes, prep_shared_bytes, product_kernel_shared_bytes};
+use blocktri_device::tiled::factor::{
+    WIDE_THREADS, potrf_shared_bytes, prep_shared_bytes, product_kernel_shared_bytes, wide_product_kernel_shared_bytes,
+};
 use blocktri_device::tiled::solve::{
     BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, couple_threads, diag_solve_shared_bytes,
 };
-use blocktri_device::tiled::{PRODUCT_THREADS, TiledArgs, dinv_elems, tiles};
+use blocktri_device::tiled::{PRODUCT_THREADS, TILE, TiledArgs, WIDE_PRODUCT_THREADS, WIDE_TILE, dinv_elems, tiles};
 
 /// Largest grid `y` of a launch (the tile pairs of one node).
 const MAX_GRID_Y: usize = 65_535;
@@ -49,6 +51,20 @@ pub(super) fn max_tiled_block(smem: u32, elem_bytes: usize) -> usize {
     n
 }
 
+/// Blocks per SM from which a neighbour launch takes the wide products: below, the
+/// `64 x 64` products' four times as many blocks keep more SMs busy.
+/// `BLOCKTRI_WIDE_WAVES` overrides it for measurements (0: always wide, where loaded).
+const WIDE_WAVES: u32 = 2;
+
+/// Smallest block size whose neighbour products may run wide: below, the short `K = n`
+/// loop and one 8-warp block per SM made them slower than the `64 x 64` products on the
+/// H100 (`docs/perf-notes.md`, entry 20). `BLOCKTRI_WIDE_WAVES` does not lift it.
+const WIDE_MIN_BLOCK: usize = 512;
+
+fn wide_waves() -> u32 {
+    std::env::var("BLOCKTRI_WIDE_WAVES").ok().and_then(|v| v.parse().ok()).unwrap_or(WIDE_WAVES)
+}
+
 /// Device elements of the inverted diagonal tiles of a shape (`dinv`).
 pub(super) fn dinv_len(batch: usize, nblocks: usize, n: usize) -> usize {
     batch * nblocks * dinv_elems(n)
@@ -62,6 +78,10 @@ pub(super) struct Tiled {
     trsm: Kernel,
     update: Kernel,
     neighbours: Kernel,
+    /// The neighbour products on `128 x 128` tiles (`f64`, where the device has the
+    /// shared memory), for `n >= `[`WIDE_MIN_BLOCK`] and launches of at least
+    /// [`wide_waves`] blocks per SM.
+    wide_neighbours: Option<Kernel>,
     forward_diag: Kernel,
     forward_couple: Kernel,
     backward_couple: Kernel,
@@ -89,12 +109,14 @@ impl Tiled {
             Some(suffix) if T::BYTES == 4 => gpu.kernel(&format!("{name}_{suffix}")),
             _ => k(name),
         };
+        let wide = T::BYTES == 8 && n >= WIDE_MIN_BLOCK && wide_product_kernel_shared_bytes() <= smem as usize;
         Ok(Tiled {
             prep: k(names::TILED_PREP)?,
             potrf: k(names::TILED_POTRF)?,
             trsm: product(names::TILED_TRSM)?,
             update: product(names::TILED_UPDATE)?,
             neighbours: product(names::TILED_NEIGHBOURS)?,
+            wide_neighbours: wide.then(|| k(names::TILED_WIDE_NEIGHBOURS)).transpose()?,
             forward_diag: k(names::TILED_FORWARD_DIAG)?,
             forward_couple: k(names::TILED_FORWARD_COUPLE)?,
             backward_couple: k(names::TILED_BACKWARD_COUPLE)?,
@@ -158,9 +180,20 @@ impl Tiled {
                 steps.push(launch(&self.trsm, m, (nodes * (nt - k - 1 + 2 * nt) as u32, 1), PRODUCT_THREADS, product_smem, step, 0));
             }
             if m + 1 < top {
-                let pairs = nt * (nt + 1) / 2;
-                steps.push(launch(&self.neighbours, m, (nodes * pairs as u32, 1), PRODUCT_THREADS, product_smem, 0, 0));
-                steps.push(launch(&self.neighbours, m, (nodes * (pairs + nt * nt) as u32, 1), PRODUCT_THREADS, product_smem, 0, 1));
+                for side in 0..2 {
+                    // Tiles of the neighbour launch with output tiles of `edge` rows.
+                    let per_node = |edge: usize| {
+                        let t = n.div_ceil(edge);
+                        t * (t + 1) / 2 + if side == 1 { t * t } else { 0 }
+                    };
+                    let wide_blocks = nodes * per_node(WIDE_TILE) as u32;
+                    steps.push(match &self.wide_neighbours {
+                        Some(wide) if wide_blocks >= wide_waves() * self.multiprocessors => {
+                            launch(wide, m, (wide_blocks, 1), WIDE_PRODUCT_THREADS, wide_product_kernel_shared_bytes() as u32, 0, side)
+                        }
+                        _ => launch(&self.neighbours, m, (nodes * per_node(TILE) as u32, 1), PRODUCT_THREADS, product_smem, 0, side),
+                    });
+                }
             }
         }
         steps
