@@ -9,7 +9,7 @@ use blocktri::{BlockTridiag, BlockVec, Scalar};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{INFO_OK, InfoCode, decode_info};
 use blocktri_device::tiled::factor::{
-    WIDE_THREADS, neighbours, neighbours_wide, potrf, potrf_shared_bytes, prep, prep_shared_bytes, product_kernel_shared_bytes, trsm,
+    WIDE_THREADS, neighbour_blocks, neighbours, potrf, potrf_shared_bytes, prep, prep_shared_bytes, product_kernel_shared_bytes, trsm,
     update, wide_product_kernel_shared_bytes,
 };
 use blocktri_device::tiled::solve::{
@@ -17,7 +17,7 @@ use blocktri_device::tiled::solve::{
     diag_solve_shared_bytes, forward_couple, forward_diag,
 };
 use blocktri_device::tiled::{
-    Narrow, Native, PRODUCT_THREADS, Tf32, Tf32x3, TileMac, TiledArgs, WIDE_PRODUCT_THREADS, WIDE_TILE, dinv_elems, tiles,
+    Narrow, Native, PRODUCT_THREADS, Tf32, Tf32x3, TileMac, TiledArgs, WIDE_PRODUCT_THREADS, WIDE_TILE, Wide, dinv_elems, tiles,
 };
 use blocktri_prims::emu;
 use common::{dense_solution, error_vs_reference, fresh_seed, problem};
@@ -89,19 +89,13 @@ fn args<T: Scalar>(
     }
 }
 
-/// Blocks per node of a neighbour launch (`side` 0 or 1) on output tiles of `edge` rows.
-fn neighbour_tiles(n: usize, edge: usize, side: u32) -> u32 {
-    let t = n.div_ceil(edge);
-    (t * (t + 1) / 2 + if side == 1 { t * t } else { 0 }) as u32
-}
-
 /// Rows of the `64 x 64` products' output tiles.
 const TILE_EDGE: usize = blocktri_device::tiled::TILE;
 
 /// The factor launches of `Tiled::factor_steps`, in order, with the `64 x 64` products of `M`.
 fn run_factor<T: Scalar, M: TileMac<T>>(d: &mut Device<T>, a: &BlockTridiag<T>) {
     run_factor_with::<T, M>(d, a, |x, nodes, side| {
-        let blocks = nodes * neighbour_tiles(x.n as usize, TILE_EDGE, side);
+        let blocks = nodes * neighbour_blocks(x.n as usize, TILE_EDGE, side);
         // SAFETY: as in run_factor_with.
         unsafe { emu::launch_unchecked(blocks, PRODUCT_THREADS, product_kernel_shared_bytes(T::BYTES), || neighbours::<T, Narrow<M>>(x)) }
     });
@@ -241,9 +235,9 @@ fn emulated_tiled_f64_sm80_products_match_the_dense_reference() {
 /// The factor with every neighbour launch on the wide `128 x 128` products (`f64`).
 fn run_factor_wide(d: &mut Device<f64>, a: &BlockTridiag<f64>) {
     run_factor_with::<f64, Native>(d, a, |x, nodes, side| {
-        let blocks = nodes * neighbour_tiles(x.n as usize, WIDE_TILE, side);
+        let blocks = nodes * neighbour_blocks(x.n as usize, WIDE_TILE, side);
         // SAFETY: as in run_factor_with.
-        unsafe { emu::launch_unchecked(blocks, WIDE_PRODUCT_THREADS, wide_product_kernel_shared_bytes(), || neighbours_wide(x)) }
+        unsafe { emu::launch_unchecked(blocks, WIDE_PRODUCT_THREADS, wide_product_kernel_shared_bytes(), || neighbours::<f64, Wide>(x)) }
     });
 }
 

@@ -104,7 +104,8 @@ pub mod names {
     pub const TILED_UPDATE: &str = "tiled_update";
     /// [`crate::tiled::factor::neighbours`].
     pub const TILED_NEIGHBOURS: &str = "tiled_neighbours";
-    /// [`crate::tiled::factor::neighbours_wide`] (`f64` only: `tiled_wide_neighbours_f64`).
+    /// [`crate::tiled::factor::neighbours`] on [`crate::tiled::Wide`] products (`f64` only:
+    /// `tiled_wide_neighbours_f64`).
     pub const TILED_WIDE_NEIGHBOURS: &str = "tiled_wide_neighbours";
     /// [`crate::tiled::solve::forward_diag`].
     pub const TILED_FORWARD_DIAG: &str = "tiled_forward_diag";
@@ -148,7 +149,7 @@ mod entry {
     use crate::logdet::{LogDetArgs, log_det_parts};
     use crate::refine::{RefineArgs, demote_matrix, demote_rhs, promote, residual};
     use crate::selinv::{SelinvArgs, selinv_chain, selinv_level};
-    use crate::tiled::{Narrow, Native, Tf32, Tf32x3, TiledArgs, factor as tf, solve as ts};
+    use crate::tiled::{Narrow, Native, Tf32, Tf32x3, TiledArgs, Wide, factor as tf, solve as ts};
     use crate::tridiag::{TridiagArgs, fused, stagewise};
 
     macro_rules! kernel {
@@ -337,7 +338,7 @@ mod entry {
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn tiled_wide_neighbours_f64(args: TiledArgs<f64>) {
         // SAFETY: the host launches it as the body's docs require.
-        unsafe { tf::neighbours_wide(&args) }
+        unsafe { tf::neighbours::<f64, Wide>(&args) }
     }
 
     macro_rules! tf32_kernels {

@@ -30,7 +30,7 @@ pub const fn product_kernel_shared_bytes(elem_bytes: usize) -> usize {
     FLAG_BYTES + product_shared_bytes(elem_bytes)
 }
 
-/// Shared memory of [`neighbours_wide`] ([`Wide`] products, `f64`).
+/// Shared memory of [`neighbours`] on the [`Wide`] products (`f64`).
 pub const fn wide_product_kernel_shared_bytes() -> usize {
     FLAG_BYTES + <Wide as ProductShape<f64>>::SHARED_BYTES
 }
@@ -181,31 +181,24 @@ unsafe fn band<T: Real>(a: &TiledArgs<T>, s: usize, b: usize, which: usize, pres
     Some(unsafe { a.block(base, s, b) })
 }
 
-/// The panel rows of this product block (grid `x` = `systems * nodes * (own + 2 *
-/// band_tiles)`, tiles fastest, `band_tiles = tiles(n).div_ceil(rows / TILE)`): `own` row
-/// groups of `rows` rows of `D_i` from row tile `first`, then every row group of the left
-/// and of the right coupling. Returns `(node, band, first row, rows of the group, band
+/// The panel row tile of this product block (grid `x` = `systems * nodes * (own + 2
+/// tiles)`, tiles fastest): `own` row tiles of `D_i` from row tile `first`, then every row
+/// tile of the left and of the right coupling. Returns `(node, band, row tile, band
 /// block)`, `None` when the node has no such coupling.
 ///
 /// # Safety
-/// `a` satisfies the kernels' contract; `rows` is a multiple of [`TILE`].
+/// `a` satisfies the kernels' contract.
 #[inline(always)]
-unsafe fn panel_rows<T: Real>(
-    a: &TiledArgs<T>,
-    first: usize,
-    own: usize,
-    rows: usize,
-) -> Option<(super::Node, usize, usize, usize, *mut T)> {
-    let n = a.n();
-    let band_tiles = tiles(n).div_ceil(rows / TILE);
-    let (nd, y) = a.node_and_tile(own + 2 * band_tiles);
-    let (which, r0) = if y < own { (0, first * TILE + y * rows) } else { (1 + (y - own) / band_tiles, (y - own) % band_tiles * rows) };
+unsafe fn panel_tile<T: Real>(a: &TiledArgs<T>, first: usize, own: usize) -> Option<(super::Node, usize, usize, *mut T)> {
+    let nt = tiles(a.n());
+    let (nd, y) = a.node_and_tile(own + 2 * nt);
+    let (which, t) = if y < own { (0, first + y) } else { (1 + (y - own) / nt, (y - own) % nt) };
     let present = match which {
         0 => true,
         1 => nd.left.is_some(),
         _ => nd.right.is_some(),
     };
-    unsafe { band(a, nd.s, nd.b, which, present) }.map(|blk| (nd, which, r0, rows.min(n - r0), blk))
+    unsafe { band(a, nd.s, nd.b, which, present) }.map(|blk| (nd, which, t, blk))
 }
 
 /// Row panel of tile row `t`, starting at column `c0`, of the column-major block `blk`.
@@ -284,14 +277,14 @@ const EPILOGUE_GROUP: usize = 32;
 pub unsafe fn trsm<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
     let a = *args;
     let (n, ld, k) = (a.n(), a.ld(), a.step as usize);
-    let Some((nd, _, r0, _, blk)) = (unsafe { panel_rows(&a, k + 1, tiles(n) - k - 1, TILE) }) else { return };
+    let Some((nd, _, t, blk)) = (unsafe { panel_tile(&a, k + 1, tiles(n) - k - 1) }) else { return };
     let (flag, sh) = shared_areas::<T>();
     if unsafe { a.failed(nd.s, flag) } {
         return;
     }
     let c0 = k * TILE;
     let w = TILE.min(n - c0);
-    let p = unsafe { panel_of_edge(blk, ld, n, r0 / TILE, c0, TILE) };
+    let p = unsafe { panel(blk, ld, n, t, c0) };
     let inv = Panel { ptr: unsafe { a.dinv_tile(nd.s, nd.b, k) } as *const T, ld: TILE, rows: w };
     // SAFETY: product_nt reads the whole panel before returning; each block owns its tile.
     let acc = unsafe { Narrow::<M>::product(p, inv, w, sh) };
@@ -319,20 +312,25 @@ pub unsafe fn trsm<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
 pub unsafe fn update<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
     let a = *args;
     let (n, ld, k) = (a.n(), a.ld(), a.step as usize);
-    let Some((nd, which, r0, rows, blk)) = (unsafe { panel_rows(&a, k, tiles(n) - k, TILE) }) else { return };
+    let Some((nd, which, it, blk)) = (unsafe { panel_tile(&a, k, tiles(n) - k) }) else { return };
     let (flag, sh) = shared_areas::<T>();
     if unsafe { a.failed(nd.s, flag) } {
         return;
     }
     let d = unsafe { a.block(a.diag, nd.s, nd.b) };
-    // SAFETY: rows r0.. of the band and row tile k of D_i, columns 0..64 k.
-    let pa = Panel { ptr: unsafe { blk.add(r0) } as *const T, ld, rows };
-    let pb = unsafe { panel(d, ld, n, k, 0) };
+    let (pa, pb) = unsafe { (panel(blk, ld, n, it, 0), panel(d, ld, n, k, 0)) };
     let acc = unsafe { Narrow::<M>::product(pa, pb, k * TILE, sh) };
-    let diagonal = which == 0 && r0 == k * TILE;
-    // SAFETY: tile (r0 / 64, k) of the band, rows/cols clipped to n.
-    let dst = unsafe { blk.add(k * TILE * ld + r0) };
+    let diagonal = which == 0 && it == k;
+    // SAFETY: tile (it, k) of the band, rows/cols clipped to n.
+    let dst = unsafe { blk.add(k * TILE * ld + it * TILE) };
     unsafe { subtract_acc::<T, Narrow<M>>(&acc, dst, ld, true, |r, c| r < pa.rows && c < pb.rows && (!diagonal || r >= c)) };
+}
+
+/// Blocks per node of a [`neighbours`] launch on output tiles of `edge` rows: the lower
+/// tile pairs for `side` 0, those plus the `tiles^2` fill tiles for `side` 1.
+pub const fn neighbour_blocks(n: usize, edge: usize, side: u32) -> u32 {
+    let t = n.div_ceil(edge);
+    (t * (t + 1) / 2 + if side == 1 { t * t } else { 0 }) as u32
 }
 
 /// After a level's panels are factored: `side` 0 subtracts `L_li L_li^T` from `D_l`
@@ -340,8 +338,9 @@ pub unsafe fn update<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
 /// `L_ri L_ri^T` from `D_r` and writes the fill of the next level (that plus
 /// `tiles^2`): `left[r] = -L_li L_ri^T` (`A[l, r]`, panel orientation) when `r` is on the
 /// next level, else `right[l] = -L_ri L_li^T`. Tiles here are the output tiles of the
-/// product shape `S` (`64 x 64`, or `128 x 128` for [`Wide`]); a block computes the whole
-/// `K = n` sum of its tile. Within one launch every target block has one writer.
+/// product shape `S` (`64 x 64`, or `128 x 128` for [`Wide`]: `tiled_wide_neighbours_f64`);
+/// a block computes the whole `K = n` sum of its tile ([`neighbour_blocks`] per node).
+/// Within one launch every target block has one writer.
 ///
 /// # Safety
 /// As [`trsm`] with `S::THREADS` threads and `FLAG_BYTES + S::SHARED_BYTES` of shared
@@ -349,10 +348,9 @@ pub unsafe fn update<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
 pub unsafe fn neighbours<T: Real, S: ProductShape<T>>(args: &TiledArgs<T>) {
     let a = *args;
     let (n, ld) = (a.n(), a.ld());
-    const { assert!(S::ROWS == S::COLS) };
-    let nt = n.div_ceil(S::ROWS);
+    let nt = n.div_ceil(S::EDGE);
     let pairs = nt * (nt + 1) / 2;
-    let (nd, y) = a.node_and_tile(if a.side == 0 { pairs } else { pairs + nt * nt });
+    let (nd, y) = a.node_and_tile(neighbour_blocks(n, S::EDGE, a.side) as usize);
     let (s, b) = (nd.s, nd.b);
     // (source A, source B, target, row tile, col tile, subtract into the lower triangle?)
     let job = unsafe {
@@ -380,20 +378,10 @@ pub unsafe fn neighbours<T: Real, S: ProductShape<T>>(args: &TiledArgs<T>) {
     if unsafe { a.failed(s, flag) } {
         return;
     }
-    let edge = S::ROWS;
+    let edge = S::EDGE;
     let (pa, pb) = unsafe { (panel_of_edge(src_a, ld, n, it, 0, edge), panel_of_edge(src_b, ld, n, jt, 0, edge)) };
     let acc = unsafe { S::product(pa, pb, n, sh) };
     let diagonal = subtract && it == jt;
     let dst = unsafe { target.add(jt * edge * ld + it * edge) };
     unsafe { subtract_acc::<T, S>(&acc, dst, ld, subtract, |r, c| r < pa.rows && c < pb.rows && (!diagonal || r >= c)) };
-}
-
-/// [`neighbours`] on the wide `f64` products ([`Wide`]: `128 x 128` tiles, 256 threads,
-/// [`wide_product_kernel_shared_bytes`]), for launches with enough blocks to fill the GPU.
-///
-/// # Safety
-/// As [`neighbours`].
-pub unsafe fn neighbours_wide(args: &TiledArgs<f64>) {
-    // SAFETY: forwarded contract.
-    unsafe { neighbours::<f64, Wide>(args) }
 }

@@ -69,7 +69,7 @@ pub const STAGES: usize = 3;
 /// Shared memory of one product, in elements of `elem_bytes` ([`STAGES`] stages of `A` and
 /// `B`).
 pub const fn product_shared_elems(elem_bytes: usize) -> usize {
-    staged_elems(TILE, TILE, elem_bytes)
+    staged_elems(TILE, elem_bytes)
 }
 /// Shared memory of one product in bytes for elements of `elem_bytes`.
 pub const fn product_shared_bytes(elem_bytes: usize) -> usize {
@@ -142,7 +142,7 @@ impl TileMac<f64> for Native {
     unsafe fn mac_chunk(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
         let (row0, col0, g, t) = warp_quadrant(thread_idx_x() as usize);
         // SAFETY: forwarded contract; the quadrant lies inside the 64 x 64 stages.
-        unsafe { dmma_region::<32, LDS64, LDS64, ACC>(acc, a, b, row0 + g, col0 + g, t) }
+        unsafe { dmma_region::<32, LDS64, ACC>(acc, a, b, row0 + g, col0 + g, t) }
     }
 
     #[inline(always)]
@@ -156,8 +156,8 @@ const LDS64: usize = lds(8);
 const LDS32: usize = lds(4);
 
 /// Multiplies a staged chunk into the accumulators of a warp's `RM x 32` output region
-/// (`RM` of 32 or 64 rows: `N = RM` accumulators per lane) on FP64 tensor cores; `A` is
-/// staged with leading dimension `LDA`, `B` with `LDB`; `row` and `col` are the region's
+/// (`RM` of 32 or 64 rows: `N = RM` accumulators per lane) on FP64 tensor cores; `A` and
+/// `B` are staged with leading dimension `LD`; `row` and `col` are the region's
 /// origin plus the lane's `g`. On sm_90 builds `RM / 16 x 4` `m16n8k16` DMMAs per `k`-step
 /// of 16, on sm_80 builds `RM / 8 x 4` `m8n8k4` ones per `k`-step of 4 ([`has_sm90_dmma`]
 /// picks at compile time). The fragment reads (lane `4g + t` reads row `g (+ 8)`, column
@@ -167,7 +167,7 @@ const LDS32: usize = lds(4);
 /// `a` and `b` point to staged chunks of [`BK`] columns in shared memory that hold the
 /// region's rows; every lane of the warp calls it together.
 #[inline(always)]
-unsafe fn dmma_region<const RM: usize, const LDA: usize, const LDB: usize, const N: usize>(
+unsafe fn dmma_region<const RM: usize, const LD: usize, const N: usize>(
     acc: &mut [f64; N],
     a: *const f64,
     b: *const f64,
@@ -183,9 +183,9 @@ unsafe fn dmma_region<const RM: usize, const LDA: usize, const LDB: usize, const
         while kk < BK {
             // The B fragments of a k-step are read once and used by every 16-row slice.
             let bf: [[f64; 4]; 4] =
-                core::array::from_fn(|ni| core::array::from_fn(|u| unsafe { *b.add((kk + t + 4 * u) * LDB + col + 8 * ni) }));
+                core::array::from_fn(|ni| core::array::from_fn(|u| unsafe { *b.add((kk + t + 4 * u) * LD + col + 8 * ni) }));
             for mi in 0..RM / 16 {
-                let af: [f64; 8] = core::array::from_fn(|i| unsafe { *a.add((kk + t + 4 * (i / 2)) * LDA + row + 16 * mi + 8 * (i % 2)) });
+                let af: [f64; 8] = core::array::from_fn(|i| unsafe { *a.add((kk + t + 4 * (i / 2)) * LD + row + 16 * mi + 8 * (i % 2)) });
                 for (ni, bn) in bf.iter().enumerate() {
                     let e = (mi * 4 + ni) * 4;
                     let d = mma_m16n8k16_f64(af, *bn, [acc[e], acc[e + 1], acc[e + 2], acc[e + 3]]);
@@ -196,9 +196,9 @@ unsafe fn dmma_region<const RM: usize, const LDA: usize, const LDB: usize, const
         }
     } else {
         while kk < BK {
-            let bf: [f64; 4] = core::array::from_fn(|ni| unsafe { *b.add((kk + t) * LDB + col + 8 * ni) });
+            let bf: [f64; 4] = core::array::from_fn(|ni| unsafe { *b.add((kk + t) * LD + col + 8 * ni) });
             for mi in 0..RM / 8 {
-                let af = unsafe { *a.add((kk + t) * LDA + row + 8 * mi) };
+                let af = unsafe { *a.add((kk + t) * LD + row + 8 * mi) };
                 for (ni, bn) in bf.iter().enumerate() {
                     let e = (mi * 4 + ni) * 2;
                     let d = mma_m8n8k4_f64(af, *bn, [acc[e], acc[e + 1]]);
@@ -356,25 +356,25 @@ unsafe fn issue_chunk<T: Real, const R: usize, const THREADS: usize>(s: *mut T, 
 #[inline(always)]
 pub unsafe fn product_nt<T: Real, M: TileMac<T>>(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> [T; ACC] {
     // SAFETY: forwarded contract (TILE rows, PRODUCT_THREADS threads).
-    unsafe { staged_product::<T, TILE, TILE, { PRODUCT_THREADS as usize }, ACC>(a, b, k, smem, |acc, sa, sb| M::mac_chunk(acc, sa, sb)) }
+    unsafe { staged_product::<T, TILE, { PRODUCT_THREADS as usize }, ACC>(a, b, k, smem, |acc, sa, sb| M::mac_chunk(acc, sa, sb)) }
 }
 
-/// Shared-memory elements of [`staged_product`] with `RA`- and `RB`-row stages.
-const fn staged_elems(ra: usize, rb: usize, elem_bytes: usize) -> usize {
-    STAGES * BK * (lds_rows(ra, elem_bytes) + lds_rows(rb, elem_bytes))
+/// Shared-memory elements of [`staged_product`] with `rows`-row stages.
+const fn staged_elems(rows: usize, elem_bytes: usize) -> usize {
+    2 * STAGES * BK * lds_rows(rows, elem_bytes)
 }
 
-/// The staged `k` loop of every product: chunks of [`BK`] columns of both panels (`A` up
-/// to `RA` rows, `B` up to `RB`) through [`STAGES`] shared-memory stages, `mac` multiplying
-/// each staged chunk into the `N` accumulators.
+/// The staged `k` loop of every product: chunks of [`BK`] columns of both panels (up to
+/// `R` rows each) through [`STAGES`] shared-memory stages, `mac` multiplying each staged
+/// chunk into the `N` accumulators.
 ///
 /// # Safety
 /// `THREADS` threads call it together with the same arguments; `smem` holds
-/// `staged_elems(RA, RB, T::BYTES)` elements of shared memory (16-byte aligned) not used by
+/// `staged_elems(R, T::BYTES)` elements of shared memory (16-byte aligned) not used by
 /// anyone else during the call; panels as in `issue_chunk`; `mac` reads only the staged
 /// chunks it is given.
 #[inline(always)]
-unsafe fn staged_product<T: Real, const RA: usize, const RB: usize, const THREADS: usize, const N: usize>(
+unsafe fn staged_product<T: Real, const R: usize, const THREADS: usize, const N: usize>(
     a: Panel<T>,
     b: Panel<T>,
     k: usize,
@@ -388,14 +388,14 @@ unsafe fn staged_product<T: Real, const RA: usize, const RB: usize, const THREAD
         return acc;
     }
     // SAFETY (all): stages inside `smem`; panel reads as in `issue_chunk`.
-    let (a_elems, b_elems) = (BK * lds_rows(RA, T::BYTES), BK * lds_rows(RB, T::BYTES));
-    let stage = |s: usize| unsafe { (smem.add(s * (a_elems + b_elems)), smem.add(s * (a_elems + b_elems) + a_elems)) };
+    let chunk_elems = BK * lds_rows(R, T::BYTES);
+    let stage = |s: usize| unsafe { (smem.add(2 * s * chunk_elems), smem.add((2 * s + 1) * chunk_elems)) };
     let issue = |c: usize| {
         if c < chunks {
             let (sa, sb) = stage(c % STAGES);
             unsafe {
-                issue_chunk::<T, RA, THREADS>(sa, &a, k, c, tid);
-                issue_chunk::<T, RB, THREADS>(sb, &b, k, c, tid);
+                issue_chunk::<T, R, THREADS>(sa, &a, k, c, tid);
+                issue_chunk::<T, R, THREADS>(sb, &b, k, c, tid);
             }
         }
         // One group per chunk, empty past the end, so that the wait count below holds.
@@ -418,13 +418,12 @@ unsafe fn staged_product<T: Real, const RA: usize, const RB: usize, const THREAD
     acc
 }
 
-/// A product block as the kernels that place its output see it: the rows and columns of
-/// its output tile, its threads, its shared memory and where each accumulator lands.
+/// A product block as the kernels that place its output see it: the edge of its square
+/// output tile (the rows of both panels), its threads, its shared memory and where each
+/// accumulator lands.
 pub trait ProductShape<T: Real> {
-    /// Rows of the output tile (of the `A` panel).
-    const ROWS: usize;
-    /// Columns of the output tile (rows of the `B` panel).
-    const COLS: usize;
+    /// Rows and columns of the output tile.
+    const EDGE: usize;
     /// Threads per block.
     const THREADS: u32;
     /// Shared memory of the product in bytes.
@@ -434,7 +433,7 @@ pub trait ProductShape<T: Real> {
     /// This thread's accumulators of `A B^T` (as [`product_nt`]).
     ///
     /// # Safety
-    /// As [`product_nt`] for this shape's threads, shared memory, rows and columns.
+    /// As [`product_nt`] for this shape's threads, shared memory and edge.
     unsafe fn product(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> Self::Acc;
     /// `(row, col)` in the output tile of accumulator `e` of thread `tid`.
     fn acc_coord(tid: usize, e: usize) -> (usize, usize);
@@ -444,8 +443,7 @@ pub trait ProductShape<T: Real> {
 pub struct Narrow<M>(core::marker::PhantomData<M>);
 
 impl<T: Real, M: TileMac<T>> ProductShape<T> for Narrow<M> {
-    const ROWS: usize = TILE;
-    const COLS: usize = TILE;
+    const EDGE: usize = TILE;
     const THREADS: u32 = PRODUCT_THREADS;
     const SHARED_BYTES: usize = product_shared_bytes(T::BYTES);
     type Acc = [T; ACC];
@@ -475,18 +473,17 @@ pub struct Wide;
 const LDS_WIDE: usize = lds_rows(WIDE_TILE, 8);
 
 impl ProductShape<f64> for Wide {
-    const ROWS: usize = WIDE_TILE;
-    const COLS: usize = WIDE_TILE;
+    const EDGE: usize = WIDE_TILE;
     const THREADS: u32 = WIDE_PRODUCT_THREADS;
-    const SHARED_BYTES: usize = staged_elems(WIDE_TILE, WIDE_TILE, 8) * 8;
+    const SHARED_BYTES: usize = staged_elems(WIDE_TILE, 8) * 8;
     type Acc = [f64; 64];
     #[inline(always)]
     unsafe fn product(a: Panel<f64>, b: Panel<f64>, k: usize, smem: *mut f64) -> Self::Acc {
         let (row0, col0, g, t) = Self::region(thread_idx_x() as usize);
         // SAFETY: forwarded contract; the region lies inside the 128-row stages.
         unsafe {
-            staged_product::<f64, WIDE_TILE, WIDE_TILE, { WIDE_PRODUCT_THREADS as usize }, 64>(a, b, k, smem, |acc, sa, sb| {
-                dmma_region::<64, LDS_WIDE, LDS_WIDE, 64>(acc, sa, sb, row0 + g, col0 + g, t)
+            staged_product::<f64, WIDE_TILE, { WIDE_PRODUCT_THREADS as usize }, 64>(a, b, k, smem, |acc, sa, sb| {
+                dmma_region::<64, LDS_WIDE, 64>(acc, sa, sb, row0 + g, col0 + g, t)
             })
         }
     }

@@ -17,7 +17,7 @@ use crate::scalar::Scalar;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::tiled::factor::{
-    WIDE_THREADS, potrf_shared_bytes, prep_shared_bytes, product_kernel_shared_bytes, wide_product_kernel_shared_bytes,
+    WIDE_THREADS, neighbour_blocks, potrf_shared_bytes, prep_shared_bytes, product_kernel_shared_bytes, wide_product_kernel_shared_bytes,
 };
 use blocktri_device::tiled::solve::{
     BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, couple_threads, diag_solve_shared_bytes,
@@ -79,9 +79,9 @@ pub(super) struct Tiled {
     update: Kernel,
     neighbours: Kernel,
     /// The neighbour products on `128 x 128` tiles (`f64`, where the device has the
-    /// shared memory), for `n >= `[`WIDE_MIN_BLOCK`] and launches of at least
-    /// [`wide_waves`] blocks per SM.
-    wide_neighbours: Option<Kernel>,
+    /// shared memory, `n >= `[`WIDE_MIN_BLOCK`]) and the fewest blocks a launch of them
+    /// takes ([`wide_waves`] per SM).
+    wide_neighbours: Option<(Kernel, u32)>,
     forward_diag: Kernel,
     forward_couple: Kernel,
     backward_couple: Kernel,
@@ -116,7 +116,9 @@ impl Tiled {
             trsm: product(names::TILED_TRSM)?,
             update: product(names::TILED_UPDATE)?,
             neighbours: product(names::TILED_NEIGHBOURS)?,
-            wide_neighbours: wide.then(|| k(names::TILED_WIDE_NEIGHBOURS)).transpose()?,
+            wide_neighbours: wide
+                .then(|| k(names::TILED_WIDE_NEIGHBOURS).map(|kernel| (kernel, wide_waves() * gpu.info().multiprocessors)))
+                .transpose()?,
             forward_diag: k(names::TILED_FORWARD_DIAG)?,
             forward_couple: k(names::TILED_FORWARD_COUPLE)?,
             backward_couple: k(names::TILED_BACKWARD_COUPLE)?,
@@ -181,17 +183,20 @@ impl Tiled {
             }
             if m + 1 < top {
                 for side in 0..2 {
-                    // Tiles of the neighbour launch with output tiles of `edge` rows.
-                    let per_node = |edge: usize| {
-                        let t = n.div_ceil(edge);
-                        t * (t + 1) / 2 + if side == 1 { t * t } else { 0 }
-                    };
-                    let wide_blocks = nodes * per_node(WIDE_TILE) as u32;
+                    let wide_blocks = nodes * neighbour_blocks(n, WIDE_TILE, side);
                     steps.push(match &self.wide_neighbours {
-                        Some(wide) if wide_blocks >= wide_waves() * self.multiprocessors => {
+                        Some((wide, min_blocks)) if wide_blocks >= *min_blocks => {
                             launch(wide, m, (wide_blocks, 1), WIDE_PRODUCT_THREADS, wide_product_kernel_shared_bytes() as u32, 0, side)
                         }
-                        _ => launch(&self.neighbours, m, (nodes * per_node(TILE) as u32, 1), PRODUCT_THREADS, product_smem, 0, side),
+                        _ => launch(
+                            &self.neighbours,
+                            m,
+                            (nodes * neighbour_blocks(n, TILE, side), 1),
+                            PRODUCT_THREADS,
+                            product_smem,
+                            0,
+                            side,
+                        ),
                     });
                 }
             }
