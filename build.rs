@@ -17,6 +17,8 @@ fn main() {
         // registers unconstrained, 128 without spills (2 blocks per multiprocessor).
         .max_registers("tiled_forward_diag", 128)
         .max_registers("tiled_backward_diag", 128)
+        .max_registers("tiled_forward_node", 128)
+        .max_registers("tiled_backward_node", 128)
         // The diagonal-tile factor (256 threads, 76 KB of shared memory): 144 registers
         // unconstrained (one block per multiprocessor), 128 lets two share one.
         .max_registers("tiled_potrf", 128)

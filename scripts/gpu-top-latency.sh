@@ -3,11 +3,13 @@
 # scripts/gpu-pack.sh. Steps (default: dur tests sanitize bench):
 #   dur: true kernel durations of one factor + solve (ncu gpu__time_duration: no event
 #        floor) at N = 2048, n = 128 and N = 256, n = 1024;
-#   ncu: source-level stalls of top-level potrf / forward_diag / forward_couple /
-#        backward_diag and the level-0 backward_couple at n = 128;
+#   ncu: source-level stalls (SASS) of the launches in NCU at n = 128 (default: the
+#        top-level potrf, forward_node, forward_couple, backward_node and the level-0
+#        backward_couple);
 #   sums: per-kernel sums of `blocktri profile` (event-timed, graphs off) at the DUR
-#        sizes, once per BLOCKTRI_WIDE_WAVES value in WAVES (default: the built-in
-#        choice, and 1000000 = never the wide neighbour products);
+#        sizes, once per setting in VARIANTS (default: "default" = the built-in choices,
+#        and BLOCKTRI_WIDE_WAVES=1000000 = never the wide neighbour products; e.g.
+#        BLOCKTRI_TILED_SOLVE=steps for the per-step diagonal solves);
 #   tests: tests/gpu_cholesky.rs; sanitize: memcheck, racecheck, synccheck on the tiled
 #        sanitizer case, once as dispatched and once with every neighbour launch on the
 #        wide products (BLOCKTRI_WIDE_WAVES=0); bench: the FP64 sweep n = 128 .. 1024 with
@@ -31,18 +33,22 @@ for step in ${*:-dur tests sanitize bench}; do
         ncu --import "$W/$3.ncu-rep" --page source --csv --print-source sass > "$W/$3-sass.csv" 2>&1
         rm -f "$W/$3.ncu-rep"; echo "== $3"; grep -E "^    Duration|Warp Cycles Per Issued|Issued Instructions  " "$W/$3.txt" | head -3
       }
-      one tiled_potrf_f64 20 potrf-top; one tiled_forward_diag_f64 20 fdiag-top; one tiled_forward_couple_f64 18 fcouple-top
-      one tiled_backward_couple_f64 10 bcouple-l0; one tiled_backward_diag_f64 2 bdiag-top ;;
+      # NCU: "kernel:launches to skip:tag" (n = 128, N = 2048: 12 levels, the top one last
+      # upward and first downward).
+      for k in ${NCU:-tiled_potrf_f64:20:potrf-top tiled_forward_node_f64:11:fnode-top tiled_forward_couple_f64:18:fcouple-top \
+                     tiled_backward_couple_f64:10:bcouple-l0 tiled_backward_node_f64:0:bnode-top}; do
+        IFS=: read -r kernel skip tag <<< "$k"; one "$kernel" "$skip" "$tag"
+      done ;;
     sums)
       for g in ${DUR:-2048,128 256,1024}; do
-        for w in ${WAVES:-default 1000000}; do
-          f="$W/sums-${g/,/x}-waves-$w.txt"
-          if [ "$w" = default ]; then timeout 120 $b profile --generate $g --repeat 1 > "$f.raw" 2>&1
-          else BLOCKTRI_WIDE_WAVES=$w timeout 120 $b profile --generate $g --repeat 1 > "$f.raw" 2>&1; fi
+        for v in ${VARIANTS:-default BLOCKTRI_WIDE_WAVES=1000000}; do
+          f="$W/sums-${g/,/x}-${v//[=_]/-}.txt"
+          if [ "$v" = default ]; then timeout 120 $b profile --generate $g --repeat 1 > "$f.raw" 2>&1
+          else env "$v" timeout 120 $b profile --generate $g --repeat 1 > "$f.raw" 2>&1; fi
           awk '$NF ~ /^[0-9.]+$/ && NF >= 7 { s[$1] += $NF; c[$1]++; t += $NF; r[$1] = $6 }
                END { for (k in s) printf "%-32s %5d launches %10.1f us  regs %s\n", k, c[k], s[k], r[k]; printf "total %.1f us\n", t }' \
             "$f.raw" | sort -k4 -n -r > "$f"
-          echo "== $g waves $w"; cat "$f"
+          echo "== $g $v"; cat "$f"
         done
       done ;;
     tests)

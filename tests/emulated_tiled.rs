@@ -13,8 +13,8 @@ use blocktri_device::tiled::factor::{
     update, wide_product_kernel_shared_bytes,
 };
 use blocktri_device::tiled::solve::{
-    BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, backward_couple, backward_diag, couple_shared_bytes, couple_threads,
-    diag_solve_shared_bytes, forward_couple, forward_diag,
+    BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, backward_couple, backward_diag, backward_node, couple_shared_bytes, couple_threads,
+    diag_solve_shared_bytes, forward_couple, forward_diag, forward_node, walks_nodes,
 };
 use blocktri_device::tiled::{
     Narrow, Native, PRODUCT_THREADS, Tf32, Tf32x3, TileMac, TiledArgs, WIDE_PRODUCT_THREADS, WIDE_TILE, Wide, dinv_elems, tiles,
@@ -136,9 +136,16 @@ fn run_factor_with<T: Scalar, M: TileMac<T>>(d: &mut Device<T>, a: &BlockTridiag
     }
 }
 
-/// The solve launches of `Tiled::solve_steps`, `chunk` columns per pass, launch widths
-/// chosen for `sms` SMs.
+/// The solve launches of `Tiled::solve_steps`, `chunk` columns per pass, launch widths and
+/// the form of the diagonal solves chosen for `sms` SMs as the executor does.
 fn run_solve<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk: usize, sms: u32) {
+    let n = a.shape().block;
+    run_solve_with(d, a, k, chunk, sms, |nodes| !walks_nodes(n, nodes, sms))
+}
+
+/// [`run_solve`], the diagonal solves of a level of `nodes` nodes one launch per tile
+/// step where `per_step(nodes)`, else one block per node.
+fn run_solve_with<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk: usize, sms: u32, per_step: impl Fn(u32) -> bool) {
     let shape = a.shape();
     let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
     let nt = tiles(n) as u32;
@@ -147,9 +154,14 @@ fn run_solve<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk:
     let diag_smem = diag_solve_shared_bytes(e);
     for m in 0..top {
         let nodes = s * nodes_in_level(nb, m);
-        for t in 0..nt {
-            let x = args(d, a, m, t, 0, Some((k, chunk)));
-            unsafe { emu::launch_unchecked(nodes * (nt - t), SOLVE_THREADS, diag_smem, || forward_diag(&x)) };
+        if per_step(nodes) {
+            for t in 0..nt {
+                let x = args(d, a, m, t, 0, Some((k, chunk)));
+                unsafe { emu::launch_unchecked(nodes * (nt - t), SOLVE_THREADS, diag_smem, || forward_diag(&x)) };
+            }
+        } else {
+            let x = args(d, a, m, 0, 0, Some((k, chunk)));
+            unsafe { emu::launch_unchecked(nodes, SOLVE_THREADS, diag_smem, || forward_node(&x)) };
         }
         if m + 1 < top {
             for side in 0..2 {
@@ -166,9 +178,14 @@ fn run_solve<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk:
             let x = args(d, a, m, 0, 0, Some((k, chunk)));
             unsafe { emu::launch_unchecked(nodes * nt * BACKWARD_ROW_GROUPS, SOLVE_THREADS, 0, || backward_couple(&x)) };
         }
-        for t in (0..nt).rev() {
-            let x = args(d, a, m, t, 0, Some((k, chunk)));
-            unsafe { emu::launch_unchecked(nodes * (t + 1), SOLVE_THREADS, diag_smem, || backward_diag(&x)) };
+        if per_step(nodes) {
+            for t in (0..nt).rev() {
+                let x = args(d, a, m, t, 0, Some((k, chunk)));
+                unsafe { emu::launch_unchecked(nodes * (t + 1), SOLVE_THREADS, diag_smem, || backward_diag(&x)) };
+            }
+        } else {
+            let x = args(d, a, m, 0, 0, Some((k, chunk)));
+            unsafe { emu::launch_unchecked(nodes, SOLVE_THREADS, diag_smem, || backward_node(&x)) };
         }
     }
 }
@@ -223,6 +240,26 @@ fn emulated_tiled_solve_bits_do_not_depend_on_the_launch_widths() {
     };
     let (wide, narrow, mixed) = (solve(u32::MAX), solve(0), solve(EMULATED_SMS));
     assert!(wide == narrow && wide == mixed, "the forward coupling's sums depend on its launch width");
+}
+
+/// The diagonal solves one launch per tile step at every level
+/// (`BLOCKTRI_TILED_SOLVE=steps`) against the dense reference, on one to three tiles,
+/// partial tiles, a batch and several passes of right-hand-side columns. The other cases
+/// run the executor's choice, which at these sizes (at most 4 tiles) is one block per
+/// node at every level.
+#[test]
+fn emulated_tiled_per_step_diagonal_solves_match_the_dense_reference() {
+    let seed = fresh_seed();
+    for (i, &(s, nb, n, k)) in [(1, 3, 5, 2), (2, 3, 33, 3), (1, 4, 65, 9), (1, 2, 130, 2)].iter().enumerate() {
+        let (a, b) = problem::<f64>(s, nb, n, k, seed + i as u64);
+        let mut d = upload(&a, &b);
+        run_factor::<f64, Native>(&mut d, &a);
+        run_solve_with(&mut d, &a, k, k.min(MAX_CHUNK), EMULATED_SMS, |_| true);
+        assert!(d.solve_info.iter().all(|&x| x == INFO_OK));
+        let x = BlockVec::from_vec(a.shape(), k, d.rhs.clone()).unwrap();
+        let err = error_vs_reference(&x, &dense_solution(&a, &b));
+        assert!(err < 1e-11, "S={s} N={nb} n={n} k={k}: {err:e} (seed {seed})");
+    }
 }
 
 /// The default emulated device is an sm_90, whose products use `mma.m16n8k16`; the sm_80
@@ -290,6 +327,15 @@ fn emulated_tiled_failures_name_the_system_and_block() {
     run_factor::<f64, Native>(&mut d, &a);
     assert_eq!(decode_info(d.info[0]).unwrap(), (0, InfoCode::NonFinite as u32, 2));
     assert_eq!(d.info[1], INFO_OK);
+
+    // An infinity above the diagonal only, in the upper tile of diagonal block 1 (level
+    // 1): prep reads that tile only as the mirror of the lower one.
+    let (mut a, b) = problem::<f64>(1, 3, 70, 1, 11);
+    let ld = a.ld();
+    a.diag_block_mut(0, 1)[66 * ld + 2] = f64::INFINITY; // entry (2, 66) only
+    let mut d = upload(&a, &b);
+    run_factor::<f64, Native>(&mut d, &a);
+    assert_eq!(decode_info(d.info[0]).unwrap(), (1, InfoCode::NonFinite as u32, 1));
 
     // An asymmetric diagonal block 3 (level 2).
     let (mut a, b) = problem::<f64>(1, 7, 3, 1, 9);

@@ -115,6 +115,10 @@ pub mod names {
     pub const TILED_BACKWARD_COUPLE: &str = "tiled_backward_couple";
     /// [`crate::tiled::solve::backward_diag`].
     pub const TILED_BACKWARD_DIAG: &str = "tiled_backward_diag";
+    /// [`crate::tiled::solve::forward_node`].
+    pub const TILED_FORWARD_NODE: &str = "tiled_forward_node";
+    /// [`crate::tiled::solve::backward_node`].
+    pub const TILED_BACKWARD_NODE: &str = "tiled_backward_node";
     /// [`crate::batched::potrf_batched`].
     pub const POTRF_BATCHED: &str = "potrf_batched";
     /// [`crate::logdet::log_det_parts`].
@@ -366,6 +370,8 @@ mod entry {
     kernel!(tiled_forward_couple_f64, tiled_forward_couple_f32, ts::forward_couple, TiledArgs);
     kernel!(tiled_backward_couple_f64, tiled_backward_couple_f32, ts::backward_couple, TiledArgs);
     kernel!(tiled_backward_diag_f64, tiled_backward_diag_f32, ts::backward_diag, TiledArgs);
+    kernel!(tiled_forward_node_f64, tiled_forward_node_f32, ts::forward_node, TiledArgs);
+    kernel!(tiled_backward_node_f64, tiled_backward_node_f32, ts::backward_node, TiledArgs);
     kernel!(refine_demote_matrix_f64, refine_demote_matrix_f32, demote_matrix, RefineArgs);
     kernel!(refine_residual_f64, refine_residual_f32, residual, RefineArgs);
     kernel!(refine_demote_rhs_f64, refine_demote_rhs_f32, demote_rhs, RefineArgs);

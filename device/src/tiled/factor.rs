@@ -56,6 +56,9 @@ pub(super) fn shared_areas<T>() -> (*mut u32, *mut T) {
 /// - checks: every value finite, the input diagonal block symmetric within `sym_tol`;
 ///   a failure is recorded as `info_key(level of b, code, b)`.
 ///
+/// Each input value is read once (the diagonal tiles twice): a lower tile with its
+/// transpose as the mirror; the tiles above the diagonal are only written (zeros).
+///
 /// # Safety
 /// [`WIDE_THREADS`] threads, [`prep_shared_bytes`] of shared memory; arrays as in
 /// [`TiledArgs`]; `info` reset to [`crate::level::INFO_OK`] before the launch.
@@ -80,6 +83,18 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
     let (mirror, dr, dc) = unsafe { (tile, tile.add(TILE * (TILE + 1)), tile.add(TILE * (TILE + 1) + TILE)) };
     for r0 in (0..n).step_by(TILE) {
         let h = TILE.min(n - r0);
+        if r0 < c0 {
+            // Above the diagonal (tiles are aligned, so every r < c): zeros. Reading this
+            // tile too, as the mirror of its transpose and for its own values, read the
+            // input twice (a fifth of prep's traffic, which is memory-bound).
+            let mut e = tid;
+            while e < w * h {
+                let (rl, cl) = rem_div(e, h);
+                unsafe { *d.add((c0 + cl) * ld + r0 + rl) = T::ZERO };
+                e += threads;
+            }
+            continue;
+        }
         let mut e = tid;
         while e < w * h {
             let (cl, rl) = rem_div(e, w);
@@ -99,10 +114,13 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
             let (r, c) = (r0 + rl, c0 + cl);
             let v = unsafe { *din.add(c * ld + r) };
             unsafe { *d.add(c * ld + r) = if r >= c { v } else { T::ZERO } };
-            if !v.is_finite() {
+            // Below the diagonal, the mirror is the only read of its upper-triangle value:
+            // it is checked for finiteness here too.
+            let m = if r > c { unsafe { *mirror.add(cl * (TILE + 1) + rl) } } else { T::ZERO };
+            if !v.is_finite() || !m.is_finite() {
                 bad = bad.min(InfoCode::NonFinite as u32);
             } else if r > c {
-                let (m, drr, dcc) = unsafe { (*mirror.add(cl * (TILE + 1) + rl), *dr.add(rl), *dc.add(cl)) };
+                let (drr, dcc) = unsafe { (*dr.add(rl), *dc.add(cl)) };
                 let diff = v - m;
                 let symmetric = diff * diff <= a.sym_tol * a.sym_tol * (drr * dcc).abs(); // false for NaN
                 if !symmetric {

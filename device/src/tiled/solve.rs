@@ -1,13 +1,14 @@
 //! Solve kernels of the tiled engine. Per level, forward (levels upward):
-//! [`forward_diag`] once per diagonal tile `t` (`y_i = L_ii^-1 b_i`, blocked with the
-//! inverted diagonal tiles), then [`forward_couple`] twice (`side` 0: `b_l -= L_li y_i`,
+//! [`forward_node`] (`y_i = L_ii^-1 b_i`, one block per node walking its diagonal tiles
+//! with their inverses), then [`forward_couple`] twice (`side` 0: `b_l -= L_li y_i`,
 //! `side` 1: `b_r -= L_ri y_i`; one writer per target, no atomics). Backward (levels
 //! downward): [`backward_couple`] (`z_i = y_i - L_li^T x_l - L_ri^T x_r`), then
-//! [`backward_diag`] once per diagonal tile, last first (`x_i = L_ii^-T z_i`).
+//! [`backward_node`] (`x_i = L_ii^-T z_i`).
 //!
-//! The diagonal solves are split into one launch per tile step with one block per tile
-//! of the node (not one block per node walking all its tiles), so that the top levels,
-//! with a handful of nodes, still spread the reads of `L_ii` over many SMs.
+//! [`forward_diag`] / [`backward_diag`] are the same diagonal solves split into one launch
+//! per tile step with one block per tile of the node: a launch per tile, but the reads of
+//! `L_ii` spread over more SMs. [`walks_nodes`] picks per level (`docs/perf-notes.md`,
+//! entry 21).
 //!
 //! Right-hand sides are processed `chunk` columns per pass (at most [`MAX_CHUNK`], held in
 //! registers by the coupling kernels). The factor is read from global memory (it is
@@ -525,4 +526,165 @@ pub unsafe fn backward_diag<T: Real>(args: &TiledArgs<T>) {
     }
     // SAFETY: j - 1 < t < tiles(n).
     unsafe { eliminate_tile(&a, nd, t, j - 1, true) };
+}
+
+/// Most tiles per block for which [`forward_node`] / [`backward_node`] take every level.
+pub const NODE_WALK_TILES: usize = 4;
+
+/// Whether the diagonal solves of a level with `level_nodes` nodes (all systems) take one
+/// block per node walking its tiles ([`forward_node`], [`backward_node`]) rather than one
+/// launch per tile step ([`forward_diag`], [`backward_diag`]), on a device with
+/// `multiprocessors` SMs. Measured on the H100 (entry 21): the walk wins at every level
+/// up to 4 tiles per block; with more, one SM reads the node's whole `L_ii` (4 MB at
+/// n = 1024: ~230 µs per level, against ~180 µs for 16 launches at the top), so it pays
+/// only where the level's nodes already occupy about every other SM.
+pub const fn walks_nodes(n: usize, level_nodes: u32, multiprocessors: u32) -> bool {
+    tiles(n) <= NODE_WALK_TILES || 2 * level_nodes >= multiprocessors
+}
+
+/// Partial sums per row in [`forward_node`]'s products: each of a tile's 64 rows is split
+/// over `SOLVE_THREADS / 64` threads (a warp reads 32 consecutive rows of a column of `L`).
+const ROW_GROUPS: usize = THREADS / TILE;
+/// Lanes per output row in [`backward_node`]'s products, along the (contiguous) column of
+/// `L`: a warp reads 4 columns, 64 bytes of each.
+const COLUMN_LANES: usize = 8;
+/// Output rows of one pass of [`backward_node`]'s products.
+const ROWS_PER_PASS: usize = THREADS / COLUMN_LANES;
+
+/// `y_i = L_ii^-1 b_i` for every node of the level in one launch, in place: grid `x` =
+/// `systems * nodes`, one block per node walking its diagonal tiles in order
+/// (left-looking): `y_t = W_t (b_t - L[t, 0..t] y_{0..t})`, `W_t = dinv[b][t]`.
+///
+/// One launch instead of one per tile ([`forward_diag`]): at the top levels, where a
+/// level has a handful of nodes, every launch costs a few microseconds of latency however
+/// little it does, and a node's tiles are a short chain.
+///
+/// # Safety
+/// [`SOLVE_THREADS`] threads, [`diag_solve_shared_bytes`]; the factor is complete and the
+/// lower levels' forward kernels have completed.
+pub unsafe fn forward_node<T: Real>(args: &TiledArgs<T>) {
+    let a = *args;
+    let nd = a.node();
+    let (n, ld, k, chunk) = (a.n(), a.ld(), a.nrhs as usize, a.chunk as usize);
+    let tid = thread_idx_x() as usize;
+    let (rl, grp) = (tid % TILE, tid / TILE);
+    // The partial sums go to the area of the `L` tile, which this kernel does not use.
+    let (ws, red, zs, tmp) = unsafe { diag_areas::<T>() };
+    let (bsys, ldb) = unsafe { system_rhs(&a, nd.s) };
+    // SAFETY: block b of system s.
+    let l = unsafe { a.block(a.diag, nd.s, nd.b) } as *const T;
+    let mut c0 = 0;
+    while c0 < k {
+        let kc = chunk.min(k - c0);
+        // SAFETY: the node's rows of columns c0 .. c0 + kc.
+        let y = unsafe { bsys.add(c0 * ldb + nd.b * n) };
+        for t in 0..tiles(n) {
+            let (r0, w) = (t * TILE, tile_rows(n, t));
+            // W_t into shared memory (published by the barrier below), its loads in flight
+            // with the product's.
+            unsafe { copy_tile(a.dinv_tile(nd.s, nd.b, t), TILE, ws, LDW, w, w) };
+            if rl < w {
+                let mut acc = [T::ZERO; MAX_CHUNK];
+                // Row r0 + rl of L_ii (stride ld) against y_0 .. y_{t-1}, final (this
+                // block wrote them before the last barrier).
+                unsafe { strided_dot(l.add(r0 + rl), ld, y, ldb, grp, ROW_GROUPS, r0, kc, &mut acc) };
+                for (c, &v) in acc.iter().enumerate() {
+                    unsafe { *red.add((grp * TILE + rl) * MAX_CHUNK + c) = v };
+                }
+            }
+            sync_threads();
+            if grp == 0 && rl < w {
+                for c in 0..kc {
+                    // The partial sums in a fixed order: the bits do not depend on timing.
+                    let mut total = T::ZERO;
+                    for g in 0..ROW_GROUPS {
+                        total += unsafe { *red.add((g * TILE + rl) * MAX_CHUNK + c) };
+                    }
+                    unsafe { *zs.add(c * TILE + rl) = *y.add(c * ldb + r0 + rl) - total };
+                }
+            }
+            sync_threads();
+            unsafe { apply_inverse(ws, zs, TILE, tmp, w, kc, false) };
+            unsafe { store_rhs_tile(zs, y.add(r0), ldb, w, kc) };
+        }
+        c0 += kc;
+    }
+}
+
+/// `x_i = L_ii^-T z_i` for every node of the level in one launch, in place: grid `x` =
+/// `systems * nodes`, one block per node walking its diagonal tiles last first:
+/// `x_t = W_t^T (z_t - L[t+1.., t]^T x_{t+1..})`. Records
+/// `info_key(level, NonFiniteSolution, b)` in `info` when a value of `x_i` is not finite.
+///
+/// # Safety
+/// As [`forward_node`], after [`backward_couple`] of the level.
+pub unsafe fn backward_node<T: Real>(args: &TiledArgs<T>) {
+    let a = *args;
+    let nd = a.node();
+    let (n, ld, k, chunk) = (a.n(), a.ld(), a.nrhs as usize, a.chunk as usize);
+    let tid = thread_idx_x() as usize;
+    let (pl, rr) = (tid % COLUMN_LANES, tid / COLUMN_LANES);
+    let (ws, _, zs, tmp) = unsafe { diag_areas::<T>() };
+    let (bsys, ldb) = unsafe { system_rhs(&a, nd.s) };
+    // SAFETY: block b of system s.
+    let l = unsafe { a.block(a.diag, nd.s, nd.b) } as *const T;
+    let mut finite = true;
+    let mut c0 = 0;
+    while c0 < k {
+        let kc = chunk.min(k - c0);
+        // SAFETY: the node's rows of columns c0 .. c0 + kc.
+        let x = unsafe { bsys.add(c0 * ldb + nd.b * n) };
+        for t in (0..tiles(n)).rev() {
+            let (r0, w) = (t * TILE, tile_rows(n, t));
+            unsafe { copy_tile(a.dinv_tile(nd.s, nd.b, t), TILE, ws, LDW, w, w) };
+            for pass in 0..TILE / ROWS_PER_PASS {
+                let r = pass * ROWS_PER_PASS + rr;
+                let mut acc = [T::ZERO; MAX_CHUNK];
+                if r < w {
+                    // Column r0 + r of L_ii below the tile against x_{t+1..}, final (this
+                    // block wrote them before the last barrier).
+                    unsafe { strided_dot(l.add((r0 + r) * ld), 1, x, ldb, r0 + w + pl, COLUMN_LANES, n, kc, &mut acc) };
+                }
+                // The row's lanes are 8 consecutive lanes of one warp; every lane shuffles.
+                for (c, v) in acc.iter_mut().enumerate() {
+                    if c < kc {
+                        let mut m = 1;
+                        while m < COLUMN_LANES as u32 {
+                            *v += v.shfl_xor(m);
+                            m *= 2;
+                        }
+                    }
+                }
+                if pl == 0 && r < w {
+                    for (c, &v) in acc.iter().enumerate().take(kc) {
+                        unsafe { *zs.add(c * TILE + r) = *x.add(c * ldb + r0 + r) - v };
+                    }
+                }
+            }
+            sync_threads();
+            finite &= unsafe { apply_inverse(ws, zs, TILE, tmp, w, kc, true) };
+            unsafe { store_rhs_tile(zs, x.add(r0), ldb, w, kc) };
+        }
+        c0 += kc;
+    }
+    if !finite {
+        unsafe { atomic::atomic_min_u64(a.info.add(nd.s), info_key(a.level, InfoCode::NonFiniteSolution, nd.b as u32)) };
+    }
+}
+
+/// Writes the `w x kc` tile `zs` (shared, leading dimension [`TILE`]) to the right-hand
+/// sides at `dst` (leading dimension `ldb`). Ends with a barrier, after which the block's
+/// later reads of `dst` see the values.
+///
+/// # Safety
+/// `dst` holds the tile; no other block touches it.
+#[inline(always)]
+unsafe fn store_rhs_tile<T: Real>(zs: *const T, dst: *mut T, ldb: usize, w: usize, kc: usize) {
+    let mut e = thread_idx_x() as usize;
+    while e < w * kc {
+        let (r, c) = rem_div(e, w);
+        unsafe { *dst.add(c * ldb + r) = *zs.add(c * TILE + r) };
+        e += THREADS;
+    }
+    sync_threads();
 }

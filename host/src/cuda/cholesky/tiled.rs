@@ -5,8 +5,9 @@
 //! Launches of a factorization: reset the status words, `prep`; per level and per column
 //! tile `k` of the panel: `update` (from `k = 1`), `potrf`, `trsm`; then the
 //! two neighbour launches (not on the top level, whose node has no neighbours). Solve:
-//! per level upward `forward_diag` + two `forward_couple`; downward `backward_couple` +
-//! `backward_diag`.
+//! per level upward `forward_node` + two `forward_couple`; downward `backward_couple` +
+//! `backward_node` (the diagonal solves, one block per node; at levels with few nodes of
+//! more than 4 tiles one launch per tile step instead: `forward_diag`, `backward_diag`).
 
 use super::schedule::{Args, Step};
 use super::{Buffers, F32Products, SolveTarget};
@@ -20,7 +21,7 @@ use blocktri_device::tiled::factor::{
     WIDE_THREADS, neighbour_blocks, potrf_shared_bytes, prep_shared_bytes, product_kernel_shared_bytes, wide_product_kernel_shared_bytes,
 };
 use blocktri_device::tiled::solve::{
-    BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, couple_threads, diag_solve_shared_bytes,
+    BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, couple_threads, diag_solve_shared_bytes, walks_nodes,
 };
 use blocktri_device::tiled::{PRODUCT_THREADS, TILE, TiledArgs, WIDE_PRODUCT_THREADS, WIDE_TILE, dinv_elems, tiles};
 
@@ -65,6 +66,26 @@ fn wide_waves() -> u32 {
     std::env::var("BLOCKTRI_WIDE_WAVES").ok().and_then(|v| v.parse().ok()).unwrap_or(WIDE_WAVES)
 }
 
+/// How the tiled solve runs its diagonal solves: [`walks_nodes`] per level, unless
+/// `BLOCKTRI_TILED_SOLVE` forces one form everywhere (`node` or `steps`, for measurements:
+/// `docs/perf-notes.md` entry 21).
+#[derive(Clone, Copy, Debug)]
+enum DiagSolveChoice {
+    PerLevel,
+    AlwaysNode,
+    AlwaysSteps,
+}
+
+impl DiagSolveChoice {
+    fn from_env() -> Self {
+        match std::env::var("BLOCKTRI_TILED_SOLVE").as_deref() {
+            Ok("node") => Self::AlwaysNode,
+            Ok("steps") => Self::AlwaysSteps,
+            _ => Self::PerLevel,
+        }
+    }
+}
+
 /// Device elements of the inverted diagonal tiles of a shape (`dinv`).
 pub(super) fn dinv_len(batch: usize, nblocks: usize, n: usize) -> usize {
     batch * nblocks * dinv_elems(n)
@@ -82,10 +103,15 @@ pub(super) struct Tiled {
     /// shared memory, `n >= `[`WIDE_MIN_BLOCK`]) and the fewest blocks a launch of them
     /// takes ([`wide_waves`] per SM).
     wide_neighbours: Option<(Kernel, u32)>,
+    /// The diagonal solves: one block per node walking its tiles (`forward_node`,
+    /// `backward_node`), or one launch per tile step (`forward_diag`, `backward_diag`).
+    forward_node: Kernel,
+    backward_node: Kernel,
     forward_diag: Kernel,
+    backward_diag: Kernel,
+    diag_solve: DiagSolveChoice,
     forward_couple: Kernel,
     backward_couple: Kernel,
-    backward_diag: Kernel,
     /// SMs of the device (the forward coupling's block width depends on the grid).
     multiprocessors: u32,
 }
@@ -119,10 +145,13 @@ impl Tiled {
             wide_neighbours: wide
                 .then(|| k(names::TILED_WIDE_NEIGHBOURS).map(|kernel| (kernel, wide_waves() * gpu.info().multiprocessors)))
                 .transpose()?,
+            forward_node: k(names::TILED_FORWARD_NODE)?,
+            backward_node: k(names::TILED_BACKWARD_NODE)?,
             forward_diag: k(names::TILED_FORWARD_DIAG)?,
+            backward_diag: k(names::TILED_BACKWARD_DIAG)?,
+            diag_solve: DiagSolveChoice::from_env(),
             forward_couple: k(names::TILED_FORWARD_COUPLE)?,
             backward_couple: k(names::TILED_BACKWARD_COUPLE)?,
-            backward_diag: k(names::TILED_BACKWARD_DIAG)?,
             multiprocessors: gpu.info().multiprocessors,
         })
     }
@@ -204,6 +233,16 @@ impl Tiled {
         steps
     }
 
+    /// Whether a level of `level_nodes` nodes (all systems) runs its diagonal solves as one
+    /// block per node walking its tiles.
+    fn walks_nodes(&self, n: usize, level_nodes: u32) -> bool {
+        match self.diag_solve {
+            DiagSolveChoice::PerLevel => walks_nodes(n, level_nodes, self.multiprocessors),
+            DiagSolveChoice::AlwaysNode => true,
+            DiagSolveChoice::AlwaysSteps => false,
+        }
+    }
+
     pub(super) fn solve_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>) -> Vec<Step<'k, T>> {
         let shape = b.shape;
         let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
@@ -222,8 +261,10 @@ impl Tiled {
         let top = levels(nb);
         let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
         for m in 0..top {
-            for t in 0..nt {
-                steps.push(launch(&self.forward_diag, m, nt - t, diag_smem, t, 0));
+            if self.walks_nodes(n, s * nodes_in_level(nb, m)) {
+                steps.push(launch(&self.forward_node, m, 1, diag_smem, 0, 0));
+            } else {
+                steps.extend((0..nt).map(|t| launch(&self.forward_diag, m, nt - t, diag_smem, t, 0)));
             }
             if m + 1 < top {
                 let threads = couple_threads(s * nodes_in_level(nb, m) * nt, self.multiprocessors);
@@ -236,8 +277,10 @@ impl Tiled {
             if m + 1 < top {
                 steps.push(launch(&self.backward_couple, m, nt * BACKWARD_ROW_GROUPS, 0, 0, 0));
             }
-            for t in (0..nt).rev() {
-                steps.push(launch(&self.backward_diag, m, t + 1, diag_smem, t, 0));
+            if self.walks_nodes(n, s * nodes_in_level(nb, m)) {
+                steps.push(launch(&self.backward_node, m, 1, diag_smem, 0, 0));
+            } else {
+                steps.extend((0..nt).rev().map(|t| launch(&self.backward_diag, m, t + 1, diag_smem, t, 0)));
             }
         }
         steps
