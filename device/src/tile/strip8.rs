@@ -5,13 +5,14 @@
 //! `[D; A_l; A_r]`) and the tiled engine's diagonal-tile step ([`crate::tiled`]: one
 //! `64 x 64` tile and its inverse). Per strip of 8 columns `kb..kb + 8`
 //! ([`factor_strips`]):
-//! - **Diagonal tile**: one warp factors the `8 x 8` tile `D[kb.., kb..]` in registers
-//!   (shuffles, no barrier) and writes `1 / L_jj`.
+//! - **Diagonal tile**: one warp factors the `8 x 8` tile `D[kb.., kb..]`, each lane the
+//!   whole tile in its own registers (no shuffle, no barrier), and writes `1 / L_jj`.
 //! - **Strip rows**: every row below the tile solves its 8 entries against it (one thread
 //!   per row, the tile read by broadcast).
 //! - **Trailing update**: `P[I, J] -= P[I, K] P[J, K]^T` over `8 x 8` output tiles, one warp
-//!   per tile (two DMMAs per tile in `f64`). The warp that updates the next diagonal tile
-//!   factors it at once (look-ahead), so the next strip starts without a barrier for it.
+//!   per tile (two DMMAs per tile in `f64`). The last warp updates the next diagonal tile
+//!   and factors it at once (look-ahead), so the next strip starts without a barrier for
+//!   it; the other warps share the remaining tiles.
 //!
 //! Two barriers per strip. `f32` has no DMMA: the same tiles on FP32 FMAs, lane `(g, t)`
 //! computing the two entries that its DMMA fragment would hold.
@@ -86,10 +87,14 @@ pub(crate) unsafe fn update_tile<T: Real>(p: *mut T, s: usize, r0: usize, c0: us
     }
 }
 
-/// Cholesky of the `8 x 8` diagonal tile at `(k0, k0)` in place by one warp (lane `r`
-/// holds row `r % 8`; shuffles, no barrier): the lower triangle becomes `L`, the upper
-/// zero, and `1 / L_jj` goes to `inv[k0 + j]`. Returns whether every pivot was positive
-/// and finite (the same answer in every lane).
+/// Cholesky of the `8 x 8` diagonal tile at `(k0, k0)` in place by one warp: every lane
+/// reads the whole lower triangle (broadcast reads) and factors it in its own registers,
+/// so a column costs one reciprocal square root and independent FMAs, with no shuffle on
+/// the serial chain (`docs/perf-notes.md`, entry 22). The lower triangle becomes `L`; the
+/// upper triangle is left as it was (no caller reads it). `1 / L_jj` goes to
+/// `inv[k0 + j]`: the Newton-refined reciprocal square root of the pivot, the same number
+/// that scaled column `j`. Returns whether every pivot was positive and finite (the same
+/// answer in every lane).
 ///
 /// # Safety
 /// The tile and `inv[k0..k0 + 8]` are in shared memory and no other thread touches them
@@ -97,43 +102,51 @@ pub(crate) unsafe fn update_tile<T: Real>(p: *mut T, s: usize, r0: usize, c0: us
 #[inline(always)]
 pub(crate) unsafe fn factor_diag_tile<T: Real>(p: *mut T, s: usize, k0: usize, inv: *mut T) -> bool {
     let lane = lane_id() as usize;
-    let r = lane % KB;
-    let row = unsafe { p.add((k0 + r) * s + k0) };
-    let mut v: [T; KB] = core::array::from_fn(|c| unsafe { *row.add(c) });
+    let at = |r: usize, c: usize| unsafe { p.add((k0 + r) * s + k0 + c) };
+    // The upper entries stay zero constants, dropped after unrolling: 36 live values.
+    let mut l: [[T; KB]; KB] = core::array::from_fn(|r| core::array::from_fn(|c| if c <= r { unsafe { *at(r, c) } } else { T::ZERO }));
     let mut ok = true;
-    let mut l_rr = T::ONE;
+    let mut my_inv = T::ONE;
+    // Rectangular loops with conditions on the indices (not `j + 1..KB`): a trip count
+    // that depends on an outer index stops LLVM from unrolling the nest, and `l` would go
+    // to local memory.
     for j in 0..KB {
-        let d = v[j].shfl_idx(j as u32);
+        let d = l[j][j];
         ok &= d > T::ZERO && d.is_finite();
         let r_d = d.rsqrt_fast();
-        // Column j of L: sqrt(d) on the diagonal (lane j holds v[j] = d), the
-        // multipliers below.
-        let l_rj = v[j] * r_d;
-        if r >= j {
-            v[j] = l_rj;
+        for r in 0..KB {
+            if r >= j {
+                l[r][j] *= r_d; // sqrt(d) on the diagonal, the multipliers below
+            }
         }
-        if r == j {
-            l_rr = l_rj; // not v[r] later: a run-time index would put v in local memory
+        if lane % KB == j {
+            my_inv = r_d;
         }
-        // A rectangular loop with a condition (not `j + 1..KB`): a trip count that depends
-        // on the outer index stops LLVM from unrolling the nest, and `v` would go to local
-        // memory.
         for c in 0..KB {
-            if c > j {
-                let l_cj = l_rj.shfl_idx(c as u32);
-                if r >= c {
-                    v[c] = (-l_rj).mul_add(l_cj, v[c]);
+            for r in 0..KB {
+                if c > j && r >= c {
+                    l[r][c] = (-l[r][j]).mul_add(l[c][j], l[r][c]);
                 }
             }
         }
     }
-    // Lanes 8.. read the same rows as lanes 0..8, which now overwrite them.
+    // Every lane has read the tile before any lane writes it.
     sync_warp();
-    if lane < KB {
-        for (c, vc) in v.iter().enumerate() {
-            unsafe { *row.add(c) = if c <= r { *vc } else { T::ZERO } };
+    // The 36 entries spread over the lanes (entry e by lane e mod 32): one predicated
+    // store per entry for the warp, not a run-time index into `l`.
+    let mut e = 0;
+    for (r, row) in l.iter().enumerate() {
+        for (c, &v) in row.iter().enumerate() {
+            if c <= r {
+                if lane == e % 32 {
+                    unsafe { *at(r, c) = v };
+                }
+                e += 1;
+            }
         }
-        unsafe { *inv.add(k0 + r) = T::ONE / l_rr };
+    }
+    if lane < KB {
+        unsafe { *inv.add(k0 + lane) = my_inv };
     }
     sync_warp();
     ok
@@ -229,15 +242,17 @@ pub(crate) unsafe fn factor_strips<T: Real>(p: *mut T, s: usize, n: usize, coupl
             }
         }
         // Row tiles: D's below the strip (kt+1..tiles), then those of the present
-        // couplings. Index math in u32 with a multiply-high division: `usize` is 64-bit on
-        // the device and its run-time divisions were half of the blocked panel factor's
-        // instructions (`ncu`, docs/perf-notes.md entry 15).
+        // couplings, over the other warps only: the look-ahead warp's factor is the strip's
+        // critical path, and tiles of its own after it made the closing barrier wait
+        // longer (docs/perf-notes.md entry 22). Index math in u32 with a multiply-high
+        // division: `usize` is 64-bit on the device and its run-time divisions were half
+        // of the blocked panel factor's instructions (`ncu`, entry 15).
         let col_tiles = (tiles - kt - 1) as u32;
         let coupling_tiles = |rows: usize| if rows > 0 { tiles as u32 } else { 0 };
         let (d_tiles, l_tiles) = (col_tiles, coupling_tiles(rows_l));
         let row_tiles = d_tiles + l_tiles + coupling_tiles(rows_r);
         let by_col = FastDiv::new(col_tiles);
-        let mut e = warp as u32;
+        let mut e = if warp == ahead { u32::MAX } else { warp as u32 };
         while e < row_tiles * col_tiles {
             let (rt, c) = by_col.div_rem(e);
             let cj = kt + 1 + c as usize;
@@ -253,7 +268,7 @@ pub(crate) unsafe fn factor_strips<T: Real>(p: *mut T, s: usize, n: usize, coupl
             if wanted {
                 unsafe { update_tile(p, s, r0, cj * KB, kb) };
             }
-            e += warps as u32;
+            e += ahead as u32;
         }
         team.sync();
     }

@@ -10,7 +10,8 @@
 //!   ([`crate::tile::strip8::factor_strips`]): `8 x 8` diagonal tiles in one warp's
 //!   registers with the next one factored ahead by the warp that updates it, the strip
 //!   rows one thread each, the trailing update in `8 x 8` tensor-core tiles. Two barriers
-//!   per strip, and the serial part per strip is an 8-step shuffle chain.
+//!   per strip; the serial part per strip is the look-ahead warp's update and its
+//!   8-column factor in each lane's registers.
 //! - **Inverse**, by `8 x 8` blocks with no barrier inside: warp `j` first inverts the
 //!   diagonal block `L_jj` (forward substitution, one lane per column), then, after one
 //!   barrier, computes its block column `W_ij = -W_ii (sum_{k=j}^{i-1} L_ik W_kj)` for
