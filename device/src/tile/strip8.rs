@@ -106,7 +106,7 @@ pub(crate) unsafe fn factor_diag_tile<T: Real>(p: *mut T, s: usize, k0: usize, i
     // The upper entries stay zero constants, dropped after unrolling: 36 live values.
     let mut l: [[T; KB]; KB] = core::array::from_fn(|r| core::array::from_fn(|c| if c <= r { unsafe { *at(r, c) } } else { T::ZERO }));
     let mut ok = true;
-    let mut my_inv = T::ONE;
+    let mut inv_diag = [T::ONE; KB];
     // Rectangular loops with conditions on the indices (not `j + 1..KB`): a trip count
     // that depends on an outer index stops LLVM from unrolling the nest, and `l` would go
     // to local memory.
@@ -119,9 +119,7 @@ pub(crate) unsafe fn factor_diag_tile<T: Real>(p: *mut T, s: usize, k0: usize, i
                 l[r][j] *= r_d; // sqrt(d) on the diagonal, the multipliers below
             }
         }
-        if lane % KB == j {
-            my_inv = r_d;
-        }
+        inv_diag[j] = r_d;
         for c in 0..KB {
             for r in 0..KB {
                 if c > j && r >= c {
@@ -132,21 +130,20 @@ pub(crate) unsafe fn factor_diag_tile<T: Real>(p: *mut T, s: usize, k0: usize, i
     }
     // Every lane has read the tile before any lane writes it.
     sync_warp();
-    // The 36 entries spread over the lanes (entry e by lane e mod 32): one predicated
-    // store per entry for the warp, not a run-time index into `l`.
-    let mut e = 0;
-    for (r, row) in l.iter().enumerate() {
-        for (c, &v) in row.iter().enumerate() {
-            if c <= r {
-                if lane == e % 32 {
+    // One lane stores: one branch. Spreading the entries over the lanes (`lane == e % 32`)
+    // became a jump table on the lane, 32 divergent paths run one after the other (+6 µs
+    // per `potrf` launch, docs/perf-notes.md entry 22).
+    if lane == 0 {
+        for (r, row) in l.iter().enumerate() {
+            for (c, &v) in row.iter().enumerate() {
+                if c <= r {
                     unsafe { *at(r, c) = v };
                 }
-                e += 1;
             }
         }
-    }
-    if lane < KB {
-        unsafe { *inv.add(k0 + lane) = my_inv };
+        for (j, &v) in inv_diag.iter().enumerate() {
+            unsafe { *inv.add(k0 + j) = v };
+        }
     }
     sync_warp();
     ok

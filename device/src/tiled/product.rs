@@ -5,12 +5,12 @@
 //! diagonal tile, the neighbour updates `D_l -= L_li L_li^T` and the fill `-L_ri L_li^T`.
 //!
 //! # Tiling
-//! `k` is walked in chunks of [`BK`] columns (32 for the [`Wide`] product), staged through
-//! [`STAGES`] shared-memory buffers by asynchronous 16-byte copies (`cp.async`): while the
-//! tensor cores work on chunk `c`, chunks `c + 1` and `c + 2` are on their way, without
-//! passing through registers (one barrier per chunk). Out-of-range rows and columns
-//! arrive as zeros (the copies' zero fill), so any `rows <= 64` and any `k` work without
-//! special cases in the inner loop. (Staging through registers, the first version, held 32 more registers
+//! `k` is walked in chunks of [`BK`] columns, staged through [`STAGES`] shared-memory
+//! buffers by asynchronous 16-byte copies (`cp.async`): while the tensor cores work on
+//! chunk `c`, chunks `c + 1` and `c + 2` are on their way, without passing through
+//! registers (one barrier per chunk). Out-of-range rows and columns arrive as zeros (the
+//! copies' zero fill), so any `rows <= 64` and any `k` work without special cases in the
+//! inner loop. (Staging through registers, the first version, held 32 more registers
 //! per thread: 2 instead of 3 blocks per multiprocessor with the sm_90 DMMA shape.)
 //!
 //! # Multiply-add strategies ([`TileMac`])
@@ -69,7 +69,7 @@ pub const STAGES: usize = 3;
 /// Shared memory of one product, in elements of `elem_bytes` ([`STAGES`] stages of `A` and
 /// `B`).
 pub const fn product_shared_elems(elem_bytes: usize) -> usize {
-    staged_elems(TILE, BK, elem_bytes)
+    staged_elems(TILE, elem_bytes)
 }
 /// Shared memory of one product in bytes for elements of `elem_bytes`.
 pub const fn product_shared_bytes(elem_bytes: usize) -> usize {
@@ -142,7 +142,7 @@ impl TileMac<f64> for Native {
     unsafe fn mac_chunk(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
         let (row0, col0, g, t) = warp_quadrant(thread_idx_x() as usize);
         // SAFETY: forwarded contract; the quadrant lies inside the 64 x 64 stages.
-        unsafe { dmma_region::<32, LDS64, ACC, BK>(acc, a, b, row0 + g, col0 + g, t) }
+        unsafe { dmma_region::<32, LDS64, ACC>(acc, a, b, row0 + g, col0 + g, t) }
     }
 
     #[inline(always)]
@@ -155,19 +155,19 @@ impl TileMac<f64> for Native {
 const LDS64: usize = lds(8);
 const LDS32: usize = lds(4);
 
-/// Multiplies a staged chunk of `CB` columns into the accumulators of a warp's `RM x 32`
-/// output region (`RM` of 32 or 64 rows: `N = RM` accumulators per lane) on FP64 tensor
-/// cores; `A` and `B` are staged with leading dimension `LD`; `row` and `col` are the region's
+/// Multiplies a staged chunk into the accumulators of a warp's `RM x 32` output region
+/// (`RM` of 32 or 64 rows: `N = RM` accumulators per lane) on FP64 tensor cores; `A` and
+/// `B` are staged with leading dimension `LD`; `row` and `col` are the region's
 /// origin plus the lane's `g`. On sm_90 builds `RM / 16 x 4` `m16n8k16` DMMAs per `k`-step
 /// of 16, on sm_80 builds `RM / 8 x 4` `m8n8k4` ones per `k`-step of 4 ([`has_sm90_dmma`]
 /// picks at compile time). The fragment reads (lane `4g + t` reads row `g (+ 8)`, column
 /// `t (+ 4u)`) hit distinct banks for leading dimensions of 4 mod 16 ([`lds_rows`]).
 ///
 /// # Safety
-/// `a` and `b` point to staged chunks of `CB` columns in shared memory that hold the
+/// `a` and `b` point to staged chunks of [`BK`] columns in shared memory that hold the
 /// region's rows; every lane of the warp calls it together.
 #[inline(always)]
-unsafe fn dmma_region<const RM: usize, const LD: usize, const N: usize, const CB: usize>(
+unsafe fn dmma_region<const RM: usize, const LD: usize, const N: usize>(
     acc: &mut [f64; N],
     a: *const f64,
     b: *const f64,
@@ -175,12 +175,12 @@ unsafe fn dmma_region<const RM: usize, const LD: usize, const N: usize, const CB
     col: usize,
     t: usize,
 ) {
-    const { assert!(N == RM && CB.is_multiple_of(16)) };
+    const { assert!(N == RM && BK.is_multiple_of(16)) };
     let mut kk = 0;
     // SAFETY (all reads): (kk + t + 12) * LD + row + RM - 1 stays inside a staged chunk of
-    // CB columns (caller's contract).
+    // BK columns (caller's contract).
     if has_sm90_dmma() {
-        while kk < CB {
+        while kk < BK {
             // The B fragments of a k-step are read once and used by every 16-row slice.
             let bf: [[f64; 4]; 4] =
                 core::array::from_fn(|ni| core::array::from_fn(|u| unsafe { *b.add((kk + t + 4 * u) * LD + col + 8 * ni) }));
@@ -195,7 +195,7 @@ unsafe fn dmma_region<const RM: usize, const LD: usize, const N: usize, const CB
             kk += 16;
         }
     } else {
-        while kk < CB {
+        while kk < BK {
             let bf: [f64; 4] = core::array::from_fn(|ni| unsafe { *b.add((kk + t) * LD + col + 8 * ni) });
             for mi in 0..RM / 8 {
                 let af = unsafe { *a.add((kk + t) * LD + row + 8 * mi) };
@@ -315,34 +315,28 @@ const fn piece<T: Real>() -> usize {
     16 / T::BYTES
 }
 
-/// Starts this thread's asynchronous copies of chunk `c` (columns `c * CB ..`) of `p` into
+/// Starts this thread's asynchronous copies of chunk `c` (columns `c * BK ..`) of `p` into
 /// the stage at `s` (rows `0..R`, leading dimension `lds_rows(R, ..)`), zero outside
 /// `p.rows x k`. Thread `tid` of `THREADS` copies the 16-byte pieces `tid + q * THREADS` of
 /// the chunk, numbered down each column then across: consecutive threads read consecutive
 /// addresses.
 ///
 /// # Safety
-/// `s` is a stage of `CB * lds_rows(R, T::BYTES)` elements in shared memory; the panel covers
+/// `s` is a stage of `BK * lds_rows(R, T::BYTES)` elements in shared memory; the panel covers
 /// `rows x k` entries (`rows <= R`), its columns start 16-byte aligned (`ptr` and
 /// `ld * size_of::<T>()` multiples of 16: the solver pads `ld` to 64 bytes and panels start
 /// at multiples of 64 rows).
 #[inline(always)]
-unsafe fn issue_chunk<T: Real, const R: usize, const THREADS: usize, const CB: usize>(
-    s: *mut T,
-    p: &Panel<T>,
-    k: usize,
-    c: usize,
-    tid: usize,
-) {
+unsafe fn issue_chunk<T: Real, const R: usize, const THREADS: usize>(s: *mut T, p: &Panel<T>, k: usize, c: usize, tid: usize) {
     let vec = piece::<T>();
     let per_col = R / vec;
-    for q in 0..CB * per_col / THREADS {
+    for q in 0..BK * per_col / THREADS {
         let id = tid + q * THREADS;
         let (kk, row) = (id / per_col, (id % per_col) * vec);
-        let col = c * CB + kk;
+        let col = c * BK + kk;
         let valid = if col < k { p.rows.saturating_sub(row).min(vec) } else { 0 };
         // SAFETY: `valid` entries from (row, col) are inside the panel; with none the
-        // source is not read. The destination is inside the stage (kk < CB, row < R).
+        // source is not read. The destination is inside the stage (kk < BK, row < R).
         unsafe {
             let src = if valid > 0 { p.ptr.add(col * p.ld + row) } else { p.ptr };
             copy_async_16(s.add(kk * lds_rows(R, T::BYTES) + row) as *mut u8, src as *const u8, (valid * T::BYTES) as u32);
@@ -362,26 +356,25 @@ unsafe fn issue_chunk<T: Real, const R: usize, const THREADS: usize, const CB: u
 #[inline(always)]
 pub unsafe fn product_nt<T: Real, M: TileMac<T>>(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> [T; ACC] {
     // SAFETY: forwarded contract (TILE rows, PRODUCT_THREADS threads).
-    unsafe { staged_product::<T, TILE, { PRODUCT_THREADS as usize }, ACC, BK>(a, b, k, smem, |acc, sa, sb| M::mac_chunk(acc, sa, sb)) }
+    unsafe { staged_product::<T, TILE, { PRODUCT_THREADS as usize }, ACC>(a, b, k, smem, |acc, sa, sb| M::mac_chunk(acc, sa, sb)) }
 }
 
-/// Shared-memory elements of [`staged_product`] with stages of `rows` rows and `cols`
-/// columns.
-const fn staged_elems(rows: usize, cols: usize, elem_bytes: usize) -> usize {
-    2 * STAGES * cols * lds_rows(rows, elem_bytes)
+/// Shared-memory elements of [`staged_product`] with `rows`-row stages.
+const fn staged_elems(rows: usize, elem_bytes: usize) -> usize {
+    2 * STAGES * BK * lds_rows(rows, elem_bytes)
 }
 
-/// The staged `k` loop of every product: chunks of `CB` columns of both panels (up to
+/// The staged `k` loop of every product: chunks of [`BK`] columns of both panels (up to
 /// `R` rows each) through [`STAGES`] shared-memory stages, `mac` multiplying each staged
 /// chunk into the `N` accumulators.
 ///
 /// # Safety
 /// `THREADS` threads call it together with the same arguments; `smem` holds
-/// `staged_elems(R, CB, T::BYTES)` elements of shared memory (16-byte aligned) not used by
+/// `staged_elems(R, T::BYTES)` elements of shared memory (16-byte aligned) not used by
 /// anyone else during the call; panels as in `issue_chunk`; `mac` reads only the staged
 /// chunks it is given.
 #[inline(always)]
-unsafe fn staged_product<T: Real, const R: usize, const THREADS: usize, const N: usize, const CB: usize>(
+unsafe fn staged_product<T: Real, const R: usize, const THREADS: usize, const N: usize>(
     a: Panel<T>,
     b: Panel<T>,
     k: usize,
@@ -390,19 +383,19 @@ unsafe fn staged_product<T: Real, const R: usize, const THREADS: usize, const N:
 ) -> [T; N] {
     let tid = thread_idx_x() as usize;
     let mut acc = [T::ZERO; N];
-    let chunks = k.div_ceil(CB);
+    let chunks = k.div_ceil(BK);
     if chunks == 0 {
         return acc;
     }
     // SAFETY (all): stages inside `smem`; panel reads as in `issue_chunk`.
-    let chunk_elems = CB * lds_rows(R, T::BYTES);
+    let chunk_elems = BK * lds_rows(R, T::BYTES);
     let stage = |s: usize| unsafe { (smem.add(2 * s * chunk_elems), smem.add((2 * s + 1) * chunk_elems)) };
     let issue = |c: usize| {
         if c < chunks {
             let (sa, sb) = stage(c % STAGES);
             unsafe {
-                issue_chunk::<T, R, THREADS, CB>(sa, &a, k, c, tid);
-                issue_chunk::<T, R, THREADS, CB>(sb, &b, k, c, tid);
+                issue_chunk::<T, R, THREADS>(sa, &a, k, c, tid);
+                issue_chunk::<T, R, THREADS>(sb, &b, k, c, tid);
             }
         }
         // One group per chunk, empty past the end, so that the wait count below holds.
@@ -478,24 +471,19 @@ pub const WIDE_PRODUCT_THREADS: u32 = 256;
 pub struct Wide;
 
 const LDS_WIDE: usize = lds_rows(WIDE_TILE, 8);
-/// Columns per stage of the wide product: twice [`BK`], so that its 8 warps (one block per
-/// multiprocessor) meet at a barrier every 32 columns instead of 16 and three stages keep
-/// 64 columns in flight (`docs/perf-notes.md`, entry 22; 203 KB of shared memory, beyond
-/// the sm_80 limit of 163 KB: there the `64 x 64` products run instead).
-const WIDE_BK: usize = 2 * BK;
 
 impl ProductShape<f64> for Wide {
     const EDGE: usize = WIDE_TILE;
     const THREADS: u32 = WIDE_PRODUCT_THREADS;
-    const SHARED_BYTES: usize = staged_elems(WIDE_TILE, WIDE_BK, 8) * 8;
+    const SHARED_BYTES: usize = staged_elems(WIDE_TILE, 8) * 8;
     type Acc = [f64; 64];
     #[inline(always)]
     unsafe fn product(a: Panel<f64>, b: Panel<f64>, k: usize, smem: *mut f64) -> Self::Acc {
         let (row0, col0, g, t) = Self::region(thread_idx_x() as usize);
         // SAFETY: forwarded contract; the region lies inside the 128-row stages.
         unsafe {
-            staged_product::<f64, WIDE_TILE, { WIDE_PRODUCT_THREADS as usize }, 64, WIDE_BK>(a, b, k, smem, |acc, sa, sb| {
-                dmma_region::<64, LDS_WIDE, 64, WIDE_BK>(acc, sa, sb, row0 + g, col0 + g, t)
+            staged_product::<f64, WIDE_TILE, { WIDE_PRODUCT_THREADS as usize }, 64>(a, b, k, smem, |acc, sa, sb| {
+                dmma_region::<64, LDS_WIDE, 64>(acc, sa, sb, row0 + g, col0 + g, t)
             })
         }
     }
