@@ -600,13 +600,12 @@ pub unsafe fn forward_node<T: Real>(args: &TiledArgs<T>) {
                     for g in 0..ROW_GROUPS {
                         total += unsafe { *red.add((g * TILE + rl) * MAX_CHUNK + c) };
                     }
-                    unsafe { *zs.add(c * w + rl) = *y.add(c * ldb + r0 + rl) - total };
+                    unsafe { *zs.add(c * TILE + rl) = *y.add(c * ldb + r0 + rl) - total };
                 }
             }
             sync_threads();
-            unsafe { apply_inverse(ws, zs, w, tmp, w, kc, false) };
-            // The barrier that ends it lets this block's next tile read y_t.
-            unsafe { move_rhs(y.add(r0), ldb, zs, w, kc, false) };
+            unsafe { apply_inverse(ws, zs, TILE, tmp, w, kc, false) };
+            unsafe { store_rhs_tile(zs, y.add(r0), ldb, w, kc) };
         }
         c0 += kc;
     }
@@ -658,18 +657,34 @@ pub unsafe fn backward_node<T: Real>(args: &TiledArgs<T>) {
                 }
                 if pl == 0 && r < w {
                     for (c, &v) in acc.iter().enumerate().take(kc) {
-                        unsafe { *zs.add(c * w + r) = *x.add(c * ldb + r0 + r) - v };
+                        unsafe { *zs.add(c * TILE + r) = *x.add(c * ldb + r0 + r) - v };
                     }
                 }
             }
             sync_threads();
-            finite &= unsafe { apply_inverse(ws, zs, w, tmp, w, kc, true) };
-            // The barrier that ends it lets this block's next tile read x_t.
-            unsafe { move_rhs(x.add(r0), ldb, zs, w, kc, false) };
+            finite &= unsafe { apply_inverse(ws, zs, TILE, tmp, w, kc, true) };
+            unsafe { store_rhs_tile(zs, x.add(r0), ldb, w, kc) };
         }
         c0 += kc;
     }
     if !finite {
         unsafe { atomic::atomic_min_u64(a.info.add(nd.s), info_key(a.level, InfoCode::NonFiniteSolution, nd.b as u32)) };
     }
+}
+
+/// Writes the `w x kc` tile `zs` (shared, leading dimension [`TILE`]) to the right-hand
+/// sides at `dst` (leading dimension `ldb`). Ends with a barrier, after which the block's
+/// later reads of `dst` see the values.
+///
+/// # Safety
+/// `dst` holds the tile; no other block touches it.
+#[inline(always)]
+unsafe fn store_rhs_tile<T: Real>(zs: *const T, dst: *mut T, ldb: usize, w: usize, kc: usize) {
+    let mut e = thread_idx_x() as usize;
+    while e < w * kc {
+        let (r, c) = rem_div(e, w);
+        unsafe { *dst.add(c * ldb + r) = *zs.add(c * TILE + r) };
+        e += THREADS;
+    }
+    sync_threads();
 }
