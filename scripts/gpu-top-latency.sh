@@ -11,8 +11,9 @@
 #        and BLOCKTRI_WIDE_WAVES=1000000 = never the wide neighbour products; e.g.
 #        BLOCKTRI_TILED_SOLVE=steps for the per-step diagonal solves);
 #   tests: tests/gpu_cholesky.rs; sanitize: memcheck, racecheck, synccheck on the tiled
-#        sanitizer case, once as dispatched and once with every neighbour launch on the
-#        wide products (BLOCKTRI_WIDE_WAVES=0); bench: the FP64 sweep n = 128 .. 1024 with
+#        sanitizer case, once as dispatched, once with every neighbour launch on the
+#        wide products (BLOCKTRI_WIDE_WAVES=0 BLOCKTRI_WIDE_MIN_BLOCK=64) and once more
+#        with the alternative shapes (BLOCKTRI_WIDE_PRODUCT=16 BLOCKTRI_UPDATE_PRODUCT=tall); bench: the FP64 sweep n = 128 .. 1024 with
 #        the peers.
 # Everything lands in $OUT/top-<steps>.tgz (one archive per invocation).
 set -u
@@ -56,7 +57,10 @@ for step in ${*:-dur tests sanitize bench}; do
       grep -E "test result|FAILED|panicked" "$W/test-gpu_cholesky.log" | head -5 ;;
     sanitize)
       run_sanitizers sanitize_cholesky_tiled "$W"
-      mkdir -p "$W/wide"; BLOCKTRI_WIDE_WAVES=0 run_sanitizers sanitize_cholesky_tiled "$W/wide" ;;
+      mkdir -p "$W/wide" "$W/alt"
+      BLOCKTRI_WIDE_WAVES=0 BLOCKTRI_WIDE_MIN_BLOCK=64 run_sanitizers sanitize_cholesky_tiled "$W/wide"
+      BLOCKTRI_WIDE_WAVES=0 BLOCKTRI_WIDE_MIN_BLOCK=64 BLOCKTRI_WIDE_PRODUCT=16 BLOCKTRI_UPDATE_PRODUCT=tall \
+        run_sanitizers sanitize_cholesky_tiled "$W/alt" ;;
     bench)
       for P in ${PRECS:-f64}; do
         timeout 400 $b bench --full --suites fp64-sweep --block-sizes ${SIZES:-128,256,512,1024} --precision $P \

@@ -9,15 +9,16 @@ use blocktri::{BlockTridiag, BlockVec, Scalar};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{INFO_OK, InfoCode, decode_info};
 use blocktri_device::tiled::factor::{
-    WIDE_THREADS, neighbour_blocks, neighbours, potrf, potrf_shared_bytes, prep, prep_shared_bytes, product_kernel_shared_bytes, trsm,
-    update, wide_product_kernel_shared_bytes,
+    WIDE_THREADS, neighbour_blocks, neighbours, panel_blocks, potrf, potrf_shared_bytes, prep, prep_shared_bytes,
+    product_kernel_shared_bytes, shape_kernel_shared_bytes, trsm, update, wide_product_kernel_shared_bytes,
 };
 use blocktri_device::tiled::solve::{
     BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, backward_couple, backward_diag, backward_node, couple_shared_bytes, couple_threads,
     diag_solve_shared_bytes, forward_couple, forward_diag, forward_node, walks_nodes,
 };
 use blocktri_device::tiled::{
-    Narrow, Native, PRODUCT_THREADS, Tf32, Tf32x3, TileMac, TiledArgs, WIDE_PRODUCT_THREADS, WIDE_TILE, Wide, dinv_elems, tiles,
+    Narrow, Native, PRODUCT_THREADS, ProductShape, TILE, Tall, Tf32, Tf32x3, TileMac, TiledArgs, WIDE_PRODUCT_THREADS, WIDE_TILE, Wide,
+    Wide16, dinv_elems, tiles,
 };
 use blocktri_prims::emu;
 use common::{dense_solution, error_vs_reference, fresh_seed, problem};
@@ -94,15 +95,20 @@ const TILE_EDGE: usize = blocktri_device::tiled::TILE;
 
 /// The factor launches of `Tiled::factor_steps`, in order, with the `64 x 64` products of `M`.
 fn run_factor<T: Scalar, M: TileMac<T>>(d: &mut Device<T>, a: &BlockTridiag<T>) {
-    run_factor_with::<T, M>(d, a, |x, nodes, side| {
+    run_factor_with::<T, M, Narrow<M>>(d, a, |x, nodes, side| {
         let blocks = nodes * neighbour_blocks(x.n as usize, TILE_EDGE, side);
         // SAFETY: as in run_factor_with.
         unsafe { emu::launch_unchecked(blocks, PRODUCT_THREADS, product_kernel_shared_bytes(T::BYTES), || neighbours::<T, Narrow<M>>(x)) }
     });
 }
 
-/// [`run_factor`] with the neighbour launches of `neighbour_launch(args, nodes, side)`.
-fn run_factor_with<T: Scalar, M: TileMac<T>>(d: &mut Device<T>, a: &BlockTridiag<T>, neighbour_launch: impl Fn(&TiledArgs<T>, u32, u32)) {
+/// [`run_factor`] with the column updates on the product shape `U` and the neighbour
+/// launches of `neighbour_launch(args, nodes, side)`.
+fn run_factor_with<T: Scalar, M: TileMac<T>, U: ProductShape<T>>(
+    d: &mut Device<T>,
+    a: &BlockTridiag<T>,
+    neighbour_launch: impl Fn(&TiledArgs<T>, u32, u32),
+) {
     let shape = a.shape();
     let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
     let nt = tiles(n);
@@ -118,12 +124,11 @@ fn run_factor_with<T: Scalar, M: TileMac<T>>(d: &mut Device<T>, a: &BlockTridiag
             let x = args(d, a, m, k as u32, 0, None);
             unsafe {
                 if k > 0 {
-                    emu::launch_unchecked(nodes * (3 * nt - k) as u32, PRODUCT_THREADS, product_kernel_shared_bytes(e), || {
-                        update::<T, M>(&x)
-                    });
+                    let blocks = nodes * panel_blocks(n, k, U::ROWS / TILE);
+                    emu::launch_unchecked(blocks, U::THREADS, shape_kernel_shared_bytes::<T, U>(), || update::<T, U>(&x));
                 }
                 emu::launch_unchecked(nodes, WIDE_THREADS, potrf_shared_bytes(e), || potrf(&x));
-                emu::launch_unchecked(nodes * (nt - k - 1 + 2 * nt) as u32, PRODUCT_THREADS, product_kernel_shared_bytes(e), || {
+                emu::launch_unchecked(nodes * panel_blocks(n, k + 1, 1), PRODUCT_THREADS, product_kernel_shared_bytes(e), || {
                     trsm::<T, M>(&x)
                 });
             }
@@ -271,11 +276,32 @@ fn emulated_tiled_f64_sm80_products_match_the_dense_reference() {
 
 /// The factor with every neighbour launch on the wide `128 x 128` products (`f64`).
 fn run_factor_wide(d: &mut Device<f64>, a: &BlockTridiag<f64>) {
-    run_factor_with::<f64, Native>(d, a, |x, nodes, side| {
+    run_factor_with::<f64, Native, Narrow<Native>>(d, a, |x, nodes, side| {
         let blocks = nodes * neighbour_blocks(x.n as usize, WIDE_TILE, side);
         // SAFETY: as in run_factor_with.
         unsafe { emu::launch_unchecked(blocks, WIDE_PRODUCT_THREADS, wide_product_kernel_shared_bytes(), || neighbours::<f64, Wide>(x)) }
     });
+}
+
+/// The factor with the column updates on `U` and every neighbour launch on the wide
+/// shape `W` (`f64`).
+fn run_factor_shapes<U: ProductShape<f64>, W: ProductShape<f64>>(d: &mut Device<f64>, a: &BlockTridiag<f64>) {
+    run_factor_with::<f64, Native, U>(d, a, |x, nodes, side| {
+        let blocks = nodes * neighbour_blocks(x.n as usize, W::ROWS, side);
+        // SAFETY: as in run_factor_with.
+        unsafe { emu::launch_unchecked(blocks, W::THREADS, shape_kernel_shared_bytes::<f64, W>(), || neighbours::<f64, W>(x)) }
+    });
+}
+
+/// The alternative product shapes (`BLOCKTRI_UPDATE_PRODUCT=tall`,
+/// `BLOCKTRI_WIDE_PRODUCT=16`): `128 x 64` column updates with 16-warp `128 x 128`
+/// neighbour products; partial tall tiles (an odd number of row tiles per band), a batch,
+/// both DMMA shapes (sm_90: the `m16n8k8` fragments streamed one at a time).
+#[test]
+fn emulated_tiled_alternative_product_shapes_match_the_dense_reference() {
+    let cases = [(2, 3, 33, 3), (1, 3, 150, 2), (1, 2, 200, 1)];
+    check_with::<f64, Native>(&cases, 1e-11, run_factor_shapes::<Tall, Wide16>);
+    emu::with_compute_capability(80, || check_with::<f64, Native>(&cases[2..], 1e-11, run_factor_shapes::<Tall, Wide16>));
 }
 
 /// The wide neighbour products: one wide tile (partial), two (the second partial), a

@@ -107,6 +107,11 @@ pub mod names {
     /// [`crate::tiled::factor::neighbours`] on [`crate::tiled::Wide`] products (`f64` only:
     /// `tiled_wide_neighbours_f64`).
     pub const TILED_WIDE_NEIGHBOURS: &str = "tiled_wide_neighbours";
+    /// [`crate::tiled::factor::neighbours`] on [`crate::tiled::Wide16`] products (16 warps,
+    /// 32 columns per barrier; `f64` only).
+    pub const TILED_WIDE16_NEIGHBOURS: &str = "tiled_wide16_neighbours";
+    /// [`crate::tiled::factor::update`] on [`crate::tiled::Tall`] products (`f64` only).
+    pub const TILED_TALL_UPDATE: &str = "tiled_tall_update";
     /// [`crate::tiled::solve::forward_diag`].
     pub const TILED_FORWARD_DIAG: &str = "tiled_forward_diag";
     /// [`crate::tiled::solve::forward_couple`].
@@ -153,7 +158,7 @@ mod entry {
     use crate::logdet::{LogDetArgs, log_det_parts};
     use crate::refine::{RefineArgs, demote_matrix, demote_rhs, promote, residual};
     use crate::selinv::{SelinvArgs, selinv_chain, selinv_level};
-    use crate::tiled::{Narrow, Native, Tf32, Tf32x3, TiledArgs, Wide, factor as tf, solve as ts};
+    use crate::tiled::{Narrow, Native, Tall, Tf32, Tf32x3, TiledArgs, Wide, Wide16, factor as tf, solve as ts};
     use crate::tridiag::{TridiagArgs, fused, stagewise};
 
     macro_rules! kernel {
@@ -336,13 +341,23 @@ mod entry {
     kernel!(tiled_prep_f64, tiled_prep_f32, tf::prep, TiledArgs);
     kernel!(tiled_potrf_f64, tiled_potrf_f32, tf::potrf, TiledArgs);
     kernel!(tiled_trsm_f64, tiled_trsm_f32, tf::trsm::<_, Native>, TiledArgs);
-    kernel!(tiled_update_f64, tiled_update_f32, tf::update::<_, Native>, TiledArgs);
+    kernel!(tiled_update_f64, tiled_update_f32, tf::update::<_, Narrow<Native>>, TiledArgs);
     kernel!(tiled_neighbours_f64, tiled_neighbours_f32, tf::neighbours::<_, Narrow<Native>>, TiledArgs);
     // `f64` only: the wide products are FP64 tensor-core tiles.
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn tiled_wide_neighbours_f64(args: TiledArgs<f64>) {
         // SAFETY: the host launches it as the body's docs require.
         unsafe { tf::neighbours::<f64, Wide>(&args) }
+    }
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn tiled_wide16_neighbours_f64(args: TiledArgs<f64>) {
+        // SAFETY: as above.
+        unsafe { tf::neighbours::<f64, Wide16>(&args) }
+    }
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn tiled_tall_update_f64(args: TiledArgs<f64>) {
+        // SAFETY: as above.
+        unsafe { tf::update::<f64, Tall>(&args) }
     }
 
     macro_rules! tf32_kernels {
@@ -355,7 +370,7 @@ mod entry {
             #[unsafe(no_mangle)]
             pub unsafe extern "ptx-kernel" fn $update(args: TiledArgs<f32>) {
                 // SAFETY: as above.
-                unsafe { tf::update::<f32, $mac>(&args) }
+                unsafe { tf::update::<f32, Narrow<$mac>>(&args) }
             }
             #[unsafe(no_mangle)]
             pub unsafe extern "ptx-kernel" fn $neighbours(args: TiledArgs<f32>) {

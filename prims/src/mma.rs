@@ -6,6 +6,7 @@
 //! |---|---|---|---|
 //! | [`mma_m8n8k4_f64`] (A 8x4, B 4x8, C 8x8) | `A[g][t]` | `B[t][g]` | `C[g][2t]`, `C[g][2t+1]` |
 //! | [`mma_m16n8k16_f64`] (A 16x16, B 16x8, C 16x8; sm_90) | `a[i] = A[g + 8(i%2)][t + 4(i/2)]` | `b[u] = B[t + 4u][g]` | `c[i] = C[g + 8(i/2)][2t + i%2]` |
+//! | [`mma_m16n8k8_f64`] (A 16x8, B 8x8, C 16x8; sm_90) | `a[i] = A[g + 8(i%2)][t + 4(i/2)]` | `b[u] = B[t + 4u][g]` | `c[i] = C[g + 8(i/2)][2t + i%2]` |
 //! | [`mma_m16n8k8_tf32`] (A 16x8, B 8x8, C 16x8) | `A[g][t]`, `A[g+8][t]`, `A[g][t+4]`, `A[g+8][t+4]` | `B[t][g]`, `B[t+4][g]` | `C[g][2t]`, `C[g][2t+1]`, `C[g+8][2t]`, `C[g+8][2t+1]` |
 //!
 //! All 32 lanes of the warp must execute the call together.
@@ -101,22 +102,68 @@ pub fn mma_m16n8k16_f64(a: [f64; 8], b: [f64; 4], c: [f64; 4]) -> [f64; 4] {
     #[cfg(not(target_arch = "nvptx64"))]
     {
         assert!(has_sm90_dmma(), "mma_m16n8k16_f64 needs sm_90; the emulated device is sm_{}", crate::emu::compute_capability());
-        let lane = crate::lane_id() as usize;
-        let (g, t) = (lane / 4, lane % 4);
-        let a_all: [[u64; 32]; 8] = core::array::from_fn(|i| crate::emu::warp_all(a[i].to_bits()));
-        let b_all: [[u64; 32]; 4] = core::array::from_fn(|u| crate::emu::warp_all(b[u].to_bits()));
-        // A[m][k]: lane 4(m%8) + k%4, register (m/8) + 2(k/4); B[k][n]: lane 4n + k%4, register k/4.
-        let a_at = |m: usize, k: usize| f64::from_bits(a_all[m / 8 + 2 * (k / 4)][4 * (m % 8) + k % 4]);
-        let b_at = |k: usize, n: usize| f64::from_bits(b_all[k / 4][4 * n + k % 4]);
-        let mut d = c;
-        for (i, di) in d.iter_mut().enumerate() {
-            let (m, n) = (g + 8 * (i / 2), 2 * t + i % 2);
-            for k in 0..16 {
-                *di = a_at(m, k).mul_add(b_at(k, n), *di);
-            }
-        }
-        d
+        emulate_m16n8_f64(a, b, c)
     }
+}
+
+/// `D = A * B + C` for a 16x8x8 FP64 product, one sm_90 DMMA: half the operand registers
+/// of [`mma_m16n8k16_f64`] per call, for products that must fit in few registers.
+/// PTX: `mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64`.
+///
+/// Lane `l` (`g = l / 4`, `t = l % 4`) passes `a[i] = A[g + 8(i%2)][t + 4(i/2)]`,
+/// `b[u] = B[t + 4u][g]`, `c[i] = C[g + 8(i/2)][2t + i%2]` and receives `D` like `c`.
+///
+/// Call it only where [`has_sm90_dmma`] is true (as [`mma_m16n8k16_f64`]).
+#[inline(always)]
+pub fn mma_m16n8k8_f64(a: [f64; 4], b: [f64; 2], c: [f64; 4]) -> [f64; 4] {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+    {
+        let (d0, d1, d2, d3): (f64, f64, f64, f64);
+        // SAFETY: warp-synchronous tensor-core op; all lanes participate (contract).
+        unsafe {
+            core::arch::asm!(
+                "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {{{0}, {1}, {2}, {3}}}, {{{4}, {5}, {6}, {7}}}, {{{8}, {9}}}, {{{10}, {11}, {12}, {13}}};",
+                out(reg64) d0, out(reg64) d1, out(reg64) d2, out(reg64) d3,
+                in(reg64) a[0], in(reg64) a[1], in(reg64) a[2], in(reg64) a[3],
+                in(reg64) b[0], in(reg64) b[1],
+                in(reg64) c[0], in(reg64) c[1], in(reg64) c[2], in(reg64) c[3],
+                options(nostack, nomem, pure),
+            );
+        }
+        [d0, d1, d2, d3]
+    }
+    #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
+    {
+        // Unreachable behind `has_sm90_dmma()`; a trap rather than a wrong result otherwise.
+        let _ = (a, b, c);
+        core::intrinsics::abort()
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        assert!(has_sm90_dmma(), "mma_m16n8k8_f64 needs sm_90; the emulated device is sm_{}", crate::emu::compute_capability());
+        emulate_m16n8_f64(a, b, c)
+    }
+}
+
+/// The FP64 `m16n8kK` products (`K = 4 BR`, `AR = 2 BR` A registers per lane) in the
+/// block emulator: every lane gathers the warp's fragments and computes its `D` entries.
+#[cfg(not(target_arch = "nvptx64"))]
+fn emulate_m16n8_f64<const AR: usize, const BR: usize>(a: [f64; AR], b: [f64; BR], c: [f64; 4]) -> [f64; 4] {
+    let lane = crate::lane_id() as usize;
+    let (g, t) = (lane / 4, lane % 4);
+    let a_all: [[u64; 32]; AR] = core::array::from_fn(|i| crate::emu::warp_all(a[i].to_bits()));
+    let b_all: [[u64; 32]; BR] = core::array::from_fn(|u| crate::emu::warp_all(b[u].to_bits()));
+    // A[m][k]: lane 4(m%8) + k%4, register (m/8) + 2(k/4); B[k][n]: lane 4n + k%4, register k/4.
+    let a_at = |m: usize, k: usize| f64::from_bits(a_all[m / 8 + 2 * (k / 4)][4 * (m % 8) + k % 4]);
+    let b_at = |k: usize, n: usize| f64::from_bits(b_all[k / 4][4 * n + k % 4]);
+    let mut d = c;
+    for (i, di) in d.iter_mut().enumerate() {
+        let (m, n) = (g + 8 * (i / 2), 2 * t + i % 2);
+        for k in 0..4 * BR {
+            *di = a_at(m, k).mul_add(b_at(k, n), *di);
+        }
+    }
+    d
 }
 
 /// Rounds an `f32` to TF32 (10-bit mantissa, round to nearest, ties away), returned as the

@@ -32,7 +32,12 @@ pub const fn product_kernel_shared_bytes(elem_bytes: usize) -> usize {
 
 /// Shared memory of [`neighbours`] on the [`Wide`] products (`f64`).
 pub const fn wide_product_kernel_shared_bytes() -> usize {
-    FLAG_BYTES + <Wide as ProductShape<f64>>::SHARED_BYTES
+    shape_kernel_shared_bytes::<f64, Wide>()
+}
+
+/// Shared memory of a product kernel ([`update`], [`neighbours`]) on the shape `S`.
+pub const fn shape_kernel_shared_bytes<T: Real, S: ProductShape<T>>() -> usize {
+    FLAG_BYTES + S::SHARED_BYTES
 }
 
 /// The flag word and the element area behind it.
@@ -199,18 +204,28 @@ unsafe fn band<T: Real>(a: &TiledArgs<T>, s: usize, b: usize, which: usize, pres
     Some(unsafe { a.block(base, s, b) })
 }
 
-/// The panel row tile of this product block (grid `x` = `systems * nodes * (own + 2
-/// tiles)`, tiles fastest): `own` row tiles of `D_i` from row tile `first`, then every row
-/// tile of the left and of the right coupling. Returns `(node, band, row tile, band
-/// block)`, `None` when the node has no such coupling.
+/// Blocks per node of a launch over the panel's row tiles of `h` engine tiles each
+/// ([`panel_tile`]): those of `D_i` from row tile `first`, then every one of the left and
+/// of the right coupling.
+pub const fn panel_blocks(n: usize, first: usize, h: usize) -> u32 {
+    let nt = tiles(n);
+    ((nt - first).div_ceil(h) + 2 * nt.div_ceil(h)) as u32
+}
+
+/// The panel row tile of this product block (grid `x` = `systems * nodes *`
+/// [`panel_blocks`], tiles fastest), `h` engine tiles (`64 h` rows) high: those of `D_i`
+/// from row tile `first`, then every one of the left and of the right coupling. Returns
+/// `(node, band, first engine row tile, band block)`, `None` when the node has no such
+/// coupling.
 ///
 /// # Safety
 /// `a` satisfies the kernels' contract.
 #[inline(always)]
-unsafe fn panel_tile<T: Real>(a: &TiledArgs<T>, first: usize, own: usize) -> Option<(super::Node, usize, usize, *mut T)> {
+unsafe fn panel_tile<T: Real>(a: &TiledArgs<T>, first: usize, h: usize) -> Option<(super::Node, usize, usize, *mut T)> {
     let nt = tiles(a.n());
-    let (nd, y) = a.node_and_tile(own + 2 * nt);
-    let (which, t) = if y < own { (0, first + y) } else { (1 + (y - own) / nt, (y - own) % nt) };
+    let (own, per_band) = ((nt - first).div_ceil(h), nt.div_ceil(h));
+    let (nd, y) = a.node_and_tile(own + 2 * per_band);
+    let (which, t) = if y < own { (0, first + h * y) } else { (1 + (y - own) / per_band, h * ((y - own) % per_band)) };
     let present = match which {
         0 => true,
         1 => nd.left.is_some(),
@@ -224,6 +239,14 @@ unsafe fn panel_tile<T: Real>(a: &TiledArgs<T>, first: usize, own: usize) -> Opt
 unsafe fn panel<T>(blk: *mut T, ld: usize, n: usize, t: usize, c0: usize) -> Panel<T> {
     // SAFETY: forwarded (edge TILE).
     unsafe { panel_of_edge(blk, ld, n, t, c0, TILE) }
+}
+
+/// Row panel of up to `rows` rows from engine row tile `t`, starting at column `c0`, of
+/// the column-major block `blk`.
+#[inline(always)]
+unsafe fn panel_from_tile<T>(blk: *mut T, ld: usize, n: usize, t: usize, c0: usize, rows: usize) -> Panel<T> {
+    // SAFETY: inside the block (t < tiles(n), c0 < n).
+    Panel { ptr: unsafe { blk.add(c0 * ld + t * TILE) } as *const T, ld, rows: rows.min(n - t * TILE) }
 }
 
 /// Row panel of the `edge`-row tile row `t`, starting at column `c0`, of the column-major
@@ -246,7 +269,7 @@ fn for_each_acc<T: Real, S: ProductShape<T>>(acc: &S::Acc, mut f: impl FnMut(usi
 
 /// `dst[r, c] = old - acc` for every accumulator whose `(row, col)` passes `keep`, with
 /// `old` the entry's value when `subtract`, else zero. The old values of a group of
-/// [`EPILOGUE_GROUP`] accumulators are all loaded before the group's first store: a load
+/// [`ProductShape::EPILOGUE`] accumulators are all loaded before the group's first store: a load
 /// after each store (the compiler cannot tell the entries apart) waited one global round
 /// trip per accumulator, ~15 µs of a top-level launch (`docs/perf-notes.md`, entry 16).
 /// Groups, not all at once: the wide product's 64 accumulators and 64 old values would not
@@ -265,8 +288,9 @@ unsafe fn subtract_acc<T: Real, S: ProductShape<T>>(
 ) {
     let tid = thread_idx_x() as usize;
     let acc = acc.as_ref();
-    for (g, group) in acc.chunks(EPILOGUE_GROUP).enumerate() {
-        let at = |i: usize| S::acc_coord(tid, g * EPILOGUE_GROUP + i);
+    const { assert!(S::EPILOGUE <= EPILOGUE_GROUP) };
+    for (g, group) in acc.chunks(S::EPILOGUE).enumerate() {
+        let at = |i: usize| S::acc_coord(tid, g * S::EPILOGUE + i);
         let old: [T; EPILOGUE_GROUP] = core::array::from_fn(|i| {
             let (r, c) = at(i);
             // SAFETY: a kept entry (caller's contract).
@@ -281,7 +305,7 @@ unsafe fn subtract_acc<T: Real, S: ProductShape<T>>(
     }
 }
 
-/// Accumulators whose old values [`subtract_acc`] loads together.
+/// The most accumulators whose old values [`subtract_acc`] loads together.
 const EPILOGUE_GROUP: usize = 32;
 
 /// Step `k`, part 3: the rows of the panel below the diagonal tile, `X = P[rows, k] L_kk^-T`
@@ -295,7 +319,7 @@ const EPILOGUE_GROUP: usize = 32;
 pub unsafe fn trsm<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
     let a = *args;
     let (n, ld, k) = (a.n(), a.ld(), a.step as usize);
-    let Some((nd, _, t, blk)) = (unsafe { panel_tile(&a, k + 1, tiles(n) - k - 1) }) else { return };
+    let Some((nd, _, t, blk)) = (unsafe { panel_tile(&a, k + 1, 1) }) else { return };
     let (flag, sh) = shared_areas::<T>();
     if unsafe { a.failed(nd.s, flag) } {
         return;
@@ -317,31 +341,34 @@ pub unsafe fn trsm<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
 /// Step `k`, part 1 (left-looking, `k >= 1`): column tile `k` of the panel gets the
 /// products of the finished columns, `P[I, k] -= P[I, 0..k] P[k, 0..k]^T` (`K = 64 k`,
 /// accumulated in registers and written once), for the `D_i` row tiles `I >= k` (only
-/// the lower triangle of the diagonal tile) and every row tile of the couplings. Tiles
-/// per node: `(tiles - k) + 2 tiles`.
+/// the lower triangle of the diagonal tile) and every row tile of the couplings, in output
+/// tiles of `S::ROWS` rows (`S::COLS` = [`TILE`]). Blocks per node: [`panel_blocks`]`(n,
+/// k, S::ROWS / TILE)`.
 ///
 /// Right-looking (every step rewriting the whole trailing panel with `K = 64`) ran at
 /// about 10 TFLOP/s on the H100 against 25-27 for these long-`K` products
-/// (`docs/perf-notes.md`, entry 5). `128 x 64` output tiles on 256 threads (fewer bytes
-/// per flop) were slower at every `n` (entry 20).
+/// (`docs/perf-notes.md`, entry 5).
 ///
 /// # Safety
-/// As [`trsm`]; the steps before `k` have completed.
-pub unsafe fn update<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
+/// As [`trsm`] with `S::THREADS` threads and [`shape_kernel_shared_bytes`]; the steps
+/// before `k` have completed.
+pub unsafe fn update<T: Real, S: ProductShape<T>>(args: &TiledArgs<T>) {
+    const { assert!(S::COLS == TILE && S::ROWS.is_multiple_of(TILE)) };
     let a = *args;
     let (n, ld, k) = (a.n(), a.ld(), a.step as usize);
-    let Some((nd, which, it, blk)) = (unsafe { panel_tile(&a, k, tiles(n) - k) }) else { return };
+    let Some((nd, which, it, blk)) = (unsafe { panel_tile(&a, k, S::ROWS / TILE) }) else { return };
     let (flag, sh) = shared_areas::<T>();
     if unsafe { a.failed(nd.s, flag) } {
         return;
     }
     let d = unsafe { a.block(a.diag, nd.s, nd.b) };
-    let (pa, pb) = unsafe { (panel(blk, ld, n, it, 0), panel(d, ld, n, k, 0)) };
-    let acc = unsafe { Narrow::<M>::product(pa, pb, k * TILE, sh) };
+    let (pa, pb) = unsafe { (panel_from_tile(blk, ld, n, it, 0, S::ROWS), panel(d, ld, n, k, 0)) };
+    let acc = unsafe { S::product(pa, pb, k * TILE, sh) };
+    // The diagonal tile is the top of the first output tile of D_i's band.
     let diagonal = which == 0 && it == k;
-    // SAFETY: tile (it, k) of the band, rows/cols clipped to n.
+    // SAFETY: rows from tile it, column tile k of the band, rows/cols clipped to n.
     let dst = unsafe { blk.add(k * TILE * ld + it * TILE) };
-    unsafe { subtract_acc::<T, Narrow<M>>(&acc, dst, ld, true, |r, c| r < pa.rows && c < pb.rows && (!diagonal || r >= c)) };
+    unsafe { subtract_acc::<T, S>(&acc, dst, ld, true, |r, c| r < pa.rows && c < pb.rows && (!diagonal || r >= c)) };
 }
 
 /// Blocks per node of a [`neighbours`] launch on output tiles of `edge` rows: the lower
@@ -364,11 +391,12 @@ pub const fn neighbour_blocks(n: usize, edge: usize, side: u32) -> u32 {
 /// As [`trsm`] with `S::THREADS` threads and `FLAG_BYTES + S::SHARED_BYTES` of shared
 /// memory, after the level's last [`trsm`].
 pub unsafe fn neighbours<T: Real, S: ProductShape<T>>(args: &TiledArgs<T>) {
+    const { assert!(S::ROWS == S::COLS) };
     let a = *args;
     let (n, ld) = (a.n(), a.ld());
-    let nt = n.div_ceil(S::EDGE);
+    let nt = n.div_ceil(S::ROWS);
     let pairs = nt * (nt + 1) / 2;
-    let (nd, y) = a.node_and_tile(neighbour_blocks(n, S::EDGE, a.side) as usize);
+    let (nd, y) = a.node_and_tile(neighbour_blocks(n, S::ROWS, a.side) as usize);
     let (s, b) = (nd.s, nd.b);
     // (source A, source B, target, row tile, col tile, subtract into the lower triangle?)
     let job = unsafe {
@@ -396,7 +424,7 @@ pub unsafe fn neighbours<T: Real, S: ProductShape<T>>(args: &TiledArgs<T>) {
     if unsafe { a.failed(s, flag) } {
         return;
     }
-    let edge = S::EDGE;
+    let edge = S::ROWS;
     let (pa, pb) = unsafe { (panel_of_edge(src_a, ld, n, it, 0, edge), panel_of_edge(src_b, ld, n, jt, 0, edge)) };
     let acc = unsafe { S::product(pa, pb, n, sh) };
     let diagonal = subtract && it == jt;

@@ -30,7 +30,9 @@ mod potrf;
 pub mod product;
 pub mod solve;
 
-pub use product::{Narrow, Native, PRODUCT_THREADS, ProductShape, TILE, Tf32, Tf32x3, TileMac, WIDE_PRODUCT_THREADS, WIDE_TILE, Wide};
+pub use product::{
+    Dmma, Narrow, Native, PRODUCT_THREADS, ProductShape, TILE, Tall, Tf32, Tf32x3, TileMac, WIDE_PRODUCT_THREADS, WIDE_TILE, Wide, Wide16,
+};
 
 use crate::layout::{left_of, node_number, nodes_in_level, right_of};
 use crate::level::INFO_OK;

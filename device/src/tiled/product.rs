@@ -41,7 +41,7 @@
 //! (`row = g`, `kk = t` for lane `4g + t`) hit distinct banks.
 
 use blocktri_prims::memory::{copy_async_16, copy_async_commit, copy_async_wait};
-use blocktri_prims::mma::{has_sm90_dmma, mma_m8n8k4_f64, mma_m16n8k8_tf32, mma_m16n8k16_f64, to_tf32};
+use blocktri_prims::mma::{has_sm90_dmma, mma_m8n8k4_f64, mma_m16n8k8_f64, mma_m16n8k8_tf32, mma_m16n8k16_f64, to_tf32};
 use blocktri_prims::{Real, thread_idx_x};
 
 /// Rows and columns of the output tile; also the tile size of the engine.
@@ -69,7 +69,7 @@ pub const STAGES: usize = 3;
 /// Shared memory of one product, in elements of `elem_bytes` ([`STAGES`] stages of `A` and
 /// `B`).
 pub const fn product_shared_elems(elem_bytes: usize) -> usize {
-    staged_elems(TILE, elem_bytes)
+    staged_elems(TILE, TILE, BK, elem_bytes)
 }
 /// Shared memory of one product in bytes for elements of `elem_bytes`.
 pub const fn product_shared_bytes(elem_bytes: usize) -> usize {
@@ -142,7 +142,7 @@ impl TileMac<f64> for Native {
     unsafe fn mac_chunk(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
         let (row0, col0, g, t) = warp_quadrant(thread_idx_x() as usize);
         // SAFETY: forwarded contract; the quadrant lies inside the 64 x 64 stages.
-        unsafe { dmma_region::<32, LDS64, ACC>(acc, a, b, row0 + g, col0 + g, t) }
+        unsafe { dmma_region::<32, BK, ACC>(acc, a, b, (LDS64, LDS64), false, (row0 + g, col0 + g), t) }
     }
 
     #[inline(always)]
@@ -155,50 +155,73 @@ impl TileMac<f64> for Native {
 const LDS64: usize = lds(8);
 const LDS32: usize = lds(4);
 
-/// Multiplies a staged chunk into the accumulators of a warp's `RM x 32` output region
-/// (`RM` of 32 or 64 rows: `N = RM` accumulators per lane) on FP64 tensor cores; `A` and
-/// `B` are staged with leading dimension `LD`; `row` and `col` are the region's
-/// origin plus the lane's `g`. On sm_90 builds `RM / 16 x 4` `m16n8k16` DMMAs per `k`-step
-/// of 16, on sm_80 builds `RM / 8 x 4` `m8n8k4` ones per `k`-step of 4 ([`has_sm90_dmma`]
-/// picks at compile time). The fragment reads (lane `4g + t` reads row `g (+ 8)`, column
-/// `t (+ 4u)`) hit distinct banks for leading dimensions of 4 mod 16 ([`lds_rows`]).
+/// Multiplies a staged chunk of `KC` columns into the accumulators of a warp's `RM x 32`
+/// output region (`RM` of 32 or 64 rows: `N = RM` accumulators per lane) on FP64 tensor
+/// cores; `A` and `B` are staged with leading dimensions `lda` and `ldb`; `(row, col)`
+/// is the region's origin plus the lane's `g`. On sm_90 builds `RM / 16 x 4` `m16n8k16`
+/// DMMAs per `k`-step of 16, on sm_80 builds `RM / 8 x 4` `m8n8k4` ones per `k`-step of 4
+/// ([`has_sm90_dmma`] picks at compile time); `stream_b` (with `RM = 32`) loads the `B`
+/// fragments one at a time (fewer live registers). The fragment reads (lane `4g + t` reads row
+/// `g (+ 8)`, column `t (+ 4u)`) hit distinct banks for leading dimensions of 4 mod 16
+/// ([`lds_rows`]).
 ///
 /// # Safety
-/// `a` and `b` point to staged chunks of [`BK`] columns in shared memory that hold the
+/// `a` and `b` point to staged chunks of `KC` columns in shared memory that hold the
 /// region's rows; every lane of the warp calls it together.
 #[inline(always)]
-unsafe fn dmma_region<const RM: usize, const LD: usize, const N: usize>(
+unsafe fn dmma_region<const RM: usize, const KC: usize, const N: usize>(
     acc: &mut [f64; N],
     a: *const f64,
     b: *const f64,
-    row: usize,
-    col: usize,
+    (lda, ldb): (usize, usize),
+    stream_b: bool,
+    (row, col): (usize, usize),
     t: usize,
 ) {
-    const { assert!(N == RM && BK.is_multiple_of(16)) };
+    const { assert!(N == RM && KC.is_multiple_of(16)) };
     let mut kk = 0;
     // SAFETY (all reads): (kk + t + 12) * LD + row + RM - 1 stays inside a staged chunk of
-    // BK columns (caller's contract).
+    // KC columns (caller's contract).
     if has_sm90_dmma() {
-        while kk < BK {
-            // The B fragments of a k-step are read once and used by every 16-row slice.
-            let bf: [[f64; 4]; 4] =
-                core::array::from_fn(|ni| core::array::from_fn(|u| unsafe { *b.add((kk + t + 4 * u) * LD + col + 8 * ni) }));
-            for mi in 0..RM / 16 {
-                let af: [f64; 8] = core::array::from_fn(|i| unsafe { *a.add((kk + t + 4 * (i / 2)) * LD + row + 16 * mi + 8 * (i % 2)) });
-                for (ni, bn) in bf.iter().enumerate() {
-                    let e = (mi * 4 + ni) * 4;
-                    let d = mma_m16n8k16_f64(af, *bn, [acc[e], acc[e + 1], acc[e + 2], acc[e + 3]]);
-                    acc[e..e + 4].copy_from_slice(&d);
+        while kk < KC {
+            if stream_b && RM == 32 {
+                // Two k-steps of 8 (`m16n8k8`): both A fragments of a step, then one B
+                // fragment at a time: 20 operand registers instead of 48, for the shapes
+                // capped at 128 registers.
+                for k0 in [kk, kk + 8] {
+                    let af: [[f64; 4]; 2] = core::array::from_fn(|mi| {
+                        core::array::from_fn(|i| unsafe { *a.add((k0 + t + 4 * (i / 2)) * lda + row + 16 * mi + 8 * (i % 2)) })
+                    });
+                    for ni in 0..4 {
+                        let bn: [f64; 2] = core::array::from_fn(|u| unsafe { *b.add((k0 + t + 4 * u) * ldb + col + 8 * ni) });
+                        for (mi, am) in af.iter().enumerate() {
+                            let e = (mi * 4 + ni) * 4;
+                            let d = mma_m16n8k8_f64(*am, bn, [acc[e], acc[e + 1], acc[e + 2], acc[e + 3]]);
+                            acc[e..e + 4].copy_from_slice(&d);
+                        }
+                    }
+                }
+            } else {
+                // The B fragments of a k-step are read once and used by every 16-row slice.
+                let bf: [[f64; 4]; 4] =
+                    core::array::from_fn(|ni| core::array::from_fn(|u| unsafe { *b.add((kk + t + 4 * u) * ldb + col + 8 * ni) }));
+                for mi in 0..RM / 16 {
+                    let af: [f64; 8] =
+                        core::array::from_fn(|i| unsafe { *a.add((kk + t + 4 * (i / 2)) * lda + row + 16 * mi + 8 * (i % 2)) });
+                    for (ni, bn) in bf.iter().enumerate() {
+                        let e = (mi * 4 + ni) * 4;
+                        let d = mma_m16n8k16_f64(af, *bn, [acc[e], acc[e + 1], acc[e + 2], acc[e + 3]]);
+                        acc[e..e + 4].copy_from_slice(&d);
+                    }
                 }
             }
             kk += 16;
         }
     } else {
-        while kk < BK {
-            let bf: [f64; 4] = core::array::from_fn(|ni| unsafe { *b.add((kk + t) * LD + col + 8 * ni) });
+        while kk < KC {
+            let bf: [f64; 4] = core::array::from_fn(|ni| unsafe { *b.add((kk + t) * ldb + col + 8 * ni) });
             for mi in 0..RM / 8 {
-                let af = unsafe { *a.add((kk + t) * LD + row + 8 * mi) };
+                let af = unsafe { *a.add((kk + t) * lda + row + 8 * mi) };
                 for (ni, bn) in bf.iter().enumerate() {
                     let e = (mi * 4 + ni) * 2;
                     let d = mma_m8n8k4_f64(af, *bn, [acc[e], acc[e + 1]]);
@@ -315,28 +338,36 @@ const fn piece<T: Real>() -> usize {
     16 / T::BYTES
 }
 
-/// Starts this thread's asynchronous copies of chunk `c` (columns `c * BK ..`) of `p` into
+/// Starts this thread's asynchronous copies of chunk `c` (columns `c * KC ..`) of `p` into
 /// the stage at `s` (rows `0..R`, leading dimension `lds_rows(R, ..)`), zero outside
 /// `p.rows x k`. Thread `tid` of `THREADS` copies the 16-byte pieces `tid + q * THREADS` of
 /// the chunk, numbered down each column then across: consecutive threads read consecutive
 /// addresses.
 ///
 /// # Safety
-/// `s` is a stage of `BK * lds_rows(R, T::BYTES)` elements in shared memory; the panel covers
+/// `s` is a stage of `KC * lds_rows(R, T::BYTES)` elements in shared memory; the panel covers
 /// `rows x k` entries (`rows <= R`), its columns start 16-byte aligned (`ptr` and
 /// `ld * size_of::<T>()` multiples of 16: the solver pads `ld` to 64 bytes and panels start
 /// at multiples of 64 rows).
 #[inline(always)]
-unsafe fn issue_chunk<T: Real, const R: usize, const THREADS: usize>(s: *mut T, p: &Panel<T>, k: usize, c: usize, tid: usize) {
+unsafe fn issue_chunk<T: Real, const R: usize, const THREADS: usize, const KC: usize>(
+    s: *mut T,
+    p: &Panel<T>,
+    k: usize,
+    c: usize,
+    tid: usize,
+) {
     let vec = piece::<T>();
     let per_col = R / vec;
-    for q in 0..BK * per_col / THREADS {
+    // Every thread copies the same number of pieces.
+    const { assert!((KC * R * T::BYTES / 16).is_multiple_of(THREADS)) };
+    for q in 0..KC * per_col / THREADS {
         let id = tid + q * THREADS;
         let (kk, row) = (id / per_col, (id % per_col) * vec);
-        let col = c * BK + kk;
+        let col = c * KC + kk;
         let valid = if col < k { p.rows.saturating_sub(row).min(vec) } else { 0 };
         // SAFETY: `valid` entries from (row, col) are inside the panel; with none the
-        // source is not read. The destination is inside the stage (kk < BK, row < R).
+        // source is not read. The destination is inside the stage (kk < KC, row < R).
         unsafe {
             let src = if valid > 0 { p.ptr.add(col * p.ld + row) } else { p.ptr };
             copy_async_16(s.add(kk * lds_rows(R, T::BYTES) + row) as *mut u8, src as *const u8, (valid * T::BYTES) as u32);
@@ -356,25 +387,28 @@ unsafe fn issue_chunk<T: Real, const R: usize, const THREADS: usize>(s: *mut T, 
 #[inline(always)]
 pub unsafe fn product_nt<T: Real, M: TileMac<T>>(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> [T; ACC] {
     // SAFETY: forwarded contract (TILE rows, PRODUCT_THREADS threads).
-    unsafe { staged_product::<T, TILE, { PRODUCT_THREADS as usize }, ACC>(a, b, k, smem, |acc, sa, sb| M::mac_chunk(acc, sa, sb)) }
+    unsafe {
+        staged_product::<T, TILE, TILE, { PRODUCT_THREADS as usize }, BK, ACC>(a, b, k, smem, |acc, sa, sb| M::mac_chunk(acc, sa, sb))
+    }
 }
 
-/// Shared-memory elements of [`staged_product`] with `rows`-row stages.
-const fn staged_elems(rows: usize, elem_bytes: usize) -> usize {
-    2 * STAGES * BK * lds_rows(rows, elem_bytes)
+/// Shared-memory elements of [`staged_product`] with stages of `ra` rows of `A` and `rb`
+/// rows of `B`, `kc` columns each.
+const fn staged_elems(ra: usize, rb: usize, kc: usize, elem_bytes: usize) -> usize {
+    STAGES * kc * (lds_rows(ra, elem_bytes) + lds_rows(rb, elem_bytes))
 }
 
-/// The staged `k` loop of every product: chunks of [`BK`] columns of both panels (up to
-/// `R` rows each) through [`STAGES`] shared-memory stages, `mac` multiplying each staged
-/// chunk into the `N` accumulators.
+/// The staged `k` loop of every product: chunks of `KC` columns of both panels (up to
+/// `RA` rows of `a`, `RB` of `b`) through [`STAGES`] shared-memory stages, `mac`
+/// multiplying each staged chunk into the `N` accumulators.
 ///
 /// # Safety
 /// `THREADS` threads call it together with the same arguments; `smem` holds
-/// `staged_elems(R, T::BYTES)` elements of shared memory (16-byte aligned) not used by
-/// anyone else during the call; panels as in `issue_chunk`; `mac` reads only the staged
-/// chunks it is given.
+/// `staged_elems(RA, RB, KC, T::BYTES)` elements of shared memory (16-byte aligned) not
+/// used by anyone else during the call; panels as in `issue_chunk`; `mac` reads only the
+/// staged chunks it is given.
 #[inline(always)]
-unsafe fn staged_product<T: Real, const R: usize, const THREADS: usize, const N: usize>(
+unsafe fn staged_product<T: Real, const RA: usize, const RB: usize, const THREADS: usize, const KC: usize, const N: usize>(
     a: Panel<T>,
     b: Panel<T>,
     k: usize,
@@ -383,19 +417,22 @@ unsafe fn staged_product<T: Real, const R: usize, const THREADS: usize, const N:
 ) -> [T; N] {
     let tid = thread_idx_x() as usize;
     let mut acc = [T::ZERO; N];
-    let chunks = k.div_ceil(BK);
+    let chunks = k.div_ceil(KC);
     if chunks == 0 {
         return acc;
     }
     // SAFETY (all): stages inside `smem`; panel reads as in `issue_chunk`.
-    let chunk_elems = BK * lds_rows(R, T::BYTES);
-    let stage = |s: usize| unsafe { (smem.add(2 * s * chunk_elems), smem.add((2 * s + 1) * chunk_elems)) };
+    let (a_elems, b_elems) = (KC * lds_rows(RA, T::BYTES), KC * lds_rows(RB, T::BYTES));
+    let stage = |s: usize| unsafe {
+        let base = smem.add(s * (a_elems + b_elems));
+        (base, base.add(a_elems))
+    };
     let issue = |c: usize| {
         if c < chunks {
             let (sa, sb) = stage(c % STAGES);
             unsafe {
-                issue_chunk::<T, R, THREADS>(sa, &a, k, c, tid);
-                issue_chunk::<T, R, THREADS>(sb, &b, k, c, tid);
+                issue_chunk::<T, RA, THREADS, KC>(sa, &a, k, c, tid);
+                issue_chunk::<T, RB, THREADS, KC>(sb, &b, k, c, tid);
             }
         }
         // One group per chunk, empty past the end, so that the wait count below holds.
@@ -418,12 +455,17 @@ unsafe fn staged_product<T: Real, const R: usize, const THREADS: usize, const N:
     acc
 }
 
-/// A product block as the kernels that place its output see it: the edge of its square
-/// output tile (the rows of both panels), its threads, its shared memory and where each
+/// A product block as the kernels that place its output see it: the size of its output
+/// tile (the rows of both panels), its threads, its shared memory and where each
 /// accumulator lands.
 pub trait ProductShape<T: Real> {
-    /// Rows and columns of the output tile.
-    const EDGE: usize;
+    /// Rows of the output tile (of panel `A`).
+    const ROWS: usize;
+    /// Columns of the output tile (rows of panel `B`).
+    const COLS: usize;
+    /// Accumulators whose old values the epilogue loads together (at most 32; fewer where
+    /// the registers are capped).
+    const EPILOGUE: usize = 32;
     /// Threads per block.
     const THREADS: u32;
     /// Shared memory of the product in bytes.
@@ -439,11 +481,14 @@ pub trait ProductShape<T: Real> {
     fn acc_coord(tid: usize, e: usize) -> (usize, usize);
 }
 
-/// The `64 x 64` product ([`product_nt`]) with the multiply-add `M`.
-pub struct Narrow<M>(core::marker::PhantomData<M>);
+/// The `64 x 64` product ([`product_nt`]) with the multiply-add `M`; its epilogue loads
+/// `G` old values at a time.
+pub struct Narrow<M, const G: usize = 32>(core::marker::PhantomData<M>);
 
-impl<T: Real, M: TileMac<T>> ProductShape<T> for Narrow<M> {
-    const EDGE: usize = TILE;
+impl<T: Real, M: TileMac<T>, const G: usize> ProductShape<T> for Narrow<M, G> {
+    const ROWS: usize = TILE;
+    const COLS: usize = TILE;
+    const EPILOGUE: usize = G;
     const THREADS: u32 = PRODUCT_THREADS;
     const SHARED_BYTES: usize = product_shared_bytes(T::BYTES);
     type Acc = [T; ACC];
@@ -463,27 +508,56 @@ pub const WIDE_TILE: usize = 2 * TILE;
 /// Threads of a [`Wide`] product block.
 pub const WIDE_PRODUCT_THREADS: u32 = 256;
 
-/// The wide `f64` product: a `128 x 128` tile of `A B^T` per 256-thread block, for
-/// launches with enough blocks to fill the GPU. Each staged element feeds twice the
-/// multiply-adds of the `64 x 64` product, which streams 8 flop per byte of panel from L2
-/// and saturates it (`docs/perf-notes.md`, entries 8 and 20). Warp `w` owns the `64 x 32`
-/// region at `((w % 2) 64, (w / 2) 32)`, 64 accumulators per lane.
-pub struct Wide;
+/// An `f64` product on FP64 tensor cores with `RA x RB` output tiles per block of
+/// `NTHREADS` threads: warp `w` owns the `RM x 32` region at `((w % (RA / RM)) RM,
+/// (w / (RA / RM)) 32)`, `RM` accumulators per lane; `KC` columns staged per barrier.
+/// Larger tiles stream fewer bytes from L2 per flop (the `64 x 64` product's 8 flop per
+/// byte saturate it: `docs/perf-notes.md`, entries 8 and 20); fewer accumulators per
+/// lane let more warps share a multiprocessor.
+pub struct Dmma<const RA: usize, const RB: usize, const RM: usize, const KC: usize, const NTHREADS: usize>;
 
-const LDS_WIDE: usize = lds_rows(WIDE_TILE, 8);
+/// The wide product: `128 x 128` tiles, 8 warps of `64 x 32` (239 registers, one block
+/// per multiprocessor), for launches with enough blocks to fill the GPU.
+pub type Wide = Dmma<WIDE_TILE, WIDE_TILE, 64, BK, { WIDE_PRODUCT_THREADS as usize }>;
 
-impl ProductShape<f64> for Wide {
-    const EDGE: usize = WIDE_TILE;
-    const THREADS: u32 = WIDE_PRODUCT_THREADS;
-    const SHARED_BYTES: usize = staged_elems(WIDE_TILE, 8) * 8;
-    type Acc = [f64; 64];
+/// `128 x 128` tiles on 16 warps of `32 x 32` (512 threads: at most 128 registers each),
+/// 32 columns per barrier (203 KB of stages). As fast as [`Wide`] on the H100, not faster
+/// (`docs/perf-notes.md`, entry 23); 16 columns per barrier was 8 % slower.
+pub type Wide16 = Dmma<WIDE_TILE, WIDE_TILE, 32, 32, 512>;
+
+/// `128 x 64` tiles on 8 warps of `32 x 32` (256 threads; two blocks per multiprocessor
+/// within 128 registers): the column updates' output is 64 columns wide. As fast as the
+/// `64 x 64` updates at n = 1024 on the H100, 7 % slower at n = 512 (entry 23).
+pub type Tall = Dmma<WIDE_TILE, TILE, 32, BK, 256>;
+
+impl<const RA: usize, const RB: usize, const RM: usize, const KC: usize, const NTHREADS: usize> Dmma<RA, RB, RM, KC, NTHREADS> {
+    /// Origin of thread `tid`'s warp region and its lane's `(g, t)`.
+    #[inline(always)]
+    fn region(tid: usize) -> (usize, usize, usize, usize) {
+        const { assert!(RA.is_multiple_of(RM) && RB.is_multiple_of(32) && NTHREADS == 32 * (RA / RM) * (RB / 32)) };
+        let (warp, lane) = (tid / 32, tid % 32);
+        ((warp % (RA / RM)) * RM, (warp / (RA / RM)) * 32, lane / 4, lane % 4)
+    }
+}
+
+impl<const RA: usize, const RB: usize, const RM: usize, const KC: usize, const NTHREADS: usize> ProductShape<f64>
+    for Dmma<RA, RB, RM, KC, NTHREADS>
+{
+    const ROWS: usize = RA;
+    const COLS: usize = RB;
+    // 32 old values next to 32 accumulators would need all 128 registers.
+    const EPILOGUE: usize = if RM <= 32 { 8 } else { 32 };
+    const THREADS: u32 = NTHREADS as u32;
+    const SHARED_BYTES: usize = staged_elems(RA, RB, KC, 8) * 8;
+    type Acc = [f64; RM];
     #[inline(always)]
     unsafe fn product(a: Panel<f64>, b: Panel<f64>, k: usize, smem: *mut f64) -> Self::Acc {
         let (row0, col0, g, t) = Self::region(thread_idx_x() as usize);
-        // SAFETY: forwarded contract; the region lies inside the 128-row stages.
+        let ld = (lds_rows(RA, 8), lds_rows(RB, 8));
+        // SAFETY: forwarded contract; the region lies inside the stages.
         unsafe {
-            staged_product::<f64, WIDE_TILE, { WIDE_PRODUCT_THREADS as usize }, 64>(a, b, k, smem, |acc, sa, sb| {
-                dmma_region::<64, LDS_WIDE, 64>(acc, sa, sb, row0 + g, col0 + g, t)
+            staged_product::<f64, RA, RB, NTHREADS, KC, RM>(a, b, k, smem, |acc, sa, sb| {
+                dmma_region::<RM, KC, RM>(acc, sa, sb, ld, RM <= 32, (row0 + g, col0 + g), t)
             })
         }
     }
@@ -491,14 +565,5 @@ impl ProductShape<f64> for Wide {
     fn acc_coord(tid: usize, e: usize) -> (usize, usize) {
         let (row0, col0, g, t) = Self::region(tid);
         dmma_coord(row0, col0, g, t, e)
-    }
-}
-
-impl Wide {
-    /// Origin of thread `tid`'s warp region and its lane's `(g, t)`.
-    #[inline(always)]
-    fn region(tid: usize) -> (usize, usize, usize, usize) {
-        let (warp, lane) = (tid / 32, tid % 32);
-        ((warp % 2) * 64, (warp / 2) * 32, lane / 4, lane % 4)
     }
 }

@@ -18,12 +18,15 @@ use crate::scalar::Scalar;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::tiled::factor::{
-    WIDE_THREADS, neighbour_blocks, potrf_shared_bytes, prep_shared_bytes, product_kernel_shared_bytes, wide_product_kernel_shared_bytes,
+    WIDE_THREADS, neighbour_blocks, panel_blocks, potrf_shared_bytes, prep_shared_bytes, product_kernel_shared_bytes,
+    shape_kernel_shared_bytes,
 };
 use blocktri_device::tiled::solve::{
     BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, couple_threads, diag_solve_shared_bytes, walks_nodes,
 };
-use blocktri_device::tiled::{PRODUCT_THREADS, TILE, TiledArgs, WIDE_PRODUCT_THREADS, WIDE_TILE, dinv_elems, tiles};
+use blocktri_device::tiled::{
+    Narrow, Native, PRODUCT_THREADS, ProductShape, TILE, Tall, TiledArgs, WIDE_TILE, Wide, Wide16, dinv_elems, tiles,
+};
 
 /// Largest grid `y` of a launch (the tile pairs of one node).
 const MAX_GRID_Y: usize = 65_535;
@@ -59,11 +62,55 @@ const WIDE_WAVES: u32 = 2;
 
 /// Smallest block size whose neighbour products may run wide: below, the short `K = n`
 /// loop and one 8-warp block per SM made them slower than the `64 x 64` products on the
-/// H100 (`docs/perf-notes.md`, entry 20). `BLOCKTRI_WIDE_WAVES` does not lift it.
+/// H100 (`docs/perf-notes.md`, entry 20). `BLOCKTRI_WIDE_MIN_BLOCK` overrides it (for the
+/// sanitizer runs and measurements).
 const WIDE_MIN_BLOCK: usize = 512;
+
+fn wide_min_block() -> usize {
+    std::env::var("BLOCKTRI_WIDE_MIN_BLOCK").ok().and_then(|v| v.parse().ok()).unwrap_or(WIDE_MIN_BLOCK)
+}
 
 fn wide_waves() -> u32 {
     std::env::var("BLOCKTRI_WIDE_WAVES").ok().and_then(|v| v.parse().ok()).unwrap_or(WIDE_WAVES)
+}
+
+/// A product kernel with its launch shape: threads, shared memory and the rows of its
+/// output tiles.
+#[derive(Debug)]
+struct ProductKernel {
+    kernel: Kernel,
+    threads: u32,
+    shared_bytes: u32,
+    rows: usize,
+}
+
+impl ProductKernel {
+    /// Loads `name` (full kernel name), launched as the product shape `S`.
+    fn load<T: blocktri_prims::Real, S: ProductShape<T>>(gpu: &Gpu, name: &str) -> Result<Self> {
+        Ok(Self { kernel: gpu.kernel(name)?, threads: S::THREADS, shared_bytes: shape_kernel_shared_bytes::<T, S>() as u32, rows: S::ROWS })
+    }
+}
+
+/// The `f64` column-update kernel: the `64 x 64` products (161 registers, three blocks per
+/// multiprocessor), or with `BLOCKTRI_UPDATE_PRODUCT=tall` `128 x 64` tiles on 8 warps
+/// within 128 registers (two blocks), for measurements (`docs/perf-notes.md`, entry 23).
+fn f64_update(gpu: &Gpu) -> Result<ProductKernel> {
+    let name = |n: &str| format!("{n}_f64");
+    match std::env::var("BLOCKTRI_UPDATE_PRODUCT").as_deref() {
+        Ok("tall") => ProductKernel::load::<f64, Tall>(gpu, &name(names::TILED_TALL_UPDATE)),
+        _ => ProductKernel::load::<f64, Narrow<Native>>(gpu, &name(names::TILED_UPDATE)),
+    }
+}
+
+/// The wide `f64` neighbour-product kernel: 8 warps of `64 x 32`, or with
+/// `BLOCKTRI_WIDE_PRODUCT=16` 16 warps of `32 x 32` within 128 registers, for
+/// measurements (`docs/perf-notes.md`, entry 23).
+fn f64_wide_neighbours(gpu: &Gpu) -> Result<ProductKernel> {
+    let name = |n: &str| format!("{n}_f64");
+    match std::env::var("BLOCKTRI_WIDE_PRODUCT").as_deref() {
+        Ok("16") => ProductKernel::load::<f64, Wide16>(gpu, &name(names::TILED_WIDE16_NEIGHBOURS)),
+        _ => ProductKernel::load::<f64, Wide>(gpu, &name(names::TILED_WIDE_NEIGHBOURS)),
+    }
 }
 
 /// How the tiled solve runs its diagonal solves: [`walks_nodes`] per level, unless
@@ -97,12 +144,12 @@ pub(super) struct Tiled {
     prep: Kernel,
     potrf: Kernel,
     trsm: Kernel,
-    update: Kernel,
+    update: ProductKernel,
     neighbours: Kernel,
     /// The neighbour products on `128 x 128` tiles (`f64`, where the device has the
-    /// shared memory, `n >= `[`WIDE_MIN_BLOCK`]) and the fewest blocks a launch of them
+    /// shared memory, `n >= `[`wide_min_block`]) and the fewest blocks a launch of them
     /// takes ([`wide_waves`] per SM).
-    wide_neighbours: Option<(Kernel, u32)>,
+    wide_neighbours: Option<(ProductKernel, u32)>,
     /// The diagonal solves: one block per node walking its tiles (`forward_node`,
     /// `backward_node`), or one launch per tile step (`forward_diag`, `backward_diag`).
     forward_node: Kernel,
@@ -135,16 +182,26 @@ impl Tiled {
             Some(suffix) if T::BYTES == 4 => gpu.kernel(&format!("{name}_{suffix}")),
             _ => k(name),
         };
-        let wide = T::BYTES == 8 && n >= WIDE_MIN_BLOCK && wide_product_kernel_shared_bytes() <= smem as usize;
+        let f64_only = T::BYTES == 8;
+        let update = if f64_only {
+            f64_update(gpu)?
+        } else {
+            let (threads, shared_bytes) = (PRODUCT_THREADS, product_kernel_shared_bytes(T::BYTES) as u32);
+            ProductKernel { kernel: product(names::TILED_UPDATE)?, threads, shared_bytes, rows: TILE }
+        };
+        let wide = if f64_only && n >= wide_min_block() {
+            let kernel = f64_wide_neighbours(gpu)?;
+            (kernel.shared_bytes <= smem).then(|| (kernel, wide_waves() * gpu.info().multiprocessors))
+        } else {
+            None
+        };
         Ok(Tiled {
             prep: k(names::TILED_PREP)?,
             potrf: k(names::TILED_POTRF)?,
             trsm: product(names::TILED_TRSM)?,
-            update: product(names::TILED_UPDATE)?,
+            update,
             neighbours: product(names::TILED_NEIGHBOURS)?,
-            wide_neighbours: wide
-                .then(|| k(names::TILED_WIDE_NEIGHBOURS).map(|kernel| (kernel, wide_waves() * gpu.info().multiprocessors)))
-                .transpose()?,
+            wide_neighbours: wide,
             forward_node: k(names::TILED_FORWARD_NODE)?,
             backward_node: k(names::TILED_BACKWARD_NODE)?,
             forward_diag: k(names::TILED_FORWARD_DIAG)?,
@@ -205,17 +262,19 @@ impl Tiled {
             for k in 0..nt {
                 let step = k as u32;
                 if k > 0 {
-                    steps.push(launch(&self.update, m, (nodes * (3 * nt - k) as u32, 1), PRODUCT_THREADS, product_smem, step, 0));
+                    let u = &self.update;
+                    let blocks = nodes * panel_blocks(n, k, u.rows / TILE);
+                    steps.push(launch(&u.kernel, m, (blocks, 1), u.threads, u.shared_bytes, step, 0));
                 }
                 steps.push(launch(&self.potrf, m, (nodes, 1), WIDE_THREADS, potrf_shared_bytes(T::BYTES) as u32, step, 0));
-                steps.push(launch(&self.trsm, m, (nodes * (nt - k - 1 + 2 * nt) as u32, 1), PRODUCT_THREADS, product_smem, step, 0));
+                steps.push(launch(&self.trsm, m, (nodes * panel_blocks(n, k + 1, 1), 1), PRODUCT_THREADS, product_smem, step, 0));
             }
             if m + 1 < top {
                 for side in 0..2 {
                     let wide_blocks = nodes * neighbour_blocks(n, WIDE_TILE, side);
                     steps.push(match &self.wide_neighbours {
                         Some((wide, min_blocks)) if wide_blocks >= *min_blocks => {
-                            launch(wide, m, (wide_blocks, 1), WIDE_PRODUCT_THREADS, wide_product_kernel_shared_bytes() as u32, 0, side)
+                            launch(&wide.kernel, m, (wide_blocks, 1), wide.threads, wide.shared_bytes, 0, side)
                         }
                         _ => launch(
                             &self.neighbours,
