@@ -234,27 +234,20 @@ unsafe fn panel_tile<T: Real>(a: &TiledArgs<T>, first: usize, h: usize) -> Optio
     unsafe { band(a, nd.s, nd.b, which, present) }.map(|blk| (nd, which, t, blk))
 }
 
-/// Row panel of tile row `t`, starting at column `c0`, of the column-major block `blk`.
+/// Row panel of engine tile row `t`, starting at column `c0`, of the column-major block
+/// `blk`.
 #[inline(always)]
 unsafe fn panel<T>(blk: *mut T, ld: usize, n: usize, t: usize, c0: usize) -> Panel<T> {
-    // SAFETY: forwarded (edge TILE).
-    unsafe { panel_of_edge(blk, ld, n, t, c0, TILE) }
+    // SAFETY: forwarded (t < tiles(n)).
+    unsafe { rows_panel(blk, ld, n, t * TILE, c0, TILE) }
 }
 
-/// Row panel of up to `rows` rows from engine row tile `t`, starting at column `c0`, of
-/// the column-major block `blk`.
+/// Row panel of up to `rows` rows from row `row0`, starting at column `c0`, of the
+/// column-major block `blk` (clipped to its `n` rows).
 #[inline(always)]
-unsafe fn panel_from_tile<T>(blk: *mut T, ld: usize, n: usize, t: usize, c0: usize, rows: usize) -> Panel<T> {
-    // SAFETY: inside the block (t < tiles(n), c0 < n).
-    Panel { ptr: unsafe { blk.add(c0 * ld + t * TILE) } as *const T, ld, rows: rows.min(n - t * TILE) }
-}
-
-/// Row panel of the `edge`-row tile row `t`, starting at column `c0`, of the column-major
-/// block `blk`.
-#[inline(always)]
-unsafe fn panel_of_edge<T>(blk: *mut T, ld: usize, n: usize, t: usize, c0: usize, edge: usize) -> Panel<T> {
-    // SAFETY: inside the block (t < n.div_ceil(edge), c0 < n).
-    Panel { ptr: unsafe { blk.add(c0 * ld + t * edge) } as *const T, ld, rows: edge.min(n - t * edge) }
+unsafe fn rows_panel<T>(blk: *mut T, ld: usize, n: usize, row0: usize, c0: usize, rows: usize) -> Panel<T> {
+    // SAFETY: inside the block (row0 < n, c0 < n).
+    Panel { ptr: unsafe { blk.add(c0 * ld + row0) } as *const T, ld, rows: rows.min(n - row0) }
 }
 
 /// Hands each accumulator of this thread with its `(row, col)` inside the tile.
@@ -362,7 +355,7 @@ pub unsafe fn update<T: Real, S: ProductShape<T>>(args: &TiledArgs<T>) {
         return;
     }
     let d = unsafe { a.block(a.diag, nd.s, nd.b) };
-    let (pa, pb) = unsafe { (panel_from_tile(blk, ld, n, it, 0, S::ROWS), panel(d, ld, n, k, 0)) };
+    let (pa, pb) = unsafe { (rows_panel(blk, ld, n, it * TILE, 0, S::ROWS), panel(d, ld, n, k, 0)) };
     let acc = unsafe { S::product(pa, pb, k * TILE, sh) };
     // The diagonal tile is the top of the first output tile of D_i's band.
     let diagonal = which == 0 && it == k;
@@ -425,7 +418,7 @@ pub unsafe fn neighbours<T: Real, S: ProductShape<T>>(args: &TiledArgs<T>) {
         return;
     }
     let edge = S::ROWS;
-    let (pa, pb) = unsafe { (panel_of_edge(src_a, ld, n, it, 0, edge), panel_of_edge(src_b, ld, n, jt, 0, edge)) };
+    let (pa, pb) = unsafe { (rows_panel(src_a, ld, n, it * edge, 0, edge), rows_panel(src_b, ld, n, jt * edge, 0, edge)) };
     let acc = unsafe { S::product(pa, pb, n, sh) };
     let diagonal = subtract && it == jt;
     let dst = unsafe { target.add(jt * edge * ld + it * edge) };

@@ -481,14 +481,12 @@ pub trait ProductShape<T: Real> {
     fn acc_coord(tid: usize, e: usize) -> (usize, usize);
 }
 
-/// The `64 x 64` product ([`product_nt`]) with the multiply-add `M`; its epilogue loads
-/// `G` old values at a time.
-pub struct Narrow<M, const G: usize = 32>(core::marker::PhantomData<M>);
+/// The `64 x 64` product ([`product_nt`]) with the multiply-add `M`.
+pub struct Narrow<M>(core::marker::PhantomData<M>);
 
-impl<T: Real, M: TileMac<T>, const G: usize> ProductShape<T> for Narrow<M, G> {
+impl<T: Real, M: TileMac<T>> ProductShape<T> for Narrow<M> {
     const ROWS: usize = TILE;
     const COLS: usize = TILE;
-    const EPILOGUE: usize = G;
     const THREADS: u32 = PRODUCT_THREADS;
     const SHARED_BYTES: usize = product_shared_bytes(T::BYTES);
     type Acc = [T; ACC];

@@ -24,9 +24,7 @@ use blocktri_device::tiled::factor::{
 use blocktri_device::tiled::solve::{
     BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, couple_threads, diag_solve_shared_bytes, walks_nodes,
 };
-use blocktri_device::tiled::{
-    Narrow, Native, PRODUCT_THREADS, ProductShape, TILE, Tall, TiledArgs, WIDE_TILE, Wide, Wide16, dinv_elems, tiles,
-};
+use blocktri_device::tiled::{Narrow, Native, PRODUCT_THREADS, ProductShape, TILE, Tall, TiledArgs, Wide, Wide16, dinv_elems, tiles};
 
 /// Largest grid `y` of a launch (the tile pairs of one node).
 const MAX_GRID_Y: usize = 65_535;
@@ -182,14 +180,14 @@ impl Tiled {
             Some(suffix) if T::BYTES == 4 => gpu.kernel(&format!("{name}_{suffix}")),
             _ => k(name),
         };
-        let f64_only = T::BYTES == 8;
-        let update = if f64_only {
+        let is_f64 = T::BYTES == 8;
+        let update = if is_f64 {
             f64_update(gpu)?
         } else {
             let (threads, shared_bytes) = (PRODUCT_THREADS, product_kernel_shared_bytes(T::BYTES) as u32);
             ProductKernel { kernel: product(names::TILED_UPDATE)?, threads, shared_bytes, rows: TILE }
         };
-        let wide = if f64_only && n >= wide_min_block() {
+        let wide = if is_f64 && n >= wide_min_block() {
             let kernel = f64_wide_neighbours(gpu)?;
             (kernel.shared_bytes <= smem).then(|| (kernel, wide_waves() * gpu.info().multiprocessors))
         } else {
@@ -271,10 +269,10 @@ impl Tiled {
             }
             if m + 1 < top {
                 for side in 0..2 {
-                    let wide_blocks = nodes * neighbour_blocks(n, WIDE_TILE, side);
+                    let wide_blocks = |wide: &ProductKernel| nodes * neighbour_blocks(n, wide.rows, side);
                     steps.push(match &self.wide_neighbours {
-                        Some((wide, min_blocks)) if wide_blocks >= *min_blocks => {
-                            launch(&wide.kernel, m, (wide_blocks, 1), wide.threads, wide.shared_bytes, 0, side)
+                        Some((wide, min_blocks)) if wide_blocks(wide) >= *min_blocks => {
+                            launch(&wide.kernel, m, (wide_blocks(wide), 1), wide.threads, wide.shared_bytes, 0, side)
                         }
                         _ => launch(
                             &self.neighbours,
