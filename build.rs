@@ -30,6 +30,11 @@ fn main() {
         // blocks per multiprocessor (176 per thread as allocated); 168 lets four share one
         // (N = 16384, n = 16: 734 -> 430 us on the H100, docs/perf-notes.md entry 18).
         .max_registers("factor_rows_dataflow16", 168)
+        // The staged selected inversion (128- or 256-thread blocks): 128 registers let four
+        // warp-per-node blocks share a multiprocessor, as many as their shared memory
+        // allows at n = 16 (ptxas sm_90: 124-128 registers, no spills).
+        .max_registers("selinv_level_staged", 128)
+        .max_registers("selinv_chain_staged", 128)
         .llvm_arg("-unroll-threshold=20000")
         .llvm_arg("-unroll-full-max-count=4096");
     match builder.build() {

@@ -422,15 +422,36 @@ fn check_failures(fam: Family) {
 }
 
 /// Selected inversion (`blocktri_device::selinv`) after the emulated factor, level by level
-/// from the top, against the CPU reference recursion; outputs poisoned with NaN.
+/// from the top, against the CPU reference recursion; outputs poisoned with NaN. Both
+/// kernel families: the unstaged ones and the staged ones (warp per node for n <= 16,
+/// block per node above; fragment products over tiles padded to multiples of 8).
 #[test]
 fn emulated_selected_inversion_matches_the_cpu_recursion() {
     use blocktri::Factorization;
     use blocktri::cpu::SequentialCholesky;
-    use blocktri_device::selinv::{SelinvArgs, selinv_chain, selinv_level, selinv_shared_bytes, sub_diagonal_slot};
+    use blocktri_device::selinv::{
+        SelinvArgs, selinv_chain, selinv_chain_staged, selinv_launch, selinv_level, selinv_level_staged, selinv_shared_bytes,
+        selinv_threads, sub_diagonal_slot,
+    };
     let seed = fresh_seed();
-    let cases = [(1usize, 1usize, 3usize), (2, 2, 4), (1, 7, 5), (3, 16, 2), (1, 45, 6)];
-    for (i, &((s, nb, n), fam)) in cases.iter().flat_map(|c| [(*c, GENERIC), (*c, CHAIN)]).collect::<Vec<_>>().iter().enumerate() {
+    let cases = [
+        (1usize, 1usize, 3usize),
+        (2, 2, 4),
+        (1, 7, 5),
+        (3, 16, 2),
+        (1, 45, 6),
+        (5, 9, 16),
+        (2, 6, 13),
+        (1, 5, 21),
+        (2, 3, 40),
+        (1, 4, 35),
+    ];
+    let runs: Vec<_> =
+        cases.iter().flat_map(|c| [(*c, GENERIC, false), (*c, CHAIN, false), (*c, GENERIC, true), (*c, CHAIN, true)]).collect();
+    for (i, &((s, nb, n), fam, staged)) in runs.iter().enumerate() {
+        if !staged && n > 16 {
+            continue; // the unstaged kernels serve n > 64 on the GPU; small cases cover them
+        }
         let (a, b) = problem::<f64>(s, nb, n, 1, seed + i as u64);
         let ld = n + 1;
         let mut d = upload(&a, &b, ld);
@@ -451,14 +472,26 @@ fn emulated_selected_inversion_matches_the_cpu_recursion() {
                 n: n as u32,
                 nblocks: nb as u32,
                 level: m,
+                systems: s as u32,
             };
-            let smem = selinv_shared_bytes(n, 8);
-            // SAFETY: the buffers are sized for the shape; higher levels ran before.
-            if fam == CHAIN {
-                unsafe { emu::launch_unchecked(s as u32, 64, smem, || selinv_chain(&args)) };
-            } else {
-                let grid = s as u32 * nodes_in_level(nb as u32, m);
-                unsafe { emu::launch_unchecked(grid, 64, smem, || selinv_level(&args)) };
+            let jobs = if fam == CHAIN { s as u32 } else { s as u32 * nodes_in_level(nb as u32, m) };
+            let shape = selinv_launch(n, 8, 232_448);
+            // SAFETY: the buffers are sized for the shape; higher levels ran before; the
+            // launch shapes are the ones the kernels document.
+            unsafe {
+                match (staged, fam == CHAIN) {
+                    (false, true) => emu::launch_unchecked(jobs, selinv_threads(n), selinv_shared_bytes(n, 8), || selinv_chain(&args)),
+                    (false, false) => emu::launch_unchecked(jobs, selinv_threads(n), selinv_shared_bytes(n, 8), || selinv_level(&args)),
+                    (true, chain) => {
+                        assert!(shape.staged, "n = {n} staged");
+                        let grid = jobs.div_ceil(shape.jobs_per_block);
+                        if chain {
+                            emu::launch_unchecked(grid, shape.threads, shape.shared_bytes, || selinv_chain_staged(&args))
+                        } else {
+                            emu::launch_unchecked(grid, shape.threads, shape.shared_bytes, || selinv_level_staged(&args))
+                        }
+                    }
+                }
             }
         }
         let mut reference = SequentialCholesky::new();
@@ -484,6 +517,6 @@ fn emulated_selected_inversion_matches_the_cpu_recursion() {
                 }
             }
         }
-        assert!(worst < 1e-12, "{fam:?} S={s} N={nb} n={n}: {worst:e} (seed {seed})");
+        assert!(worst < 1e-12, "{fam:?} staged={staged} S={s} N={nb} n={n}: {worst:e} (seed {seed})");
     }
 }

@@ -73,8 +73,14 @@ fn selected_inverse_matches_the_dense_inverse_f32() {
 fn gpu_selected_inverse_matches_the_dense_inverse() {
     let Some(g) = gpu() else { return };
     let seed = fresh_seed();
-    // The fused engine's factor and, from n = 97, the tiled engine's.
-    let shapes: Vec<_> = SHAPES.iter().copied().chain([(2, 9, 33), (1, 5, 100), (2, 3, 130)]).collect();
+    // The fused engine's factor and, from n = 97, the tiled engine's; the staged sweep
+    // (warp per node up to n = 16, block per node up to the shared-memory limit: n = 72 in
+    // f64, 104 in f32 on the H100) and the unstaged one above it.
+    let shapes: Vec<_> = SHAPES
+        .iter()
+        .copied()
+        .chain([(3, 20, 16), (1, 6, 24), (2, 9, 33), (2, 4, 64), (1, 3, 72), (1, 3, 80), (1, 5, 100), (2, 3, 130)])
+        .collect();
     for (i, &(s, nb, n)) in shapes.iter().enumerate() {
         let a = generate::random_spd_conditioned::<f64>(s, nb, n, 1e3, seed + i as u64).unwrap();
         let mut solver = GpuCholesky::<f64>::with_gpu(g.clone(), Default::default()).unwrap();

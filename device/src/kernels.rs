@@ -76,6 +76,8 @@ pub mod names {
     pub const SOLVE_BACKWARD_CHAIN_ROWS: &str = "solve_backward_chain_rows";
     /// [`crate::selinv::selinv_chain`].
     pub const SELINV_CHAIN: &str = "selinv_chain";
+    /// [`crate::selinv::selinv_chain_staged`].
+    pub const SELINV_CHAIN_STAGED: &str = "selinv_chain_staged";
     /// [`crate::level::solve_forward_level`].
     pub const SOLVE_FORWARD: &str = "solve_forward";
     /// [`crate::level::solve_backward_level`].
@@ -130,6 +132,8 @@ pub mod names {
     pub const LOG_DET_PARTS: &str = "log_det_parts";
     /// [`crate::selinv::selinv_level`].
     pub const SELINV_LEVEL: &str = "selinv_level";
+    /// [`crate::selinv::selinv_level_staged`].
+    pub const SELINV_LEVEL_STAGED: &str = "selinv_level_staged";
     /// [`crate::tridiag::fused::leaves`].
     pub const TRI_FUSED_LEAVES: &str = "tri_fused_leaves";
     /// [`crate::tridiag::fused::merge`].
@@ -157,7 +161,7 @@ mod entry {
     };
     use crate::logdet::{LogDetArgs, log_det_parts};
     use crate::refine::{RefineArgs, demote_matrix, demote_rhs, promote, residual};
-    use crate::selinv::{SelinvArgs, selinv_chain, selinv_level};
+    use crate::selinv::{SelinvArgs, selinv_chain, selinv_chain_staged, selinv_level, selinv_level_staged};
     use crate::tiled::{Narrow, Native, Tall, Tf32, Tf32x3, TiledArgs, Wide, Wide16, factor as tf, solve as ts};
     use crate::tridiag::{TridiagArgs, fused, stagewise};
 
@@ -335,6 +339,8 @@ mod entry {
     kernel!(log_det_parts_f64, log_det_parts_f32, log_det_parts, LogDetArgs);
     kernel!(selinv_level_f64, selinv_level_f32, selinv_level, SelinvArgs);
     kernel!(selinv_chain_f64, selinv_chain_f32, selinv_chain, SelinvArgs);
+    kernel!(selinv_level_staged_f64, selinv_level_staged_f32, selinv_level_staged, SelinvArgs);
+    kernel!(selinv_chain_staged_f64, selinv_chain_staged_f32, selinv_chain_staged, SelinvArgs);
     kernel!(factor_chain_f64, factor_chain_f32, factor_chain, FactorArgs);
     kernel!(solve_forward_chain_f64, solve_forward_chain_f32, solve_forward_chain, SolveArgs);
     kernel!(solve_backward_chain_f64, solve_backward_chain_f32, solve_backward_chain, SolveArgs);

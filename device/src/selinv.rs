@@ -15,15 +15,20 @@
 //!
 //! `Sigma_rl` is stored with whichever of `l`, `r` was eliminated first (they are
 //! adjacent one level up): `Sigma_{r,l}` in `sigma_left[r]`, or `Sigma_{l,r}` in
-//! `sigma_right[l]`. Every product reads global memory directly through the tile routines
-//! ([`crate::tile::product`], [`crate::tile::trsm_lower`]): a first version, correct for
-//! any `n`, fast for small ones.
+//! `sigma_right[l]`. Two implementations: the staged kernels ([`selinv_level_staged`],
+//! [`selinv_chain_staged`]: the node's operands in shared memory, products on tensor-core
+//! fragments; the default while a node's five tiles fit, n <= 72 in `f64` on the H100)
+//! and the unstaged ones ([`selinv_level`], [`selinv_chain`]: every product reads global
+//! memory through the tile routines [`crate::tile::product`], [`crate::tile::trsm_lower`];
+//! any `n`). [`selinv_launch`] chooses.
 
 use crate::layout::{left_of, level_of, node_number, nodes_in_level, right_of};
-use crate::team::{Block, Team};
+use crate::team::{Block, Team, Warp};
+use crate::tile::fragment::{diagonal_reciprocals, fragment_ld, invert_lower_strips, padded, warp_product_sum};
 use crate::tile::trsm::invert_diagonal;
-use crate::tile::{MatRef, for_each_entry, product, trsm_lower, trsm_lower_transposed};
-use blocktri_prims::{Real, block_idx_x, shared};
+use crate::tile::{MatRef, for_each_entry, for_each_index, for_each_rc, product, trsm_lower, trsm_lower_transposed};
+use blocktri_prims::memory::{copy_async_16, copy_async_commit, copy_async_wait};
+use blocktri_prims::{Real, block_idx_x, shared, warp_id};
 
 /// Arguments of [`selinv_level`].
 #[repr(C)]
@@ -49,6 +54,8 @@ pub struct SelinvArgs<T> {
     pub nblocks: u32,
     /// The level of this launch.
     pub level: u32,
+    /// Systems in the batch (the staged kernels' teams past the last job return).
+    pub systems: u32,
 }
 
 /// Where `Sigma_{i+1,i}` of the original neighbours `i`, `i + 1` (1-based) ends up: with
@@ -181,4 +188,368 @@ unsafe fn selinv_node<T: Real>(args: &SelinvArgs<T>, s: usize, i: u32, li: Optio
         }
     });
     team.sync();
+}
+
+// ---------------------------------------------------------------------------------------
+// Staged kernels: the node's operands in shared memory, fragment products instead of
+// row-by-row triangular solves.
+//
+// With `Linv = L_ii^-1` (inverted in strips of 8 rows), `G_U = Linv^T U` and
+// `G_V = Linv^T V`, the equations of the module docs become products only:
+//
+//   Sigma_il = -(G_U Sigma_ll + G_V Sigma_rl)
+//   Sigma_ir = -(G_V Sigma_rr + G_U Sigma_lr)
+//   Sigma_ii = Linv^T Linv - G_U Sigma_il^T - G_V Sigma_ir^T
+//
+// (about 18 n^3 flops per node against 16 n^3 with the four triangular solves), all on
+// `8 x 8` DMMA fragments in `f64` (`crate::tile::fragment`), the operands copied in with
+// `cp.async`, a few copies in flight per thread.
+// ---------------------------------------------------------------------------------------
+
+/// Largest block size of the warp-per-node staged kernels.
+pub const WARP_NODE_MAX_N: usize = 16;
+
+/// Node teams (warps) per block of the warp-per-node staged kernels.
+pub const WARP_TEAMS: u32 = 4;
+
+/// Shared tiles of one staged node team.
+const STAGED_TILES: usize = 5;
+
+/// Shared-memory elements of one staged node team: five tiles of `padded(n)` columns at
+/// the fragment leading dimension (rows and columns padded to whole `8 x 8` tiles, kept
+/// zero) and `padded(n)` reciprocals.
+pub const fn staged_elems(n: usize) -> usize {
+    STAGED_TILES * padded(n) * fragment_ld(n) + padded(n)
+}
+
+/// How the selected inversion of block size `n` is launched (see [`selinv_launch`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SelinvLaunch {
+    /// The staged kernels ([`selinv_level_staged`], [`selinv_chain_staged`]) when the
+    /// node's tiles fit in shared memory; otherwise [`selinv_level`], [`selinv_chain`].
+    pub staged: bool,
+    /// Threads per block.
+    pub threads: u32,
+    /// Dynamic shared memory per block in bytes.
+    pub shared_bytes: usize,
+    /// Jobs (nodes, or systems for the chain) per block: grid `x` = `ceil(jobs / this)`.
+    pub jobs_per_block: u32,
+}
+
+/// Launch shape of the selected inversion for block size `n` and `elem_bytes`-byte
+/// elements on a GPU whose blocks may use `max_shared` bytes of shared memory (the
+/// opt-in limit): one warp per node for `n <= 16` ([`WARP_TEAMS`] per block), one block
+/// of 128 (`n <= 32`) or 256 threads per node while [`staged_elems`] fit, the unstaged
+/// kernels above (on the H100, 227 KiB: staged up to `n = 72` in `f64`, 104 in `f32`).
+///
+/// ```
+/// use blocktri_device::selinv::selinv_launch;
+/// let h100 = 232_448;
+/// let l = selinv_launch(16, 8, h100);
+/// assert!(l.staged && l.jobs_per_block == 4 && l.threads == 128);
+/// assert!(selinv_launch(72, 8, h100).staged && !selinv_launch(73, 8, h100).staged);
+/// assert!(!selinv_launch(64, 8, 101_376).staged); // sm_86: 99 KiB
+/// ```
+pub const fn selinv_launch(n: usize, elem_bytes: usize, max_shared: usize) -> SelinvLaunch {
+    let per_team = staged_elems(n) * elem_bytes;
+    if n <= WARP_NODE_MAX_N && WARP_TEAMS as usize * per_team <= max_shared {
+        SelinvLaunch { staged: true, threads: 32 * WARP_TEAMS, shared_bytes: WARP_TEAMS as usize * per_team, jobs_per_block: WARP_TEAMS }
+    } else if n > WARP_NODE_MAX_N && per_team <= max_shared {
+        SelinvLaunch { staged: true, threads: if n <= 32 { 128 } else { 256 }, shared_bytes: per_team, jobs_per_block: 1 }
+    } else {
+        SelinvLaunch { staged: false, threads: selinv_threads(n), shared_bytes: selinv_shared_bytes(n, elem_bytes), jobs_per_block: 1 }
+    }
+}
+
+/// [`selinv_level`] on staged tiles: the nodes of level `args.level`, one per team of
+/// [`selinv_launch`] (grid `x` = `ceil(systems * nodes / jobs_per_block)`).
+///
+/// # Safety
+/// As [`selinv_level`], launched with a staged [`selinv_launch`]`(n, size_of::<T>(), _)`;
+/// the buffers 16-byte aligned and `ld * size_of::<T>()` a multiple of 16 (the copies
+/// move 16 bytes).
+pub unsafe fn selinv_level_staged<T: Real>(args: &SelinvArgs<T>) {
+    // SAFETY: the caller's launch shape; one team per job.
+    unsafe { staged_dispatch(args, level_job::<T, Warp, 2, 2>, level_job::<T, Block, 2, 2>, level_job::<T, Block, 2, 4>) }
+}
+
+/// [`selinv_chain`] on staged tiles: one team of [`selinv_launch`] per system walks its
+/// blocks from the last.
+///
+/// # Safety
+/// As [`selinv_chain`], with the launch shape and alignment of [`selinv_level_staged`].
+pub unsafe fn selinv_chain_staged<T: Real>(args: &SelinvArgs<T>) {
+    // SAFETY: as in selinv_level_staged.
+    unsafe { staged_dispatch(args, chain_job::<T, Warp, 2, 2>, chain_job::<T, Block, 2, 2>, chain_job::<T, Block, 2, 4>) }
+}
+
+/// One job per team: a warp and `2 x 2` fragment regions for `n <= 16` (this warp's part
+/// of the block's shared memory), a 128-thread block and `2 x 2` regions for `n <= 32`,
+/// a 256-thread block and `2 x 4` regions above.
+///
+/// # Safety
+/// The launch shape of [`selinv_launch`] (staged).
+#[inline(always)]
+unsafe fn staged_dispatch<T: Real>(
+    args: &SelinvArgs<T>,
+    warp_job: unsafe fn(Warp, &SelinvArgs<T>, usize, *mut T),
+    small_job: unsafe fn(Block, &SelinvArgs<T>, usize, *mut T),
+    large_job: unsafe fn(Block, &SelinvArgs<T>, usize, *mut T),
+) {
+    let n = args.n as usize;
+    let sh = shared::dynamic_shared::<T>();
+    // SAFETY (all three): each team gets its own staged_elems(n) of shared memory.
+    unsafe {
+        if n <= WARP_NODE_MAX_N {
+            let w = warp_id() as usize;
+            warp_job(Warp, args, block_idx_x() as usize * WARP_TEAMS as usize + w, sh.add(w * staged_elems(n)));
+        } else if n <= 32 {
+            small_job(Block, args, block_idx_x() as usize, sh);
+        } else {
+            large_job(Block, args, block_idx_x() as usize, sh);
+        }
+    }
+}
+
+/// Node `job` of the launch's level (systems outer, nodes inner) on `team`.
+///
+/// # Safety
+/// `sh`: [`staged_elems`] elements of this team's own shared memory; as
+/// [`selinv_level_staged`].
+#[inline(always)]
+unsafe fn level_job<T: Real, M: Team, const RT: usize, const CT: usize>(team: M, args: &SelinvArgs<T>, job: usize, sh: *mut T) {
+    let (nb, m) = (args.nblocks, args.level);
+    let count = nodes_in_level(nb, m) as usize;
+    if job >= args.systems as usize * count {
+        return; // the whole team: its barriers are its own
+    }
+    let (s, t) = (job / count, job % count);
+    let i = node_number(m, t as u32);
+    let (li, ri) = (left_of(i, m), right_of(i, m, nb));
+    // Sigma_rl as stored: Sigma_{r,l} in sigma_left[r], or Sigma_{l,r} (transposed).
+    let sigma_rl = match (li, ri) {
+        (Some(l), Some(r)) if level_of(r) < level_of(l) => Some((block_ptr(args, args.sigma_left, s, r), false)),
+        (Some(l), Some(_)) => Some((block_ptr(args, args.sigma_right, s, l), true)),
+        _ => None,
+    };
+    // SAFETY: forwarded; the tiles zeroed first (staged_node's contract).
+    unsafe {
+        let tiles = StagedTiles::zeroed(team, args.n as usize, sh);
+        staged_node::<T, M, RT, CT>(team, args, &tiles, s, i, (li, ri), sigma_rl);
+    }
+}
+
+/// System `job`'s chain walk on `team`.
+///
+/// # Safety
+/// As [`level_job`], for the chain factor.
+#[inline(always)]
+unsafe fn chain_job<T: Real, M: Team, const RT: usize, const CT: usize>(team: M, args: &SelinvArgs<T>, job: usize, sh: *mut T) {
+    if job >= args.systems as usize {
+        return;
+    }
+    let nb = args.nblocks;
+    // SAFETY: forwarded; staged_node keeps the tiles' padding zero and ends with a team
+    // barrier, so block i + 1's outputs are complete and visible before block i reads them.
+    unsafe {
+        let tiles = StagedTiles::zeroed(team, args.n as usize, sh);
+        for i in (1..=nb).rev() {
+            let ri = if i < nb { Some(i + 1) } else { None };
+            staged_node::<T, M, RT, CT>(team, args, &tiles, job, i, (None, ri), None);
+        }
+    }
+}
+
+/// Block `j` (1-based) of system `s` in one of the buffers.
+#[inline(always)]
+fn block_ptr<T: Real>(args: &SelinvArgs<T>, p: *const T, s: usize, j: u32) -> *const T {
+    // SAFETY (of the callers' dereferences): inside the buffer of `systems * nblocks` blocks.
+    unsafe { p.add((s * args.nblocks as usize + (j - 1) as usize) * args.ld as usize * args.n as usize) }
+}
+
+/// A team's shared tiles: [`STAGED_TILES`] of `np` columns at leading dimension `ld`, and
+/// `np` reciprocals. Their padding (rows and columns `n..np`) is zero and stays zero: the
+/// copies zero-fill rows past `n` and touch no column past it, the products emit only
+/// `n x n`, and the inverse's padded rows and columns are zero.
+struct StagedTiles<T> {
+    base: *mut T,
+    inv: *mut T,
+    n: usize,
+    np: usize,
+    ld: usize,
+}
+
+impl<T: Real> StagedTiles<T> {
+    /// Zeroes the team's [`staged_elems`]`(n)` elements at `sh`, then a team barrier.
+    ///
+    /// # Safety
+    /// `sh` holds [`staged_elems`]`(n)` elements of shared memory of this team alone.
+    #[inline(always)]
+    unsafe fn zeroed<M: Team>(team: M, n: usize, sh: *mut T) -> Self {
+        let (np, ld) = (padded(n), fragment_ld(n));
+        // SAFETY: inside the team's elements.
+        for_each_index(team, staged_elems(n), |e| unsafe { *sh.add(e) = T::ZERO });
+        team.sync();
+        StagedTiles { base: sh, inv: unsafe { sh.add(STAGED_TILES * np * ld) }, n, np, ld }
+    }
+
+    /// Tile `k`.
+    #[inline(always)]
+    fn tile(&self, k: usize) -> *mut T {
+        // SAFETY: k < STAGED_TILES (callers use constants).
+        unsafe { self.base.add(k * self.np * self.ld) }
+    }
+
+    /// Tile `k` as a column-major view.
+    #[inline(always)]
+    fn view(&self, k: usize) -> MatRef<T> {
+        MatRef::col_major(self.tile(k) as *const T, self.ld)
+    }
+
+    /// Starts copying the `n x n` block at `src` (global, leading dimension `ld`) into
+    /// tile `k`, 16 bytes per copy, rows `n..np` filled with zeros. Waited for by
+    /// [`Self::wait`].
+    ///
+    /// # Safety
+    /// `src` 16-byte aligned, `ld * size_of::<T>()` a multiple of 16, `n` columns of `ld`
+    /// readable; nobody else touches tile `k` until the wait and a barrier.
+    #[inline(always)]
+    unsafe fn stage<M: Team>(&self, team: M, src: *const T, ld: usize, k: usize) {
+        let per = 16 / T::BYTES;
+        let chunks = self.np / per; // np is a multiple of 8: whole chunks
+        let dst = self.tile(k);
+        for_each_rc(team, chunks, self.n, |q, c| {
+            let r = q * per;
+            let valid = self.n.saturating_sub(r).min(per);
+            // SAFETY: the caller's contract; `dst + c ld + r` stays inside the tile and is
+            // 16-byte aligned (ld and np multiples of 4, the tile base of 16).
+            unsafe { copy_async_16(dst.add(c * self.ld + r) as *mut u8, src.add(c * ld + r) as *const u8, (valid * T::BYTES) as u32) };
+        });
+    }
+
+    /// Waits for this thread's copies, then a team barrier: every staged tile complete and
+    /// visible to the team.
+    #[inline(always)]
+    fn wait<M: Team>(&self, team: M) {
+        copy_async_commit();
+        copy_async_wait::<0>();
+        team.sync();
+    }
+}
+
+/// The staged equations (section comment above) for node `i` of system `s`, neighbours
+/// `(li, ri)`, and `Sigma_rl` as stored (`(block, transposed)`) when both exist. Tiles:
+/// `0` L_ii, then G_V; `1` L_li, then Sigma_ll, Sigma_rr, Sigma_il; `2` L_ri, then
+/// Sigma_rl, Sigma_ir; `3` Linv; `4` G_U. Ends with a team barrier.
+///
+/// # Safety
+/// `tiles` are this team's, padding zero (as [`StagedTiles::zeroed`] leaves them); the
+/// neighbours' blocks of `Sigma` complete and visible; this node's outputs written by this
+/// team alone; the alignment of [`selinv_level_staged`].
+#[inline(always)]
+unsafe fn staged_node<T: Real, M: Team, const RT: usize, const CT: usize>(
+    team: M,
+    args: &SelinvArgs<T>,
+    tiles: &StagedTiles<T>,
+    s: usize,
+    i: u32,
+    (li, ri): (Option<u32>, Option<u32>),
+    sigma_rl: Option<(*const T, bool)>,
+) {
+    let (ld, n, np) = (args.ld as usize, tiles.n, tiles.np);
+    let (warp, warps) = (team.group(), team.groups());
+    let (l_ii, linv, g_u, g_v) = (0, 3, 4, 0);
+    let out = |buf: *mut T| block_ptr(args, buf as *const T, s, i) as *mut T;
+    let v = |k| tiles.view(k);
+    let (one, minus) = (T::ONE, -T::ONE);
+    // SAFETY (all blocks below): global blocks of system `s` inside their buffers (the
+    // caller's contract), shared tiles of this team; every product reads tiles that a
+    // barrier separates from their writes, and emits to global memory or to a tile that
+    // no product of the same phase reads.
+    unsafe {
+        // L_ii, L_li, L_ri in; Linv = L_ii^-1 in strips.
+        tiles.stage(team, block_ptr(args, args.diag, s, i), ld, l_ii);
+        if li.is_some() {
+            tiles.stage(team, block_ptr(args, args.left, s, i), ld, 1);
+        }
+        if ri.is_some() {
+            tiles.stage(team, block_ptr(args, args.right, s, i), ld, 2);
+        }
+        tiles.wait(team);
+        diagonal_reciprocals(team, tiles.tile(l_ii), tiles.ld, n, np, tiles.inv);
+        invert_lower_strips(team, tiles.tile(l_ii), tiles.tile(linv), tiles.ld, np, tiles.inv);
+        // G_U = Linv^T L_li^T, G_V = Linv^T L_ri^T (over L_ii, no longer needed).
+        let lt = v(linv).t();
+        let put = |k: usize| {
+            let dst = tiles.tile(k);
+            let ld = tiles.ld;
+            move |r: usize, c: usize, x: T| *dst.add(c * ld + r) = x
+        };
+        if li.is_some() {
+            warp_product_sum::<T, RT, CT, 1>(warp, warps, n, n, np, [(lt, v(1).t(), one)], put(g_u));
+        }
+        if ri.is_some() {
+            warp_product_sum::<T, RT, CT, 1>(warp, warps, n, n, np, [(lt, v(2).t(), one)], put(g_v));
+        }
+        team.sync();
+        // Sigma_il = -(G_U Sigma_ll + G_V Sigma_rl), Sigma_ll in tile 1, Sigma_rl in 2.
+        let to_global = |buf: *mut T| {
+            let x = out(buf);
+            move |r: usize, c: usize, val: T| *x.add(c * ld + r) = val
+        };
+        let rl_view = |transposed: bool| if transposed { v(2).t() } else { v(2) };
+        if let Some(l) = li {
+            tiles.stage(team, block_ptr(args, args.sigma_diag, s, l), ld, 1);
+            if let Some((rl, _)) = sigma_rl {
+                tiles.stage(team, rl, ld, 2);
+            }
+            tiles.wait(team);
+            let put = to_global(args.sigma_left);
+            match sigma_rl {
+                Some((_, tr)) => {
+                    warp_product_sum::<T, RT, CT, 2>(warp, warps, n, n, np, [(v(g_u), v(1), minus), (v(g_v), rl_view(tr), minus)], put)
+                }
+                None => warp_product_sum::<T, RT, CT, 1>(warp, warps, n, n, np, [(v(g_u), v(1), minus)], put),
+            }
+            team.sync();
+        }
+        // Sigma_ir = -(G_V Sigma_rr + G_U Sigma_lr), Sigma_rr in tile 1, Sigma_lr = Sigma_rl^T.
+        if let Some(r) = ri {
+            tiles.stage(team, block_ptr(args, args.sigma_diag, s, r), ld, 1);
+            tiles.wait(team);
+            let put = to_global(args.sigma_right);
+            match sigma_rl {
+                Some((_, tr)) => {
+                    warp_product_sum::<T, RT, CT, 2>(warp, warps, n, n, np, [(v(g_v), v(1), minus), (v(g_u), rl_view(!tr), minus)], put)
+                }
+                None => warp_product_sum::<T, RT, CT, 1>(warp, warps, n, n, np, [(v(g_v), v(1), minus)], put),
+            }
+            team.sync();
+        }
+        // Sigma_ii = Linv^T Linv - G_U Sigma_il^T - G_V Sigma_ir^T, with Sigma_il (written
+        // above by this team) back in tile 1 and Sigma_ir in tile 2. Only the lower
+        // triangle is kept, mirrored: exactly symmetric.
+        if li.is_some() {
+            tiles.stage(team, out(args.sigma_left), ld, 1);
+        }
+        if ri.is_some() {
+            tiles.stage(team, out(args.sigma_right), ld, 2);
+        }
+        tiles.wait(team);
+        let y = out(args.sigma_diag);
+        let put = |r: usize, c: usize, x: T| {
+            if r >= c {
+                *y.add(c * ld + r) = x;
+                *y.add(r * ld + c) = x;
+            }
+        };
+        let (own, il, ir) = ((lt, v(linv), one), (v(g_u), v(1).t(), minus), (v(g_v), v(2).t(), minus));
+        match (li, ri) {
+            (Some(_), Some(_)) => warp_product_sum::<T, RT, CT, 3>(warp, warps, n, n, np, [own, il, ir], put),
+            (Some(_), None) => warp_product_sum::<T, RT, CT, 2>(warp, warps, n, n, np, [own, il], put),
+            (None, Some(_)) => warp_product_sum::<T, RT, CT, 2>(warp, warps, n, n, np, [own, ir], put),
+            (None, None) => warp_product_sum::<T, RT, CT, 1>(warp, warps, n, n, np, [own], put),
+        }
+        team.sync();
+    }
 }

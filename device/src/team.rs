@@ -86,3 +86,39 @@ impl Team for Solo {
         1
     }
 }
+
+/// One warp of a CUDA block: 32 lanes, one group. Warp `w` of the block is team `w`:
+/// several teams run independent work in one block, synchronized with `__syncwarp` only.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Warp;
+
+impl Team for Warp {
+    #[inline(always)]
+    fn rank(&self) -> usize {
+        gpu::lane_id() as usize
+    }
+    #[inline(always)]
+    fn size(&self) -> usize {
+        32
+    }
+    #[inline(always)]
+    fn sync(&self) {
+        gpu::sync_warp()
+    }
+    #[inline(always)]
+    fn lane(&self) -> usize {
+        gpu::lane_id() as usize
+    }
+    #[inline(always)]
+    fn lanes(&self) -> usize {
+        32
+    }
+    #[inline(always)]
+    fn group(&self) -> usize {
+        0
+    }
+    #[inline(always)]
+    fn groups(&self) -> usize {
+        1
+    }
+}

@@ -9,6 +9,7 @@
 //! [`Solo`]: crate::team::Solo
 //! [`Team`]: crate::team::Team
 
+pub mod fragment;
 pub mod gemm;
 pub mod potrf;
 pub(crate) mod strip8;

@@ -39,7 +39,7 @@ use blocktri_device::layout::round_up;
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{FactorArgs, InfoCode, SolveArgs, decode_info, factor_flag_words, solve_flag_words};
 use blocktri_device::logdet::{LOGDET_SHARED_BYTES, LOGDET_THREADS, LogDetArgs};
-use blocktri_device::selinv::{SelinvArgs, selinv_shared_bytes, selinv_threads};
+use blocktri_device::selinv::{SelinvArgs, selinv_launch};
 use chain::Chain;
 use cudarc::driver::CudaStream;
 use fused::{Fused, Variant};
@@ -752,19 +752,24 @@ impl<T: Scalar> GpuCholesky<T> {
             n: n as u32,
             nblocks: nb,
             level,
+            systems: shape.batch as u32,
         };
-        let cfg = |grid| LaunchConfig::linear(grid, selinv_threads(n), selinv_shared_bytes(n, T::BYTES) as u32);
+        // Staged kernels (node operands in shared memory, several nodes per block for
+        // n <= 16) while the node's tiles fit; the unstaged ones above.
+        let shape_of = selinv_launch(n, T::BYTES, self.gpu.info().max_shared_per_block as usize);
+        let cfg = |jobs: u32| LaunchConfig::linear(jobs.div_ceil(shape_of.jobs_per_block), shape_of.threads, shape_of.shared_bytes as u32);
+        let name = |staged, unstaged| kernel_name::<T>(if shape_of.staged { staged } else { unstaged });
         if chain {
-            let kernel = self.gpu.kernel(kernel_name::<T>(names::SELINV_CHAIN).as_str())?;
+            let kernel = self.gpu.kernel(name(names::SELINV_CHAIN_STAGED, names::SELINV_CHAIN).as_str())?;
             // SAFETY: the chain factor's buffers and the three outputs hold `S N` blocks of
-            // `ld x n`; one block per system walks its chain alone.
+            // `ld x n`; one team per system walks its chain alone.
             unsafe { kernel.launch(st, cfg(shape.batch as u32), (args(0),))? };
         } else {
-            let kernel = self.gpu.kernel(kernel_name::<T>(names::SELINV_LEVEL).as_str())?;
+            let kernel = self.gpu.kernel(name(names::SELINV_LEVEL_STAGED, names::SELINV_LEVEL).as_str())?;
             for level in (0..levels(nb)).rev() {
                 // SAFETY: the factor's three buffers and the three outputs hold `S N` blocks
                 // of `ld x n`; levels run top down on one stream, so every launch finds the
-                // higher levels' blocks written; the grid is the level's nodes.
+                // higher levels' blocks written; one team per node of the level.
                 unsafe { kernel.launch(st, cfg(shape.batch as u32 * nodes_in_level(nb, level)), (args(level),))? };
             }
         }
