@@ -34,6 +34,9 @@ fn main() {
         // warp-per-node blocks share a multiprocessor, as many as their shared memory
         // allows at n = 16 (ptxas sm_90: 124-128 registers, no spills).
         .max_registers("selinv_level_staged", 128)
+        // The unstaged ones run 512-thread blocks above n = 96: at most 128 registers.
+        .max_registers("selinv_level", 128)
+        .max_registers("selinv_chain", 128)
         .max_registers("selinv_chain_staged", 128)
         .llvm_arg("-unroll-threshold=20000")
         .llvm_arg("-unroll-full-max-count=4096");

@@ -24,7 +24,7 @@
 
 use crate::layout::{left_of, level_of, node_number, nodes_in_level, right_of};
 use crate::team::{Block, Team, Warp};
-use crate::tile::fragment::{diagonal_reciprocals, fragment_ld, invert_lower_strips, padded, warp_product_sum};
+use crate::tile::fragment::{FRAG, diagonal_reciprocals, fragment_ld, invert_lower_strips, padded, warp_product_sum};
 use crate::tile::trsm::invert_diagonal;
 use crate::tile::{MatRef, for_each_entry, for_each_index, for_each_rc, product, trsm_lower, trsm_lower_transposed};
 use blocktri_prims::memory::{copy_async_16, copy_async_commit, copy_async_wait};
@@ -150,6 +150,10 @@ unsafe fn selinv_node<T: Real>(args: &SelinvArgs<T>, s: usize, i: u32, li: Optio
     // nodes eliminated later, finished by earlier launches or earlier iterations.
     unsafe { invert_diagonal(team, l_ii, ld, n, inv) };
     let (u, v) = (view(args, args.left, s, i).t(), view(args, args.right, s, i).t());
+    // Whole 8 x 8 tiles: the products on tensor-core fragments straight from global memory
+    // (the blocks need no padding); otherwise scalar tile products.
+    let fragments = n % FRAG == 0;
+    let (warp, warps) = (team.group(), team.groups());
     // Sigma_il, Sigma_ir: the two products (same thread per entry in both, so no barrier
     // between them), then the transposed triangular solve.
     for (neighbour, out, near, far, far_sigma) in
@@ -157,9 +161,19 @@ unsafe fn selinv_node<T: Real>(args: &SelinvArgs<T>, s: usize, i: u32, li: Optio
     {
         let Some(j) = neighbour else { continue };
         let x = unsafe { out.add(at(i)) };
-        unsafe { product(team, n, n, n, near, view(args, args.sigma_diag, s, j), |r, c, val| *x.add(c * ld + r) = -val) };
-        if let Some(other) = far_sigma {
-            unsafe { product(team, n, n, n, far, other, |r, c, val| *x.add(c * ld + r) -= val) };
+        let near_sigma = view(args, args.sigma_diag, s, j);
+        let put = |r: usize, c: usize, val: T| unsafe { *x.add(c * ld + r) = val };
+        match (fragments, far_sigma) {
+            (true, Some(other)) => unsafe {
+                warp_product_sum::<T, 2, 4, 2>(warp, warps, n, n, n, [(near, near_sigma, -T::ONE), (far, other, -T::ONE)], put)
+            },
+            (true, None) => unsafe { warp_product_sum::<T, 2, 4, 1>(warp, warps, n, n, n, [(near, near_sigma, -T::ONE)], put) },
+            (false, far_sigma) => {
+                unsafe { product(team, n, n, n, near, near_sigma, |r, c, val| *x.add(c * ld + r) = -val) };
+                if let Some(other) = far_sigma {
+                    unsafe { product(team, n, n, n, far, other, |r, c, val| *x.add(c * ld + r) -= val) };
+                }
+            }
         }
         team.sync();
         unsafe { trsm_lower_transposed(team, l_ii, ld, n, x, ld, n, inv) };
@@ -169,9 +183,18 @@ unsafe fn selinv_node<T: Real>(args: &SelinvArgs<T>, s: usize, i: u32, li: Optio
     for_each_entry(team, n, n, |r, c| unsafe { *y.add(c * ld + r) = if r == c { T::ONE } else { T::ZERO } });
     team.sync();
     unsafe { trsm_lower(team, l_ii, ld, n, y, ld, n, inv) };
-    for (neighbour, couple, sigma) in [(li, u, args.sigma_left), (ri, v, args.sigma_right)] {
-        if neighbour.is_some() {
-            unsafe { product(team, n, n, n, couple, view(args, sigma, s, i).t(), |r, c, val| *y.add(c * ld + r) -= val) };
+    let (il, ir) = ((u, view(args, args.sigma_left, s, i).t(), -T::ONE), (v, view(args, args.sigma_right, s, i).t(), -T::ONE));
+    let add = |r: usize, c: usize, val: T| unsafe { *y.add(c * ld + r) += val };
+    match (fragments, li, ri) {
+        (true, Some(_), Some(_)) => unsafe { warp_product_sum::<T, 2, 4, 2>(warp, warps, n, n, n, [il, ir], add) },
+        (true, Some(_), None) => unsafe { warp_product_sum::<T, 2, 4, 1>(warp, warps, n, n, n, [il], add) },
+        (true, None, Some(_)) => unsafe { warp_product_sum::<T, 2, 4, 1>(warp, warps, n, n, n, [ir], add) },
+        _ => {
+            for (neighbour, (couple, sigma, _)) in [(li, il), (ri, ir)] {
+                if neighbour.is_some() {
+                    unsafe { product(team, n, n, n, couple, sigma, |r, c, val| *y.add(c * ld + r) -= val) };
+                }
+            }
         }
     }
     team.sync();
