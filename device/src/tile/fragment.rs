@@ -1,5 +1,6 @@
-//! Products and triangular inverses of shared-memory tiles in `8 x 8` fragments, on FP64
-//! tensor cores (`mma.sync.m8n8k4`) in `f64`.
+//! Products and triangular inverses of tiles in `8 x 8` fragments, on FP64 tensor cores
+//! (`mma.sync.m8n8k4`) in `f64`: shared-memory tiles padded to whole fragments, or blocks
+//! in global memory whose sizes are multiples of 8.
 //!
 //! A warp owns `RT x CT` output tiles of `8 x 8` at a time; per step of 4 along `k` it
 //! loads one fragment value per lane for each row tile of `A` and each column tile of
