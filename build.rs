@@ -38,6 +38,9 @@ fn main() {
         .max_registers("selinv_level", 128)
         .max_registers("selinv_chain", 128)
         .max_registers("selinv_chain_staged", 128)
+        // The tiled selected inversion (256-thread blocks, one 64 x 64 tile each): 128
+        // registers let two blocks share a multiprocessor.
+        .max_registers("selinv_tiled", 128)
         .llvm_arg("-unroll-threshold=20000")
         .llvm_arg("-unroll-full-max-count=4096");
     match builder.build() {

@@ -427,11 +427,9 @@ fn check_failures(fam: Family) {
 /// block per node above; fragment products over tiles padded to multiples of 8).
 #[test]
 fn emulated_selected_inversion_matches_the_cpu_recursion() {
-    use blocktri::Factorization;
-    use blocktri::cpu::SequentialCholesky;
     use blocktri_device::selinv::{
         SelinvArgs, selinv_chain, selinv_chain_staged, selinv_launch, selinv_level, selinv_level_staged, selinv_shared_bytes,
-        selinv_threads, sub_diagonal_slot,
+        selinv_threads,
     };
     let seed = fresh_seed();
     let cases = [
@@ -494,29 +492,108 @@ fn emulated_selected_inversion_matches_the_cpu_recursion() {
                 }
             }
         }
-        let mut reference = SequentialCholesky::new();
-        reference.factor(&a).unwrap();
-        let want = reference.selected_inverse().unwrap();
-        let blk = |sys: usize, j: usize| (sys * nb + j) * ld * n;
-        let mut worst = 0.0f64;
-        for sys in 0..s {
-            for j in 0..nb {
-                for c in 0..n {
-                    for r in 0..n {
-                        worst = worst.max((sd[blk(sys, j) + c * ld + r] - want.diag_block(sys, j)[c * n + r]).abs());
-                        if j + 1 < nb {
-                            let (slot, transposed) = if fam == CHAIN { (j as u32 + 1, true) } else { sub_diagonal_slot(j as u32 + 1) };
-                            let got = if transposed {
-                                sr[blk(sys, slot as usize - 1) + r * ld + c]
-                            } else {
-                                sl[blk(sys, slot as usize - 1) + c * ld + r]
-                            };
-                            worst = worst.max((got - want.sub_block(sys, j)[c * n + r]).abs());
-                        }
+        let worst = selinv_error(&a, ld, fam == CHAIN, [&sd, &sl, &sr]);
+        assert!(worst < 1e-12, "{fam:?} staged={staged} S={s} N={nb} n={n}: {worst:e} (seed {seed})");
+    }
+}
+
+/// Largest difference between the blocks of `A^-1` in the sweep's outputs (`diag`, `left`,
+/// `right` at leading dimension `ld`) and the CPU reference recursion's.
+fn selinv_error(a: &BlockTridiag<f64>, ld: usize, chain: bool, [sd, sl, sr]: [&[f64]; 3]) -> f64 {
+    use blocktri::Factorization;
+    use blocktri::cpu::SequentialCholesky;
+    use blocktri_device::selinv::sub_diagonal_slot;
+    let (s, nb, n) = (a.shape().batch, a.shape().nblocks, a.shape().block);
+    let mut reference = SequentialCholesky::new();
+    reference.factor(a).unwrap();
+    let want = reference.selected_inverse().unwrap();
+    let blk = |sys: usize, j: usize| (sys * nb + j) * ld * n;
+    let mut worst = 0.0f64;
+    for sys in 0..s {
+        for j in 0..nb {
+            for c in 0..n {
+                for r in 0..n {
+                    worst = worst.max((sd[blk(sys, j) + c * ld + r] - want.diag_block(sys, j)[c * n + r]).abs());
+                    if j + 1 < nb {
+                        let (slot, transposed) = if chain { (j as u32 + 1, true) } else { sub_diagonal_slot(j as u32 + 1) };
+                        let got = if transposed {
+                            sr[blk(sys, slot as usize - 1) + r * ld + c]
+                        } else {
+                            sl[blk(sys, slot as usize - 1) + c * ld + r]
+                        };
+                        worst = worst.max((got - want.sub_block(sys, j)[c * n + r]).abs());
                     }
                 }
             }
         }
-        assert!(worst < 1e-12, "{fam:?} staged={staged} S={s} N={nb} n={n}: {worst:e} (seed {seed})");
+    }
+    worst
+}
+
+/// The tiled selected inversion (`blocktri_device::selinv::tiled`: `64 x 64` output tiles
+/// over many thread blocks) after the emulated factor, against the CPU reference
+/// recursion; outputs and workspace poisoned with NaN. Fragment products (`n` a multiple
+/// of 8: one, two and three tiles with a partial last one) and scalar ones (other `n`).
+#[test]
+fn emulated_tiled_selected_inversion_matches_the_cpu_recursion() {
+    use blocktri_device::selinv::SelinvArgs;
+    use blocktri_device::selinv::tiled::{
+        SELINV_TILED_THREADS, SelinvTiledArgs, selinv_tiled_couplings, selinv_tiled_diagonal, selinv_tiled_invert_diag,
+        selinv_tiled_invert_step, selinv_tiled_neighbours, selinv_tiled_shared_bytes,
+    };
+    use blocktri_device::tiled::tiles;
+    let seed = fresh_seed();
+    let cases = [(1usize, 1usize, 5usize), (2, 3, 16), (1, 7, 13), (1, 4, 72), (2, 3, 65), (1, 3, 136), (1, 2, 130)];
+    for (i, &(s, nb, n)) in cases.iter().enumerate() {
+        let (a, b) = problem::<f64>(s, nb, n, 1, seed + i as u64);
+        let ld = n + 3;
+        let mut d = upload(&a, &b, ld);
+        run_factor(&mut d, &a, GENERIC, 0);
+        let len = s * nb * ld * n;
+        let (mut sd, mut sl, mut sr) = (vec![f64::NAN; len], vec![f64::NAN; len], vec![f64::NAN; len]);
+        let mut linv = vec![f64::NAN; len];
+        let mut work = vec![f64::NAN; 2 * s * nodes_in_level(nb as u32, 0) as usize * ld * n];
+        let args = |level: u32, step: u32, out: [*mut f64; 3], linv: *mut f64, work: *mut f64| SelinvTiledArgs {
+            base: SelinvArgs {
+                diag: d.diag.as_ptr(),
+                left: d.left.as_ptr(),
+                right: d.right.as_ptr(),
+                sigma_diag: out[0],
+                sigma_left: out[1],
+                sigma_right: out[2],
+                ld: ld as u32,
+                n: n as u32,
+                nblocks: nb as u32,
+                level,
+                systems: s as u32,
+            },
+            linv,
+            work,
+            step,
+        };
+        let out = [sd.as_mut_ptr(), sl.as_mut_ptr(), sr.as_mut_ptr()];
+        let (lp, wp) = (linv.as_mut_ptr(), work.as_mut_ptr());
+        let nt = tiles(n) as u32;
+        let launch = |blocks: u32, f: &dyn Fn()| {
+            // SAFETY: the buffers are sized as `SelinvTiledArgs` requires; the launches run
+            // in the host's order (inversion steps, then levels top down, three launches each).
+            unsafe { emu::launch_unchecked(blocks, SELINV_TILED_THREADS, selinv_tiled_shared_bytes(8), f) }
+        };
+        let blocks = (s * nb) as u32;
+        let x = args(0, 0, out, lp, wp);
+        launch(blocks * nt, &|| unsafe { selinv_tiled_invert_diag(&x) });
+        for step in 1..nt {
+            let x = args(0, step, out, lp, wp);
+            launch(blocks * (nt - step), &|| unsafe { selinv_tiled_invert_step(&x) });
+        }
+        for m in (0..levels(nb as u32)).rev() {
+            let x = args(m, 0, out, lp, wp);
+            let nodes = s as u32 * nodes_in_level(nb as u32, m);
+            launch(nodes * 2 * nt * nt, &|| unsafe { selinv_tiled_couplings(&x) });
+            launch(nodes * 2 * nt * nt, &|| unsafe { selinv_tiled_neighbours(&x) });
+            launch(nodes * nt * (nt + 1) / 2, &|| unsafe { selinv_tiled_diagonal(&x) });
+        }
+        let worst = selinv_error(&a, ld, false, [&sd, &sl, &sr]);
+        assert!(worst < 1e-12, "tiled S={s} N={nb} n={n}: {worst:e} (seed {seed})");
     }
 }

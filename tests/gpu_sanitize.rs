@@ -100,6 +100,37 @@ fn sanitize_cholesky_tiled() {
 }
 
 #[test]
+fn sanitize_selected_inversion() {
+    let Some(g) = gpu() else { return };
+    // Staged sweeps (a warp per node, a block per node) and tiled ones: fragment products
+    // over two tiles (a batch), scalar products over three tiles with a partial one, f32.
+    fn case<T: blocktri::Scalar>(g: &std::sync::Arc<Gpu>, (s, nb, n): (usize, usize, usize), tol: f64) {
+        let (a, _) = problem::<T>(s, nb, n, 1, 9);
+        let mut solver = GpuCholesky::<T>::with_gpu(g.clone(), GpuOptions { graphs: false, ..Default::default() }).unwrap();
+        solver.factor(&a).unwrap();
+        let got = solver.selected_inverse().unwrap();
+        let mut reference = blocktri::cpu::SequentialCholesky::new();
+        reference.factor(&a).unwrap();
+        let (got, want) = (got.cast::<f64>(), reference.selected_inverse().unwrap().cast::<f64>());
+        // Every stored entry: the diagonal blocks and the blocks beside them.
+        let mut worst = 0.0f64;
+        for sys in 0..s {
+            for row in 0..nb * n {
+                for col in (row / n).saturating_sub(1) * n..((row / n + 2).min(nb)) * n {
+                    worst = worst.max((got.get(sys, row, col) - want.get(sys, row, col)).abs());
+                }
+            }
+        }
+        assert!(worst < tol, "S={s} N={nb} n={n}: {worst:e}");
+    }
+    case::<f64>(&g, (2, 9, 16), 1e-10);
+    case::<f64>(&g, (1, 7, 40), 1e-10);
+    case::<f64>(&g, (2, 5, 80), 1e-10);
+    case::<f64>(&g, (1, 3, 130), 1e-10);
+    case::<f32>(&g, (1, 4, 136), 1e-2);
+}
+
+#[test]
 fn sanitize_cholesky_tiled_tf32() {
     let Some(g) = gpu() else { return };
     // Small (one partial tile, a batch) and large (three tiles, the last partial), each

@@ -134,6 +134,16 @@ pub mod names {
     pub const SELINV_LEVEL: &str = "selinv_level";
     /// [`crate::selinv::selinv_level_staged`].
     pub const SELINV_LEVEL_STAGED: &str = "selinv_level_staged";
+    /// [`crate::selinv::tiled::selinv_tiled_invert_diag`].
+    pub const SELINV_TILED_INVERT_DIAG: &str = "selinv_tiled_invert_diag";
+    /// [`crate::selinv::tiled::selinv_tiled_invert_step`].
+    pub const SELINV_TILED_INVERT_STEP: &str = "selinv_tiled_invert_step";
+    /// [`crate::selinv::tiled::selinv_tiled_couplings`].
+    pub const SELINV_TILED_COUPLINGS: &str = "selinv_tiled_couplings";
+    /// [`crate::selinv::tiled::selinv_tiled_neighbours`].
+    pub const SELINV_TILED_NEIGHBOURS: &str = "selinv_tiled_neighbours";
+    /// [`crate::selinv::tiled::selinv_tiled_diagonal`].
+    pub const SELINV_TILED_DIAGONAL: &str = "selinv_tiled_diagonal";
     /// [`crate::tridiag::fused::leaves`].
     pub const TRI_FUSED_LEAVES: &str = "tri_fused_leaves";
     /// [`crate::tridiag::fused::merge`].
@@ -161,6 +171,7 @@ mod entry {
     };
     use crate::logdet::{LogDetArgs, log_det_parts};
     use crate::refine::{RefineArgs, demote_matrix, demote_rhs, promote, residual};
+    use crate::selinv::tiled::{self as sel_tiled, SelinvTiledArgs};
     use crate::selinv::{SelinvArgs, selinv_chain, selinv_chain_staged, selinv_level, selinv_level_staged};
     use crate::tiled::{Narrow, Native, Tall, Tf32, Tf32x3, TiledArgs, Wide, Wide16, factor as tf, solve as ts};
     use crate::tridiag::{TridiagArgs, fused, stagewise};
@@ -341,6 +352,11 @@ mod entry {
     kernel!(selinv_chain_f64, selinv_chain_f32, selinv_chain, SelinvArgs);
     kernel!(selinv_level_staged_f64, selinv_level_staged_f32, selinv_level_staged, SelinvArgs);
     kernel!(selinv_chain_staged_f64, selinv_chain_staged_f32, selinv_chain_staged, SelinvArgs);
+    kernel!(selinv_tiled_invert_diag_f64, selinv_tiled_invert_diag_f32, sel_tiled::selinv_tiled_invert_diag, SelinvTiledArgs);
+    kernel!(selinv_tiled_invert_step_f64, selinv_tiled_invert_step_f32, sel_tiled::selinv_tiled_invert_step, SelinvTiledArgs);
+    kernel!(selinv_tiled_couplings_f64, selinv_tiled_couplings_f32, sel_tiled::selinv_tiled_couplings, SelinvTiledArgs);
+    kernel!(selinv_tiled_neighbours_f64, selinv_tiled_neighbours_f32, sel_tiled::selinv_tiled_neighbours, SelinvTiledArgs);
+    kernel!(selinv_tiled_diagonal_f64, selinv_tiled_diagonal_f32, sel_tiled::selinv_tiled_diagonal, SelinvTiledArgs);
     kernel!(factor_chain_f64, factor_chain_f32, factor_chain, FactorArgs);
     kernel!(solve_forward_chain_f64, solve_forward_chain_f32, solve_forward_chain, SolveArgs);
     kernel!(solve_backward_chain_f64, solve_backward_chain_f32, solve_backward_chain, SolveArgs);

@@ -62,6 +62,26 @@ pub unsafe fn warp_product_sum<T: Real, const RT: usize, const CT: usize, const 
     n: usize,
     kk: usize,
     terms: [Term<T>; P],
+    emit: impl FnMut(usize, usize, T),
+) {
+    // SAFETY: forwarded.
+    unsafe { warp_product_sum_ahead::<T, RT, CT, P, 1>(warp, warps, m, n, kk, terms, emit) }
+}
+
+/// [`warp_product_sum`] with the fragments of the next `D` steps along `k` in flight
+/// (`f64`; `f32` ignores `D`): for operands in global memory, whose load latency one
+/// step ahead does not cover. About `D (RT + CT)` more registers per lane.
+///
+/// # Safety
+/// As [`warp_product_sum`]; `D >= 1`.
+#[inline(always)]
+pub unsafe fn warp_product_sum_ahead<T: Real, const RT: usize, const CT: usize, const P: usize, const D: usize>(
+    warp: usize,
+    warps: usize,
+    m: usize,
+    n: usize,
+    kk: usize,
+    terms: [Term<T>; P],
     mut emit: impl FnMut(usize, usize, T),
 ) {
     let lane = lane_id() as usize;
@@ -78,7 +98,7 @@ pub unsafe fn warp_product_sum<T: Real, const RT: usize, const CT: usize, const 
         let mut acc = [[[T::ZERO; 2]; CT]; RT];
         let mut add = |(a, b, f): Term<T>| {
             // SAFETY: rows < padded(m), cols < padded(n), k < kk (caller's contract).
-            unsafe { accumulate::<T, RT, CT>(&mut acc, (a, b, f), &rows, &cols, kk, (g, t)) };
+            unsafe { accumulate::<T, RT, CT, D>(&mut acc, (a, b, f), &rows, &cols, kk, (g, t)) };
         };
         // Constant indices (a loop over `terms` keeps the array in local memory).
         const { assert!(P >= 1 && P <= 3) };
@@ -105,12 +125,12 @@ pub unsafe fn warp_product_sum<T: Real, const RT: usize, const CT: usize, const 
 
 /// `acc += f A B` over the fragment tiles at `rows` (this lane's `A` rows, `8 i + g`) and
 /// `cols` (its `B` fragment columns, `8 j + g`), lane `(g, t)`, `k` in steps of 4 (`kk >= 4`),
-/// the next step's fragments loaded before this step's products.
+/// the fragments of the next `D` steps loaded before this step's products.
 ///
 /// # Safety
 /// As [`warp_product_sum`].
 #[inline(always)]
-unsafe fn accumulate<T: Real, const RT: usize, const CT: usize>(
+unsafe fn accumulate<T: Real, const RT: usize, const CT: usize, const D: usize>(
     acc: &mut [[[T; 2]; CT]; RT],
     (a, b, f): Term<T>,
     rows: &[usize; RT],
@@ -126,18 +146,23 @@ unsafe fn accumulate<T: Real, const RT: usize, const CT: usize>(
             (af, bf)
         };
         let mut acc64: [[[f64; 2]; CT]; RT] = core::array::from_fn(|u| core::array::from_fn(|v| acc[u][v].map(T::to_f64)));
-        let mut frags = load(0);
+        // A ring of D steps, indexed by constants (unrolled), so that it stays in registers.
+        let mut ring: [_; D] = core::array::from_fn(|d| load((4 * d).min(kk - 4)));
         let mut k = 0;
         while k < kk {
-            // The last step reloads its own fragments: no branch, no read past `kk`.
-            let next = load((k + 4).min(kk - 4));
-            for u in 0..RT {
-                for v in 0..CT {
-                    acc64[u][v] = mma_m8n8k4_f64(frags.0[u], frags.1[v], acc64[u][v]);
+            for (d, frags) in ring.iter_mut().enumerate() {
+                // Steps past the end reload the last one's fragments: no read past `kk`.
+                let next = load((k + 4 * (d + D)).min(kk - 4));
+                if D == 1 || k + 4 * d < kk {
+                    for u in 0..RT {
+                        for v in 0..CT {
+                            acc64[u][v] = mma_m8n8k4_f64(frags.0[u], frags.1[v], acc64[u][v]);
+                        }
+                    }
                 }
+                *frags = next;
             }
-            frags = next;
-            k += 4;
+            k += 4 * D;
         }
         *acc = core::array::from_fn(|u| core::array::from_fn(|v| acc64[u][v].map(T::from_f64)));
     } else {
@@ -185,7 +210,7 @@ pub unsafe fn invert_lower_strips<T: Real, M: Team>(team: M, l: *const T, x: *mu
                 // SAFETY: rows, columns and k inside the tiles; k runs over c0..s, a
                 // multiple of 8 long.
                 let (a, b) = unsafe { (MatRef { ptr: lv.ptr.add(c0 * ld), ..lv }, MatRef { ptr: xv.ptr.add(c0), ..xv }) };
-                unsafe { accumulate::<T, 1, 1>(&mut acc, (a, b, -T::ONE), &rows, &cols, s - c0, (g, t)) };
+                unsafe { accumulate::<T, 1, 1, 1>(&mut acc, (a, b, -T::ONE), &rows, &cols, s - c0, (g, t)) };
             }
             for e in 0..2 {
                 // SAFETY: inside the tile; this warp's column tile alone.

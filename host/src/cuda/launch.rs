@@ -47,6 +47,8 @@ unsafe impl<T: Copy> KernelParam for blocktri_device::logdet::LogDetArgs<T> {}
 // SAFETY: as above.
 unsafe impl<T: Copy> KernelParam for blocktri_device::selinv::SelinvArgs<T> {}
 // SAFETY: as above.
+unsafe impl<T: Copy> KernelParam for blocktri_device::selinv::tiled::SelinvTiledArgs<T> {}
+// SAFETY: as above.
 unsafe impl<T: Copy> KernelParam for blocktri_device::refine::RefineArgs<T> {}
 
 /// A device address of a `T` array: passes as a `*const T` / `*mut T` kernel parameter.

@@ -9,7 +9,8 @@
 //! - [`tiled`]: the tiled engine (a node's tiles over many thread blocks, products on
 //!   FP64 tensor cores; any `n`, the default above 64);
 //! - [`chain`]: the chain engine (sequential block Cholesky, one warp or one thread block
-//!   per system; the default for batches of six or more systems per SM with `n <= 16`).
+//!   per system; the default for batches of six or more systems per SM with `n <= 16`);
+//! - [`selinv`]: the selected-inversion sweep over any engine's factor.
 //!
 //! Per shape the solver owns a plan: device buffers for the input blocks, the factor
 //! (`L_ii`, `L_li`, `L_ri` per node, leading dimension padded to 64 bytes; the tiled
@@ -22,6 +23,7 @@ mod chain;
 mod chunked;
 mod fused;
 mod schedule;
+mod selinv;
 mod tiled;
 
 use super::context::Gpu;
@@ -36,10 +38,8 @@ use crate::solver::Factorization;
 use crate::trace::timed;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::round_up;
-use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{FactorArgs, InfoCode, SolveArgs, decode_info, factor_flag_words, solve_flag_words};
 use blocktri_device::logdet::{LOGDET_SHARED_BYTES, LOGDET_THREADS, LogDetArgs};
-use blocktri_device::selinv::{SelinvArgs, selinv_launch};
 use chain::Chain;
 use cudarc::driver::CudaStream;
 use fused::{Fused, Variant};
@@ -321,6 +321,9 @@ struct Plan<T> {
     /// The selected inversion's three output buffers ([`GpuCholesky::selinv_sweep`]),
     /// kept for repeated calls; empty until the first.
     sigma: Vec<DeviceBuffer<T>>,
+    /// The tiled selected inversion's workspace (`Linv` per block, `G_U`, `G_V` per node
+    /// of level 0), kept likewise; empty unless it ran.
+    selinv_work: Vec<DeviceBuffer<T>>,
 }
 
 /// Graphs kept per kind for different right-hand-side counts.
@@ -568,6 +571,7 @@ impl<T: Scalar> GpuCholesky<T> {
             solve_graph: Vec::new(),
             factor_solve_graph: Vec::new(),
             sigma: Vec::new(),
+            selinv_work: Vec::new(),
         });
         Ok(())
     }
@@ -717,63 +721,6 @@ impl<T: Scalar> GpuCholesky<T> {
         }
         // SAFETY: inside the buffer (checked); its producers are on this stream.
         unsafe { self.staging().download(&self.stream, rhs.ptr().addr(), cols, out, cols) }
-    }
-
-    /// Enqueues the selected-inversion sweep of the current factor into the plan's three
-    /// output buffers (`Sigma_ii`, `Sigma_{i,l}`, `Sigma_{i,r}` per block, poisoned first;
-    /// allocated on first use): the levels top down, or the chain walk. Returns whether
-    /// the factor is the chain engine's (its blocks are ordered along the chain).
-    pub(crate) fn selinv_sweep(&mut self) -> Result<bool> {
-        let plan = self.factored_plan().ok_or(Error::NotFactored)?;
-        let (shape, ld) = (plan.bufs.shape, plan.bufs.ld);
-        let (n, nb) = (shape.block, shape.nblocks as u32);
-        let len = shape.batch * shape.nblocks * ld * n;
-        let st = &self.stream;
-        if plan.sigma.len() != 3 {
-            self.gpu.check_memory(3 * len * T::BYTES)?;
-            let bufs = (0..3).map(|_| DeviceBuffer::<T>::poisoned(st, len)).collect::<Result<Vec<_>>>()?;
-            self.plan.as_mut().expect("factored").sigma = bufs;
-        } else {
-            for buf in &plan.sigma {
-                buf.fill_bytes(0xff)?;
-            }
-        }
-        let plan = self.plan.as_ref().expect("factored");
-        let (b, [sigma_diag, sigma_left, sigma_right]) = (&plan.bufs, &plan.sigma[..]) else { unreachable!("three buffers") };
-        let chain = matches!(plan.engine, Engine::Chain(_));
-        let args = |level| SelinvArgs {
-            diag: b.diag.ptr().as_ptr(),
-            left: b.left.ptr().as_ptr(),
-            right: b.right.ptr().as_ptr(),
-            sigma_diag: sigma_diag.ptr().as_mut_ptr(),
-            sigma_left: sigma_left.ptr().as_mut_ptr(),
-            sigma_right: sigma_right.ptr().as_mut_ptr(),
-            ld: ld as u32,
-            n: n as u32,
-            nblocks: nb,
-            level,
-            systems: shape.batch as u32,
-        };
-        // Staged kernels (node operands in shared memory, several nodes per block for
-        // n <= 16) while the node's tiles fit; the unstaged ones above.
-        let shape_of = selinv_launch(n, T::BYTES, self.gpu.info().max_shared_per_block as usize);
-        let cfg = |jobs: u32| LaunchConfig::linear(jobs.div_ceil(shape_of.jobs_per_block), shape_of.threads, shape_of.shared_bytes as u32);
-        let name = |staged, unstaged| kernel_name::<T>(if shape_of.staged { staged } else { unstaged });
-        if chain {
-            let kernel = self.gpu.kernel(name(names::SELINV_CHAIN_STAGED, names::SELINV_CHAIN).as_str())?;
-            // SAFETY: the chain factor's buffers and the three outputs hold `S N` blocks of
-            // `ld x n`; one team per system walks its chain alone.
-            unsafe { kernel.launch(st, cfg(shape.batch as u32), (args(0),))? };
-        } else {
-            let kernel = self.gpu.kernel(name(names::SELINV_LEVEL_STAGED, names::SELINV_LEVEL).as_str())?;
-            for level in (0..levels(nb)).rev() {
-                // SAFETY: the factor's three buffers and the three outputs hold `S N` blocks
-                // of `ld x n`; levels run top down on one stream, so every launch finds the
-                // higher levels' blocks written; one team per node of the level.
-                unsafe { kernel.launch(st, cfg(shape.batch as u32 * nodes_in_level(nb, level)), (args(level),))? };
-            }
-        }
-        Ok(chain)
     }
 
     /// The first half of a solve from host memory: checks `b`, uploads it and enqueues the

@@ -15,12 +15,19 @@
 //!
 //! `Sigma_rl` is stored with whichever of `l`, `r` was eliminated first (they are
 //! adjacent one level up): `Sigma_{r,l}` in `sigma_left[r]`, or `Sigma_{l,r}` in
-//! `sigma_right[l]`. Two implementations: the staged kernels ([`selinv_level_staged`],
-//! [`selinv_chain_staged`]: the node's operands in shared memory, products on tensor-core
-//! fragments; the default while a node's five tiles fit, n <= 72 in `f64` on the H100)
-//! and the unstaged ones ([`selinv_level`], [`selinv_chain`]: every product reads global
-//! memory through the tile routines [`crate::tile::product`], [`crate::tile::trsm_lower`];
-//! any `n`). [`selinv_launch`] chooses.
+//! `sigma_right[l]`. Three implementations, [`selinv_launch`] chooses:
+//! - the staged kernels ([`selinv_level_staged`], [`selinv_chain_staged`]): the node's
+//!   operands in shared memory, products on tensor-core fragments; while a node's five
+//!   tiles fit (n <= 72 in `f64` on the H100);
+//! - the tiled kernels ([`tiled`]): level sweeps above that, a node's `64 x 64` output
+//!   tiles over many thread blocks, products on fragments from global memory;
+//! - the unstaged ones ([`selinv_chain`], and [`selinv_level`], which the host no longer
+//!   launches: the one-block-per-node form, kept as the emulator tests' reference): every
+//!   product reads global memory through the tile routines ([`crate::tile::product`],
+//!   [`crate::tile::trsm_lower`]), one block per node or system, any `n`; the chain walk
+//!   of a chain factor whose blocks do not fit.
+
+pub mod tiled;
 
 use crate::layout::{left_of, level_of, node_number, nodes_in_level, right_of};
 use crate::team::{Block, Team, Warp};
@@ -96,14 +103,20 @@ pub unsafe fn selinv_level<T: Real>(args: &SelinvArgs<T>) {
     let (s, t) = (job / count, job % count);
     let i = node_number(m, t as u32);
     let (li, ri) = (left_of(i, m), right_of(i, m, nb));
-    // Sigma_rl of the two neighbours, from whichever was eliminated first.
-    let sigma_rl = match (li, ri) {
+    // SAFETY: the caller's contract; node `i` of this launch's level.
+    unsafe { selinv_node(args, s, i, li, ri, sigma_rl_as_stored(args, s, li, ri)) };
+}
+
+/// `Sigma_rl` of the neighbours `li`, `ri` of a node of system `s` when both exist, as a
+/// view of the block that holds it: `Sigma_{r,l}` in `sigma_left[r]`, or the transpose
+/// of `Sigma_{l,r}` in `sigma_right[l]` (whichever of the two was eliminated first).
+#[inline(always)]
+fn sigma_rl_as_stored<T: Real>(args: &SelinvArgs<T>, s: usize, li: Option<u32>, ri: Option<u32>) -> Option<MatRef<T>> {
+    match (li, ri) {
         (Some(l), Some(r)) if level_of(r) < level_of(l) => Some(view(args, args.sigma_left, s, r)),
         (Some(l), Some(_)) => Some(view(args, args.sigma_right, s, l).t()),
         _ => None,
-    };
-    // SAFETY: the caller's contract; node `i` of this launch's level.
-    unsafe { selinv_node(args, s, i, li, ri, sigma_rl) };
+    }
 }
 
 /// Selected inversion of the chain factor ([`crate::chain`]): one block per system (grid
@@ -126,8 +139,7 @@ pub unsafe fn selinv_chain<T: Real>(args: &SelinvArgs<T>) {
 /// Block `j` (1-based) of system `s` in one of the buffers, as a column-major view.
 #[inline(always)]
 fn view<T: Real>(args: &SelinvArgs<T>, p: *const T, s: usize, j: u32) -> MatRef<T> {
-    let at = (s * args.nblocks as usize + (j - 1) as usize) * args.ld as usize * args.n as usize;
-    MatRef::col_major(unsafe { p.add(at) }, args.ld as usize)
+    MatRef::col_major(block_ptr(args, p, s, j), args.ld as usize)
 }
 
 /// The equations of the module docs for node `i` of system `s` with neighbours `li`,
@@ -249,7 +261,9 @@ pub const fn staged_elems(n: usize) -> usize {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SelinvLaunch {
     /// The staged kernels ([`selinv_level_staged`], [`selinv_chain_staged`]) when the
-    /// node's tiles fit in shared memory; otherwise [`selinv_level`], [`selinv_chain`].
+    /// node's tiles fit in shared memory; otherwise the [`tiled`] kernels (level sweeps)
+    /// or [`selinv_chain`] (chain factors), with [`Self::threads`] and
+    /// [`Self::shared_bytes`] those of [`selinv_chain`].
     pub staged: bool,
     /// Threads per block.
     pub threads: u32,
