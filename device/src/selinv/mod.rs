@@ -107,16 +107,26 @@ pub unsafe fn selinv_level<T: Real>(args: &SelinvArgs<T>) {
     unsafe { selinv_node(args, s, i, li, ri, sigma_rl_as_stored(args, s, li, ri)) };
 }
 
-/// `Sigma_rl` of the neighbours `li`, `ri` of a node of system `s` when both exist, as a
-/// view of the block that holds it: `Sigma_{r,l}` in `sigma_left[r]`, or the transpose
-/// of `Sigma_{l,r}` in `sigma_right[l]` (whichever of the two was eliminated first).
+/// Where `Sigma_rl` of the neighbours `li`, `ri` of a node of system `s` is stored, when
+/// both exist: `(block, transposed)`, `Sigma_{r,l}` in `sigma_left[r]` as it is, or
+/// `Sigma_{l,r}` in `sigma_right[l]` (transposed), whichever of the two was eliminated
+/// first.
 #[inline(always)]
-fn sigma_rl_as_stored<T: Real>(args: &SelinvArgs<T>, s: usize, li: Option<u32>, ri: Option<u32>) -> Option<MatRef<T>> {
+fn sigma_rl_stored<T: Real>(args: &SelinvArgs<T>, s: usize, li: Option<u32>, ri: Option<u32>) -> Option<(*const T, bool)> {
     match (li, ri) {
-        (Some(l), Some(r)) if level_of(r) < level_of(l) => Some(view(args, args.sigma_left, s, r)),
-        (Some(l), Some(_)) => Some(view(args, args.sigma_right, s, l).t()),
+        (Some(l), Some(r)) if level_of(r) < level_of(l) => Some((block_ptr(args, args.sigma_left, s, r), false)),
+        (Some(l), Some(_)) => Some((block_ptr(args, args.sigma_right, s, l), true)),
         _ => None,
     }
+}
+
+/// [`sigma_rl_stored`] as a view of `Sigma_rl`.
+#[inline(always)]
+fn sigma_rl_as_stored<T: Real>(args: &SelinvArgs<T>, s: usize, li: Option<u32>, ri: Option<u32>) -> Option<MatRef<T>> {
+    sigma_rl_stored(args, s, li, ri).map(|(p, transposed)| {
+        let v = MatRef::col_major(p, args.ld as usize);
+        if transposed { v.t() } else { v }
+    })
 }
 
 /// Selected inversion of the chain factor ([`crate::chain`]): one block per system (grid
@@ -363,12 +373,7 @@ unsafe fn level_job<T: Real, M: Team, const RT: usize, const CT: usize>(team: M,
     let (s, t) = (job / count, job % count);
     let i = node_number(m, t as u32);
     let (li, ri) = (left_of(i, m), right_of(i, m, nb));
-    // Sigma_rl as stored: Sigma_{r,l} in sigma_left[r], or Sigma_{l,r} (transposed).
-    let sigma_rl = match (li, ri) {
-        (Some(l), Some(r)) if level_of(r) < level_of(l) => Some((block_ptr(args, args.sigma_left, s, r), false)),
-        (Some(l), Some(_)) => Some((block_ptr(args, args.sigma_right, s, l), true)),
-        _ => None,
-    };
+    let sigma_rl = sigma_rl_stored(args, s, li, ri);
     // SAFETY: forwarded; the tiles zeroed first (staged_node's contract).
     unsafe {
         let tiles = StagedTiles::zeroed(team, args.n as usize, sh);

@@ -29,8 +29,8 @@
 use super::{SelinvArgs, block_ptr, sigma_rl_as_stored};
 use crate::layout::{left_of, node_number, nodes_in_level, right_of};
 use crate::team::{Block, Team};
-use crate::tile::fragment::{FRAG, Term, fragment_ld, invert_lower_strips, padded, warp_product_sum_ahead};
-use crate::tile::{MatRef, for_each_entry, for_each_index, product};
+use crate::tile::fragment::{FRAG, Term, diagonal_reciprocals, fragment_ld, invert_lower_strips, padded, warp_product_sum_ahead};
+use crate::tile::{MatRef, for_each_entry, product};
 use crate::tiled::{TILE, lower_pair, tiles};
 use blocktri_prims::{Real, block_idx_x, shared};
 
@@ -144,7 +144,7 @@ pub unsafe fn selinv_tiled_invert_diag<T: Real>(args: &SelinvTiledArgs<T>) {
             *l.add(c * LDS + r) = if r < m && r >= c { *src.add(c * ld + r) } else { T::ZERO };
             *x.add(c * LDS + r) = T::ZERO;
         });
-        for_each_index(team, np, |r| *inv.add(r) = if r < m { T::ONE / *src.add(r * ld + r) } else { T::ZERO });
+        diagonal_reciprocals(team, src, ld, m, np, inv);
         team.sync();
         invert_lower_strips(team, l, x, LDS, np, inv);
         for_each_entry(team, m, m, |r, c| *dst.add((t0 + c) * ld + t0 + r) = *x.add(c * LDS + r));
