@@ -75,7 +75,7 @@ fn gpu_selected_inverse_matches_the_dense_inverse() {
     let seed = fresh_seed();
     // The fused engine's factor and, from n = 97, the tiled engine's; the staged sweep
     // (warp per node up to n = 16, block per node up to the shared-memory limit: n = 72 in
-    // f64, 104 in f32 on the H100) and the unstaged one above it.
+    // f64, 104 in f32 on the H100) and the tiled one above it (a node's 64 x 64 tiles over many blocks).
     let shapes: Vec<_> = SHAPES
         .iter()
         .copied()
