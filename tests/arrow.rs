@@ -139,6 +139,12 @@ fn f32_arrowhead_solves_to_f32_accuracy() {
 
 #[test]
 fn failures_name_the_system_and_block() {
+    check_failures(Backend::Cpu);
+}
+
+/// Every error of an arrowhead factorization and solve on `backend`, named by system and
+/// block.
+fn check_failures(backend: Backend) {
     let (nb, n, a) = (20, 3, 2);
     // A chain block that is not positive definite: reported as by the plain solver.
     let m = problem::<f64>(3, nb, n, a, 11);
@@ -148,7 +154,7 @@ fn failures_name_the_system_and_block() {
         chain.set_diag(1, 13, r, r, -v);
     }
     let bad = BlockTridiagArrow::new(chain, a, m_arrow(&m), m_tip(&m)).unwrap();
-    let mut solver = ArrowSolver::<f64>::new(Backend::Cpu).unwrap();
+    let mut solver = ArrowSolver::<f64>::new(backend).unwrap();
     assert!(matches!(solver.factor(&bad), Err(Error::NotPositiveDefinite { system: 1, block: 13, .. })));
     assert!(matches!(solver.solve(&rhs(&m, 1, 1)), Err(Error::NotFactored)));
     // A tip whose Schur complement is not positive definite: block N of its system.
@@ -158,7 +164,7 @@ fn failures_name_the_system_and_block() {
     assert!(matches!(solver.factor(&bad), Err(Error::NotPositiveDefinite { system: 2, block, .. }) if block == nb));
     // Non-finite border values and an asymmetric tip.
     let mut arrow = m_arrow(&m);
-    arrow[(nb + 5) * a * n + 1] = f64::NAN;
+    (arrow[(nb + 5) * a * n + 1], arrow[(2 * nb + 1) * a * n]) = (f64::NAN, f64::INFINITY);
     let bad = BlockTridiagArrow::new(m.chain().clone(), a, arrow, m_tip(&m)).unwrap();
     assert!(matches!(solver.factor(&bad), Err(Error::NonFinite { what: "border block", system: 1, block: 5 })));
     let mut tip: Vec<f64> = m_tip(&m);
@@ -350,6 +356,133 @@ fn refactoring_new_values_and_shapes() {
         for sys in 0..s {
             let reference = dense(&m, sys).lu().solve(&b.to_dense(sys)).unwrap();
             assert!(rel(&x.to_dense(sys), &reference) < 1e-10, "problem {i} system {sys} (seed {seed})");
+        }
+    }
+}
+
+/// The GPU engine (the border and `W` on the device, between the chain's sweeps): the
+/// dense references on batches, widths up to 32, chains longer than one run of the
+/// device's partial sums, and each of the chain's three engines; f32;
+/// the errors (a non-finite border value is found on the device); and a second factor and
+/// solve that agree with the first (to rounding: the fused chain kernels add the two
+/// neighbours' updates with atomics, in either order).
+#[test]
+fn gpu_arrowhead_keeps_the_border_on_the_device() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let seed = common::fresh_seed() % 1000;
+    for (i, &(s, nb, n, a)) in
+        // The fused engine; the tiled one (n > 64); the chain engine (a batch that fills the GPU).
+        [
+            (1usize, 1usize, 8usize, 1usize),
+            (7, 3, 8, 4),
+            (2, 64, 2, 32),
+            (1, 300, 8, 3),
+            (3, 33, 4, 0),
+            (2, 12, 72, 3),
+            (800, 4, 4, 2),
+        ]
+        .iter()
+        .enumerate()
+    {
+        check_all(Backend::Gpu, s, nb, n, a, seed + i as u64);
+    }
+    // f32 to f32 accuracy.
+    let m = problem::<f32>(2, 40, 4, 3, seed);
+    let b = rhs(&m, 1, seed + 10);
+    let mut solver = ArrowSolver::<f32>::new(Backend::Gpu).unwrap();
+    assert_eq!(solver.backend_name(), "gpu");
+    solver.factor(&m).unwrap();
+    let x = solver.solve(&b).unwrap();
+    for sys in 0..2 {
+        let reference = dense(&m, sys).lu().solve(&b.to_dense(sys)).unwrap();
+        assert!(rel(&x.to_dense(sys), &reference) < 1e-4);
+    }
+    // Errors name the system and block (a non-finite border value found on the device).
+    check_failures(Backend::Gpu);
+    let m = problem::<f64>(3, 20, 3, 2, seed + 20);
+    let mut solver = ArrowSolver::<f64>::new(Backend::Gpu).unwrap();
+    // Again, after a solve with another column count.
+    let b = rhs(&m, 3, seed + 30);
+    solver.factor(&m).unwrap();
+    let first = solver.solve(&b).unwrap();
+    let _ = solver.solve(&rhs(&m, 1, seed + 31)).unwrap();
+    solver.factor(&m).unwrap();
+    let again = solver.solve(&b).unwrap();
+    for sys in 0..3 {
+        assert!(rel(&again.to_dense(sys), &first.to_dense(sys)) < 1e-13);
+    }
+}
+
+/// The device's border kernels (`blocktri_device::arrow`) in the CPU block emulator
+/// against plain loops: `B^T` as columns (and the first non-finite value), the partial
+/// sums of `W^T Z` over runs of rows (several runs, a partial last one, more entries than
+/// one block sums) and `z -= W x_C`.
+#[test]
+fn emulated_border_kernels_match_the_cpu() {
+    use blocktri_device::arrow::*;
+    use blocktri_prims::emu;
+    let seed = common::fresh_seed();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (s, a, k, d) = (2usize, 3usize, 4usize, 2 * ARROW_CHUNK_ROWS + 37);
+    let mut random = |len: usize| (0..len).map(|_| rng.random_range(-1.0..1.0)).collect::<Vec<f64>>();
+    let (border, z, w, tip) = (random(s * a * d), random(s * k * d), random(s * a * d), random(s * a * k));
+    let chunks = arrow_chunks(d);
+    let mut columns = vec![f64::NAN; s * a * d];
+    let mut partials = vec![f64::NAN; s * chunks * a * k];
+    let mut status = 0u64;
+    let mut args = ArrowArgs {
+        status: &mut status,
+        border: border.as_ptr(),
+        columns: columns.as_mut_ptr(),
+        w: w.as_ptr(),
+        tip: tip.as_ptr(),
+        partials: partials.as_mut_ptr(),
+        width: a as u32,
+        k: a as u32,
+        dim: d as u32,
+        systems: s as u32,
+    };
+    let blocks = |count: usize| count.div_ceil(ARROW_THREADS as usize) as u32;
+    // SAFETY (all launches): the arrays cover the grids as the kernels' contracts state.
+    unsafe { emu::launch_unchecked(blocks(s * a * d), ARROW_THREADS, 0, || border_columns(&args)) };
+    for sys in 0..s {
+        for j in 0..a {
+            for q in 0..d {
+                assert_eq!(columns[sys * a * d + j * d + q], border[sys * a * d + q * a + j]);
+            }
+        }
+    }
+    assert_eq!(status, 0);
+    // Two non-finite values: the status names the first.
+    let mut bad = border.clone();
+    let (first, second) = (a * d + 5 * a + 1, a * d + 900 * a);
+    (bad[second], bad[first]) = (f64::INFINITY, f64::NAN);
+    let bad_args = ArrowArgs { border: bad.as_ptr(), ..args };
+    unsafe { emu::launch_unchecked(blocks(s * a * d), ARROW_THREADS, 0, || border_columns(&bad_args)) };
+    assert_eq!(status, u64::MAX - first as u64);
+    let mut zs = z.clone();
+    args = ArrowArgs { columns: zs.as_mut_ptr(), k: k as u32, ..args };
+    let grid = ((s * chunks) as u32, (a * k).div_ceil(ARROW_PAIRS) as u32);
+    unsafe { emu::launch_unchecked(grid, ARROW_THREADS, ARROW_PRODUCT_SHARED_BYTES, || border_products(&args)) };
+    for sys in 0..s {
+        for c in 0..k {
+            for j in 0..a {
+                let got: f64 = (0..chunks).map(|r| partials[(sys * chunks + r) * a * k + c * a + j]).sum();
+                let want: f64 = (0..d).map(|q| w[sys * a * d + j * d + q] * z[sys * k * d + c * d + q]).sum();
+                assert!((got - want).abs() < 1e-12 * d as f64, "W^T Z ({j}, {c}) of system {sys}: {got} vs {want} (seed {seed})");
+            }
+        }
+    }
+    unsafe { emu::launch_unchecked(blocks(s * k * d), ARROW_THREADS, 0, || border_correct(&args)) };
+    for sys in 0..s {
+        for c in 0..k {
+            for q in 0..d {
+                let i = sys * k * d + c * d + q;
+                let want = z[i] - (0..a).map(|j| w[sys * a * d + j * d + q] * tip[(sys * k + c) * a + j]).sum::<f64>();
+                assert!((zs[i] - want).abs() < 1e-13, "z - W x_C at {i}: {} vs {want} (seed {seed})", zs[i]);
+            }
         }
     }
 }

@@ -171,3 +171,26 @@ fn sanitize_tridiag() {
         assert!(inverse_error(&t, &x) < 1e-13);
     }
 }
+
+#[test]
+fn sanitize_arrowhead() {
+    let Some(_) = gpu() else { return };
+    // The border kernels (B^T as columns, B Z over three runs of rows with a partial one,
+    // z -= G x_C) around a chain factor and solve, f64 and f32.
+    fn case<T: blocktri::Scalar>(tol: f64) {
+        use blocktri::arrow::{ArrowSolver, ArrowVec};
+        let m = blocktri::generate::random_spd_arrow::<T>(2, 600, 8, 5, 4).unwrap();
+        let chain = blocktri::generate::random_rhs::<T>(m.shape(), 2, 5).unwrap();
+        let b = ArrowVec::new(chain, 5, vec![T::one(); 2 * 5 * 2]).unwrap();
+        let mut solver = ArrowSolver::<T>::new(blocktri::Backend::Gpu).unwrap();
+        solver.factor(&m).unwrap();
+        let x = solver.solve(&b).unwrap();
+        let r = m.matvec(&x).unwrap();
+        for s in 0..2 {
+            let (rd, bd) = (r.to_dense(s), b.to_dense(s));
+            assert!((rd - &bd).norm() <= tol * bd.norm(), "system {s}");
+        }
+    }
+    case::<f64>(1e-10);
+    case::<f32>(1e-3);
+}

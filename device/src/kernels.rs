@@ -82,6 +82,12 @@ pub mod names {
     pub const SOLVE_FORWARD: &str = "solve_forward";
     /// [`crate::level::solve_backward_level`].
     pub const SOLVE_BACKWARD: &str = "solve_backward";
+    /// [`crate::arrow::border_columns`].
+    pub const ARROW_BORDER_COLUMNS: &str = "arrow_border_columns";
+    /// [`crate::arrow::border_products`].
+    pub const ARROW_BORDER_PRODUCTS: &str = "arrow_border_products";
+    /// [`crate::arrow::border_correct`].
+    pub const ARROW_BORDER_CORRECT: &str = "arrow_border_correct";
     /// [`crate::refine::demote_matrix`].
     pub const REFINE_DEMOTE_MATRIX: &str = "refine_demote_matrix";
     /// [`crate::refine::residual`].
@@ -160,6 +166,7 @@ pub mod names {
 
 #[cfg(target_arch = "nvptx64")]
 mod entry {
+    use crate::arrow::{ArrowArgs, border_columns, border_correct, border_products};
     use crate::batched::{PotrfBatchedArgs, potrf_batched};
     use crate::chain::{
         factor_chain, factor_chain_rows, solve_backward_chain, solve_backward_chain_rows, solve_forward_chain, solve_forward_chain_rows,
@@ -409,6 +416,9 @@ mod entry {
     kernel!(tiled_backward_diag_f64, tiled_backward_diag_f32, ts::backward_diag, TiledArgs);
     kernel!(tiled_forward_node_f64, tiled_forward_node_f32, ts::forward_node, TiledArgs);
     kernel!(tiled_backward_node_f64, tiled_backward_node_f32, ts::backward_node, TiledArgs);
+    kernel!(arrow_border_columns_f64, arrow_border_columns_f32, border_columns, ArrowArgs);
+    kernel!(arrow_border_products_f64, arrow_border_products_f32, border_products, ArrowArgs);
+    kernel!(arrow_border_correct_f64, arrow_border_correct_f32, border_correct, ArrowArgs);
     kernel!(refine_demote_matrix_f64, refine_demote_matrix_f32, demote_matrix, RefineArgs);
     kernel!(refine_residual_f64, refine_residual_f32, residual, RefineArgs);
     kernel!(refine_demote_rhs_f64, refine_demote_rhs_f32, demote_rhs, RefineArgs);

@@ -14,10 +14,11 @@
 //! log det S`; and the blocks of `A^-1` are those of `T^-1` plus `G S^-1 G^T`'s, with
 //! border `-S^-1 G^T` and tip `S^-1`.
 
+use crate::cuda::arrow::GpuArrow;
 use crate::error::{Error, Result};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use crate::scalar::{Scalar, cast, wide};
-use crate::solver::{Backend, Solver};
+use crate::solver::{Backend, Factorization, Solver};
 use crate::trace::timed;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
@@ -150,15 +151,21 @@ impl<T: Scalar> BlockTridiagArrow<T> {
         ArrowVec::new(chain, a, tip)
     }
 
-    /// The border and tip checks the chain's own checks do not cover: finite values, a
-    /// symmetric tip (named as block `N`).
-    fn validate_arrow(&self) -> Result<()> {
+    /// The border checks the chain's own checks do not cover: finite values (the first
+    /// bad block). The GPU engine makes them on the device instead.
+    fn validate_border(&self) -> Result<()> {
+        let (sh, a) = (self.shape(), self.width);
+        // In parallel (megabytes for one long system).
+        if let Some(blk) = self.arrow.par_chunks((a * sh.block).max(1)).position_first(|b| b.iter().any(|v| !v.is_finite())) {
+            return Err(Error::NonFinite { what: "border block", system: blk / sh.nblocks, block: blk % sh.nblocks });
+        }
+        Ok(())
+    }
+
+    /// The tip checks: finite values, symmetry (named as block `N`).
+    fn validate_tip(&self) -> Result<()> {
         let sh = self.shape();
         let (a, nb, tol) = (self.width, sh.nblocks, wide(T::symmetry_tolerance()));
-        // The border in parallel (megabytes for one long system); the first bad block.
-        if let Some(blk) = self.arrow.par_chunks((a * sh.block).max(1)).position_first(|b| b.iter().any(|v| !v.is_finite())) {
-            return Err(Error::NonFinite { what: "border block", system: blk / nb, block: blk % nb });
-        }
         for s in 0..sh.batch {
             let t = self.tip(s);
             if t.iter().any(|v| !v.is_finite()) {
@@ -247,37 +254,75 @@ pub struct ArrowInverse<T> {
 /// assert!(r.norm() < 1e-10);
 /// ```
 pub struct ArrowSolver<T: Scalar> {
-    chain: Solver<T>,
+    engine: Engine<T>,
+    /// Why [`Backend::Auto`] chose the CPU, if it did.
+    fallback_reason: Option<String>,
     width: usize,
-    /// `G = T^-1 B^T` (`a` columns); `None` for width 0.
-    g: Option<BlockVec<T>>,
-    /// `B^T` as `a` columns of the chain (for `B z` in the solves); `None` for width 0.
-    border: Option<BlockVec<T>>,
     /// Per system, the lower Cholesky factor of `S = C - B G` (`a x a`, `f64`).
     tip_factor: Vec<DMatrix<f64>>,
     shape: Option<Shape>,
 }
 
+/// Where the chain and the border products run.
+enum Engine<T: Scalar> {
+    /// The GPU: the border and `G` stay on the device (`crate::cuda::arrow`).
+    Gpu(Box<GpuArrow<T>>),
+    /// A CPU backend's chain, the border products on the host.
+    Host {
+        chain: Solver<T>,
+        /// `G = T^-1 B^T` (`a` columns); `None` for width 0.
+        g: Option<BlockVec<T>>,
+        /// `B^T` as `a` columns of the chain (for `B z` in the solves); `None` for width 0.
+        border: Option<BlockVec<T>>,
+    },
+}
+
 impl<T: Scalar> std::fmt::Debug for ArrowSolver<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ArrowSolver").field("chain", &self.chain).field("width", &self.width).field("shape", &self.shape).finish()
+        f.debug_struct("ArrowSolver")
+            .field("backend", &self.backend_name())
+            .field("width", &self.width)
+            .field("shape", &self.shape)
+            .finish()
     }
 }
 
 impl<T: Scalar> ArrowSolver<T> {
-    /// A solver whose chain runs on `backend`.
+    /// A solver whose chain runs on `backend`; on the GPU the border stays on the device
+    /// too, and only `a x a` and `a x k` numbers cross to the host between the copies of
+    /// the chain's data.
     pub fn new(backend: Backend) -> Result<Self> {
-        Ok(ArrowSolver { chain: Solver::new(backend)?, width: 0, g: None, border: None, tip_factor: Vec::new(), shape: None })
+        let host = |chain| Engine::Host { chain, g: None, border: None };
+        let (engine, fallback_reason) = match backend {
+            Backend::Gpu => (Engine::Gpu(Box::new(GpuArrow::new()?)), None),
+            Backend::Auto => match GpuArrow::new() {
+                Ok(gpu) => (Engine::Gpu(Box::new(gpu)), None),
+                Err(e) => (host(Solver::new(Backend::Cpu)?), Some(e.to_string())),
+            },
+            cpu => (host(Solver::new(cpu)?), None),
+        };
+        Ok(ArrowSolver { engine, fallback_reason, width: 0, tip_factor: Vec::new(), shape: None })
     }
 
     /// The backend of the chain (`gpu`, `cpu-threaded`, `cpu-sequential`).
     pub fn backend_name(&self) -> &'static str {
-        self.chain.backend_name()
+        match &self.engine {
+            Engine::Gpu(_) => "gpu",
+            Engine::Host { chain, .. } => chain.backend_name(),
+        }
     }
 
     /// Why [`Backend::Auto`] chose the CPU, if it did.
     pub fn fallback_reason(&self) -> Option<&str> {
-        self.chain.fallback_reason()
+        self.fallback_reason.as_deref()
+    }
+
+    /// The chain's factorization.
+    fn chain(&mut self) -> &mut dyn Factorization<T> {
+        match &mut self.engine {
+            Engine::Gpu(gpu) => gpu.chain(),
+            Engine::Host { chain, .. } => chain,
+        }
     }
 
     /// Factors `m`. A chain that is not positive definite is reported as by the plain
@@ -285,56 +330,38 @@ impl<T: Scalar> ArrowSolver<T> {
     /// system.
     pub fn factor(&mut self, m: &BlockTridiagArrow<T>) -> Result<()> {
         self.shape = None;
-        timed("arrow factor: border checks", || m.validate_arrow())?;
-        timed("arrow factor: chain factor", || self.chain.factor(m.chain()))?;
+        timed("arrow factor: tip checks", || m.validate_tip())?;
         let (sh, a) = (m.shape(), m.width);
         self.width = a;
-        if a == 0 {
-            (self.g, self.border, self.tip_factor) = (None, None, Vec::new());
-            self.shape = Some(sh);
-            return Ok(());
-        }
-        let (n, d) = (sh.block, sh.dim());
-        // B^T as `a` right-hand sides: column j of system s is row j of every B_i.
-        let transpose = crate::trace::phase("arrow factor: B^T as columns");
-        // The buffers of the last factor of this shape are reused: fresh memory costs a
-        // page fault per page on first touch, more than the copies themselves.
-        let reuse = |v: Option<BlockVec<T>>| match v {
-            Some(v) if v.shape() == sh && v.ncols() == a => Ok(v),
-            _ => BlockVec::zeros(sh, a),
-        };
-        let (mut bt, mut g) = (reuse(self.border.take())?, reuse(self.g.take())?);
-        // In parallel over columns and runs of blocks: one system may be all there is.
-        bt.as_mut_slice().par_chunks_mut(d).enumerate().for_each(|(col, column)| {
-            let (s, j) = (col / a, col % a);
-            column.par_chunks_mut(n * BORDER_ROWS.div_ceil(n)).enumerate().for_each(|(run, part)| {
-                let first = run * BORDER_ROWS.div_ceil(n);
-                for (i, rows) in part.chunks_mut(n).enumerate() {
-                    let b = m.arrow_block(s, first + i);
-                    for (c, v) in rows.iter_mut().enumerate() {
-                        *v = b[c * a + j];
-                    }
+        // B G per system (a x a).
+        let bg = match &mut self.engine {
+            Engine::Gpu(gpu) => gpu.factor(m)?,
+            Engine::Host { chain, g, border } => {
+                timed("arrow factor: border checks", || m.validate_border())?;
+                timed("arrow factor: chain factor", || chain.factor(m.chain()))?;
+                if a == 0 {
+                    (*g, *border) = (None, None);
+                    Vec::new()
+                } else {
+                    let (bt, gv) = host_border_solve(chain, m, border.take(), g.take())?;
+                    let bg = (0..sh.batch).map(|s| border_times(bt.system(s), a, gv.system(s), a)).collect();
+                    (*g, *border) = (Some(gv), Some(bt));
+                    bg
                 }
-            });
-        });
-        drop(transpose);
-        timed("arrow factor: G = T^-1 B^T", || {
-            crate::cuda::parallel_copy(bt.as_slice(), g.as_mut_slice());
-            self.chain.solve_in_place(&mut g)
-        })?;
+            }
+        };
         let _schur = crate::trace::phase("arrow factor: Schur complement");
         // S = C - B G, in f64, factored per system.
-        let factors: Result<Vec<DMatrix<f64>>> = (0..sh.batch)
+        let factors: Result<Vec<DMatrix<f64>>> = bg
             .into_par_iter()
-            .map(|s| {
-                let (bg, t) = (border_times(bt.system(s), a, g.system(s), a), m.tip(s));
+            .enumerate()
+            .map(|(s, bg)| {
+                let t = m.tip(s);
                 let schur = DMatrix::from_fn(a, a, |r, c| 0.5 * (wide(t[c * a + r]) + wide(t[r * a + c])) - bg[(r, c)]);
                 schur.cholesky().map(|ch| ch.l()).ok_or(Error::NotPositiveDefinite { system: s, block: sh.nblocks, level: 0 })
             })
             .collect();
         self.tip_factor = factors?;
-        self.g = Some(g);
-        self.border = Some(bt);
         self.shape = Some(sh);
         Ok(())
     }
@@ -350,41 +377,57 @@ impl<T: Scalar> ArrowSolver<T> {
                 self.width
             )));
         }
-        let z = timed("arrow solve: chain solve", || self.chain.solve(&b.chain))?;
-        let _tip = crate::trace::phase("arrow solve: tip and correction");
         let (a, k, d) = (self.width, b.chain.ncols(), sh.dim());
-        let Some(g) = &self.g else {
+        if a == 0 {
+            let z = timed("arrow solve: chain solve", || self.chain().solve(&b.chain))?;
             return ArrowVec::new(z, 0, Vec::new());
+        }
+        let factors = &self.tip_factor;
+        // x_C = S^-1 (b_C - B z) per system, from B z.
+        let tip_solve = |bz: Vec<DMatrix<f64>>| -> Vec<DMatrix<f64>> {
+            bz.into_iter()
+                .enumerate()
+                .map(|(s, bz)| {
+                    let bt = b.tip(s);
+                    solve_with_factor(&factors[s], DMatrix::from_fn(a, k, |j, c| wide(bt[c * a + j]) - bz[(j, c)]))
+                })
+                .collect()
         };
-        let (border, factors) = (self.border.as_ref().expect("width > 0"), &self.tip_factor);
-        let mut chain = z;
-        let mut tip = vec![T::zero(); b.tip.len()];
-        chain.as_mut_slice().par_chunks_mut(d * k).zip(tip.par_chunks_mut(a * k)).enumerate().for_each(|(s, (zs, xt))| {
-            // x_C = S^-1 (b_C - B z), then x_T = z - G x_C.
-            let (gs, bt) = (g.system(s), b.tip(s));
-            let bz = border_times(border.system(s), a, zs, k);
-            let rhs = DMatrix::from_fn(a, k, |j, c| wide(bt[c * a + j]) - bz[(j, c)]);
-            let xc = solve_with_factor(&factors[s], rhs);
-            for c in 0..k {
-                zs[c * d..(c + 1) * d].par_chunks_mut(BORDER_ROWS).enumerate().for_each(|(run, xs)| {
-                    let first = run * BORDER_ROWS;
-                    for (q, x) in xs.iter_mut().enumerate() {
-                        let corr: f64 = (0..a).map(|j| wide(gs[j * d + first + q]) * xc[(j, c)]).sum();
-                        *x = cast(wide(*x) - corr);
+        let mut xc = Vec::new();
+        let chain = match &mut self.engine {
+            Engine::Gpu(gpu) => gpu.solve(&b.chain, |bz| {
+                xc = tip_solve(bz);
+                xc.clone()
+            })?,
+            Engine::Host { chain, g, border } => {
+                let mut z = timed("arrow solve: chain solve", || chain.solve(&b.chain))?;
+                let _tip = crate::trace::phase("arrow solve: tip and correction");
+                let (g, border) = (g.as_ref().expect("width > 0"), border.as_ref().expect("width > 0"));
+                xc = tip_solve((0..sh.batch).map(|s| border_times(border.system(s), a, z.system(s), k)).collect());
+                // x_T = z - G x_C.
+                z.as_mut_slice().par_chunks_mut(d * k).enumerate().for_each(|(s, zs)| {
+                    let (gs, xc) = (g.system(s), &xc[s]);
+                    for c in 0..k {
+                        zs[c * d..(c + 1) * d].par_chunks_mut(BORDER_ROWS).enumerate().for_each(|(run, xs)| {
+                            let first = run * BORDER_ROWS;
+                            for (q, x) in xs.iter_mut().enumerate() {
+                                let corr: f64 = (0..a).map(|j| wide(gs[j * d + first + q]) * xc[(j, c)]).sum();
+                                *x = cast(wide(*x) - corr);
+                            }
+                        });
                     }
                 });
-                for j in 0..a {
-                    xt[c * a + j] = cast(xc[(j, c)]);
-                }
+                z
             }
-        });
+        };
+        let tip = xc.iter().flat_map(|m| m.iter().map(|&v| cast(v))).collect();
         ArrowVec::new(chain, a, tip)
     }
 
     /// `log det A` of every system: the chain's plus the Schur complement's.
     pub fn log_determinant(&mut self) -> Result<Vec<f64>> {
         self.shape.ok_or(Error::NotFactored)?;
-        let mut v = self.chain.log_determinant()?;
+        let mut v = self.chain().log_determinant()?;
         for (s, l) in self.tip_factor.iter().enumerate() {
             v[s] += 2.0 * l.diagonal().iter().map(|x| x.ln()).sum::<f64>();
         }
@@ -394,8 +437,16 @@ impl<T: Scalar> ArrowSolver<T> {
     /// The diagonal and sub-diagonal blocks of `A^-1`, the border and the tip (module docs).
     pub fn selected_inverse(&mut self) -> Result<ArrowInverse<T>> {
         let sh = self.shape.ok_or(Error::NotFactored)?;
-        let mut chain = self.chain.selected_inverse()?;
-        let Some(g) = &self.g else {
+        let mut chain = self.chain().selected_inverse()?;
+        let downloaded;
+        let g = match &mut self.engine {
+            Engine::Gpu(gpu) => {
+                downloaded = gpu.g()?;
+                downloaded.as_ref()
+            }
+            Engine::Host { g, .. } => g.as_ref(),
+        };
+        let Some(g) = g else {
             return Ok(ArrowInverse { chain, border: Vec::new(), tip: Vec::new() });
         };
         let (a, n, nb, d, ld) = (self.width, sh.block, sh.nblocks, sh.dim(), chain.ld());
@@ -450,6 +501,45 @@ impl<T: Scalar> ArrowSolver<T> {
         }
         Ok(ArrowInverse { chain, border, tip })
     }
+}
+
+/// The host engine's `B^T` (as `a` columns of the chain) and `G = T^-1 B^T`, in the
+/// buffers of the last factor of this shape when there are some: fresh memory costs a
+/// page fault per page on first touch, more than the copies themselves.
+fn host_border_solve<T: Scalar>(
+    chain: &mut Solver<T>,
+    m: &BlockTridiagArrow<T>,
+    bt: Option<BlockVec<T>>,
+    g: Option<BlockVec<T>>,
+) -> Result<(BlockVec<T>, BlockVec<T>)> {
+    let (sh, a) = (m.shape(), m.width);
+    let (n, d) = (sh.block, sh.dim());
+    let transpose = crate::trace::phase("arrow factor: B^T as columns");
+    let reuse = |v: Option<BlockVec<T>>| match v {
+        Some(v) if v.shape() == sh && v.ncols() == a => Ok(v),
+        _ => BlockVec::zeros(sh, a),
+    };
+    let (mut bt, mut g) = (reuse(bt)?, reuse(g)?);
+    // Column j of system s is row j of every B_i; in parallel over columns and runs of
+    // blocks: one system may be all there is.
+    bt.as_mut_slice().par_chunks_mut(d).enumerate().for_each(|(col, column)| {
+        let (s, j) = (col / a, col % a);
+        column.par_chunks_mut(n * BORDER_ROWS.div_ceil(n)).enumerate().for_each(|(run, part)| {
+            let first = run * BORDER_ROWS.div_ceil(n);
+            for (i, rows) in part.chunks_mut(n).enumerate() {
+                let b = m.arrow_block(s, first + i);
+                for (c, v) in rows.iter_mut().enumerate() {
+                    *v = b[c * a + j];
+                }
+            }
+        });
+    });
+    drop(transpose);
+    timed("arrow factor: G = T^-1 B^T", || {
+        crate::cuda::parallel_copy(bt.as_slice(), g.as_mut_slice());
+        chain.solve_in_place(&mut g)
+    })?;
+    Ok((bt, g))
 }
 
 /// Rows of one task in the border products: fixed, so that the sums run in the same order

@@ -8,6 +8,7 @@
 //! GPU row carries its floor `max(flops / peak, bytes / bandwidth)` from peaks measured at
 //! the start of the run, and the fraction of that floor it reached.
 
+pub mod arrow;
 pub mod cpu;
 pub mod ours;
 pub mod peaks;
@@ -24,7 +25,7 @@ pub use timing::{Repeat, Stats};
 /// One measured (or skipped) configuration of one method.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
-    /// Sweep name (`fp64-sweep`, `horizon`, `batch`, `kalman`, `tridiag`).
+    /// Sweep name (`fp64-sweep`, `horizon`, `batch`, `selinv`, `arrow`, `kalman`, `tridiag`).
     pub suite: String,
     /// Method name.
     pub method: String,
@@ -336,7 +337,9 @@ pub fn run(config: &Config, progress: impl FnMut(Progress<'_>)) -> Result<Report
     let configs = config.configurations();
     let kalman = config.suites.iter().any(|s| s == "kalman");
     let tri = config.suites.iter().any(|s| s == "tridiag");
-    let total = configs.len() * config.precisions.len() + usize::from(kalman) + usize::from(tri) * config.precisions.len();
+    let arrowhead = config.suites.iter().any(|s| s == "arrow");
+    let per_precision = configs.len() + usize::from(tri) + usize::from(arrowhead);
+    let total = per_precision * config.precisions.len() + usize::from(kalman);
     let mut step = 0;
     let mut vendor_state = vendor::Peers::new(gpu.as_ref().ok(), config, &mut notes);
     let started = std::time::Instant::now();
@@ -373,6 +376,19 @@ pub fn run(config: &Config, progress: impl FnMut(Progress<'_>)) -> Result<Report
             match precision {
                 Precision::F64 => tridiag::bench::<f64>(config, g, &peaks, emit)?,
                 Precision::F32 => tridiag::bench::<f32>(config, g, &peaks, emit)?,
+            }
+        }
+        if arrowhead {
+            let what = format!("arrow {precision}");
+            if out_of_time(&mut notes, &what) {
+                break 'sweeps;
+            }
+            step += 1;
+            (out.progress)(Progress::Started { what: &what, step, total });
+            let emit = &mut |r| out.emit(r);
+            match precision {
+                Precision::F64 => arrow::bench::<f64>(config, gpu.is_ok(), &peaks, emit)?,
+                Precision::F32 => arrow::bench::<f32>(config, gpu.is_ok(), &peaks, emit)?,
             }
         }
     }

@@ -203,7 +203,7 @@ struct BenchArgs {
     /// The full sweeps (default: the quick comparison, under a minute on an H100).
     #[arg(long)]
     full: bool,
-    /// Sweeps to run (horizon, batch, fp64-sweep, kalman, tridiag, selinv), comma-separated.
+    /// Sweeps to run (horizon, batch, fp64-sweep, kalman, tridiag, selinv, arrow), comma-separated.
     #[arg(long, value_delimiter = ',')]
     suites: Vec<String>,
     /// Methods to run (blocktri-gpu, vendor-schur, vendor-seq, cudss, cpu-sequential, cpu-threaded, faer-sparse, gpu-fused, gpu-stagewise), comma-separated.

@@ -50,6 +50,8 @@ unsafe impl<T: Copy> KernelParam for blocktri_device::selinv::SelinvArgs<T> {}
 unsafe impl<T: Copy> KernelParam for blocktri_device::selinv::tiled::SelinvTiledArgs<T> {}
 // SAFETY: as above.
 unsafe impl<T: Copy> KernelParam for blocktri_device::refine::RefineArgs<T> {}
+// SAFETY: as above.
+unsafe impl<T: Copy> KernelParam for blocktri_device::arrow::ArrowArgs<T> {}
 
 /// A device address of a `T` array: passes as a `*const T` / `*mut T` kernel parameter.
 #[repr(transparent)]

@@ -67,6 +67,17 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         Ok(())
     }
 
+    /// Copies the first `len` elements of `src` to the start of the buffer (stream-ordered).
+    pub fn copy_from_device(&self, src: &DeviceBuffer<T>, len: usize) -> Result<()> {
+        if len > self.len() || len > src.len() {
+            return Err(Error::Shape(format!("copying {len} elements from a buffer of {} into one of {}", src.len(), self.len())));
+        }
+        // SAFETY: both ranges inside their allocations (checked); `src`'s producers are on
+        // this buffer's stream or finished (the solvers keep one stream per plan).
+        unsafe { result::memcpy_dtod_async(self.ptr().addr(), src.ptr().addr(), len * std::mem::size_of::<T>(), self.stream.cu_stream()) }?;
+        Ok(())
+    }
+
     /// Copies the first `out.len()` elements to the host and waits for them.
     pub fn copy_to_host(&self, out: &mut [T]) -> Result<()> {
         if out.len() > self.len() {

@@ -7,6 +7,7 @@
 //!
 //! [`Error::NoGpu`]: crate::Error::NoGpu
 
+pub(crate) mod arrow;
 mod cholesky;
 mod context;
 mod graph;

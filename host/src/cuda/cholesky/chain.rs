@@ -6,7 +6,7 @@
 //! on one SM: it pays where the batch alone fills the GPU ([`prefers_chain`]).
 
 use super::schedule::{Args, Step};
-use super::{Buffers, KernelFamily, SolveTarget};
+use super::{Buffers, KernelFamily, SolveArgs, SolveTarget};
 use crate::cuda::context::Gpu;
 use crate::cuda::launch::{Kernel, LaunchConfig};
 use crate::error::{Error, Result};
@@ -120,18 +120,30 @@ impl Chain {
     /// The solve of `target`'s right-hand sides; `forward` false skips the forward sweep
     /// (done by an interlaced factorization).
     pub(super) fn solve_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>, forward: bool) -> Vec<Step<'k, T>> {
-        let shape = b.shape;
-        let n = shape.block;
-        let chunk = super::fused::fitting_chunk(target.k, self.rhs_chunk, self.max_shared, |c| solve_chain_shared_bytes(n, c, T::BYTES));
-        let args = b.solve_args(target, 0, chunk);
-        let smem = if self.rows.is_some() { 0 } else { solve_chain_shared_bytes(n, chunk, T::BYTES) as u32 };
-        let cfg = LaunchConfig::linear(self.grid(shape.batch), self.threads, smem);
-        let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
+        let (cfg, args) = self.solve_launch(b, target);
+        let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: b.shape.batch }];
         if forward {
             steps.push(Step::Launch { kernel: &self.forward, level: 0, cfg, args: Args::Solve(args) });
         }
         steps.push(Step::Launch { kernel: &self.backward, level: 0, cfg, args: Args::Solve(args) });
         steps
+    }
+
+    /// The forward substitution alone.
+    pub(super) fn forward_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>) -> Vec<Step<'k, T>> {
+        let (cfg, args) = self.solve_launch(b, target);
+        vec![
+            Step::ResetStatus { addr: target.info as u64, systems: b.shape.batch },
+            Step::Launch { kernel: &self.forward, level: 0, cfg, args: Args::Solve(args) },
+        ]
+    }
+
+    /// Launch shape and arguments of either solve kernel.
+    fn solve_launch<T: Scalar>(&self, b: &Buffers<T>, target: &SolveTarget<T>) -> (LaunchConfig, SolveArgs<T>) {
+        let n = b.shape.block;
+        let chunk = super::fused::fitting_chunk(target.k, self.rhs_chunk, self.max_shared, |c| solve_chain_shared_bytes(n, c, T::BYTES));
+        let smem = if self.rows.is_some() { 0 } else { solve_chain_shared_bytes(n, chunk, T::BYTES) as u32 };
+        (LaunchConfig::linear(self.grid(b.shape.batch), self.threads, smem), b.solve_args(target, 0, chunk))
     }
 }
 

@@ -292,13 +292,7 @@ impl Fused {
         let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
         let chunk = self.chunk(n, target.k, T::BYTES);
         let args = |level| b.solve_args(target, level, chunk);
-        let cfg = |grid| match self.variant {
-            Variant::Rows(np) => LaunchConfig::linear(grid, ROW_THREADS, solve_rows_shared_bytes(np, T::BYTES) as u32),
-            Variant::Panel(np) | Variant::Blocked(np) => {
-                LaunchConfig::linear(grid, panel_threads(np), solve_panel_shared_bytes(np, T::BYTES) as u32)
-            }
-            Variant::Generic => LaunchConfig::linear(grid, generic_solve_threads(n), solve_shared_bytes(n, chunk, T::BYTES) as u32),
-        };
+        let cfg = |grid| self.solve_config::<T>(n, chunk, grid);
         let level_cfg = |m| cfg(s * nodes_in_level(nb, m));
         let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
         let first = self.dataflow_from(nb, s);
@@ -326,6 +320,35 @@ impl Fused {
             level: m,
             cfg: level_cfg(m),
             args: Args::Solve(args(m)),
+        }));
+        steps
+    }
+}
+
+impl Fused {
+    /// The launch shape of a solve kernel over `grid` nodes (`chunk` columns at a time).
+    fn solve_config<T: Scalar>(&self, n: usize, chunk: usize, grid: u32) -> LaunchConfig {
+        match self.variant {
+            Variant::Rows(np) => LaunchConfig::linear(grid, ROW_THREADS, solve_rows_shared_bytes(np, T::BYTES) as u32),
+            Variant::Panel(np) | Variant::Blocked(np) => {
+                LaunchConfig::linear(grid, panel_threads(np), solve_panel_shared_bytes(np, T::BYTES) as u32)
+            }
+            Variant::Generic => LaunchConfig::linear(grid, generic_solve_threads(n), solve_shared_bytes(n, chunk, T::BYTES) as u32),
+        }
+    }
+
+    /// The forward substitution alone, every level launched on its own (the single-launch
+    /// kernels always finish with the backward sweep).
+    pub(super) fn forward_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>) -> Vec<Step<'k, T>> {
+        let shape = b.shape;
+        let (nb, s) = (shape.nblocks as u32, shape.batch as u32);
+        let chunk = self.chunk(shape.block, target.k, T::BYTES);
+        let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
+        steps.extend((0..levels(nb)).map(|m| Step::Launch {
+            kernel: &self.forward,
+            level: m,
+            cfg: self.solve_config::<T>(shape.block, chunk, s * nodes_in_level(nb, m)),
+            args: Args::Solve(b.solve_args(target, m, chunk)),
         }));
         steps
     }

@@ -306,6 +306,30 @@ impl Engine {
             Engine::Chain(c) => c.solve_steps(b, target, forward),
         }
     }
+
+    /// The steps of one sweep of the solve alone (the forward one leaves `L^-1 P b` in the
+    /// right-hand sides, the backward one turns that into `A^-1 b`).
+    fn sweep_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>, sweep: Sweep) -> Vec<Step<'k, T>> {
+        match (self, sweep) {
+            (Engine::Fused(f), Sweep::Forward) => f.forward_steps(b, target),
+            (Engine::Tiled(t), _) => t.sweep_steps(b, target, sweep),
+            (Engine::Chain(c), Sweep::Forward) => c.forward_steps(b, target),
+            (_, Sweep::Backward) => self.solve_steps(b, target, false),
+        }
+    }
+}
+
+/// One sweep of a solve with the factor `A = P^T L L^T P` (`P` the nested-dissection
+/// order): [`Sweep::Forward`] overwrites `b` with `L^-1 P b`, [`Sweep::Backward`] a
+/// vector `y` with `P^T L^-T y`. Callers that work between the two (the arrowhead's
+/// border products, `blocktri::arrow`) see the same layout in both: the sweeps work in
+/// place, block by block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sweep {
+    /// `b -> L^-1 P b`.
+    Forward,
+    /// `y -> P^T L^-T y`.
+    Backward,
 }
 
 struct Plan<T> {
@@ -318,6 +342,9 @@ struct Plan<T> {
     /// alternate counts (the arrowhead solver: `a` columns, then `k`) replay both.
     solve_graph: Vec<(usize, Graph)>,
     factor_solve_graph: Vec<(usize, Graph)>,
+    /// Graphs of the solve's sweeps alone ([`GpuCholesky::launch_sweep`]), likewise.
+    forward_graph: Vec<(usize, Graph)>,
+    backward_graph: Vec<(usize, Graph)>,
     /// The selected inversion's three output buffers ([`GpuCholesky::selinv_sweep`]),
     /// kept for repeated calls; empty until the first.
     sigma: Vec<DeviceBuffer<T>>,
@@ -570,6 +597,8 @@ impl<T: Scalar> GpuCholesky<T> {
             factor_graph: None,
             solve_graph: Vec::new(),
             factor_solve_graph: Vec::new(),
+            forward_graph: Vec::new(),
+            backward_graph: Vec::new(),
             sigma: Vec::new(),
             selinv_work: Vec::new(),
         });
@@ -588,6 +617,8 @@ impl<T: Scalar> GpuCholesky<T> {
             // The graphs hold the old buffer's address.
             plan.solve_graph.clear();
             plan.factor_solve_graph.clear();
+            plan.forward_graph.clear();
+            plan.backward_graph.clear();
         }
         plan.rhs_cols = k;
         Ok(())
@@ -723,6 +754,31 @@ impl<T: Scalar> GpuCholesky<T> {
         unsafe { self.staging().download(&self.stream, rhs.ptr().addr(), cols, out, cols) }
     }
 
+    /// Copies `values` to the start of `dst` (a buffer used on this solver's stream)
+    /// through the pinned staging chunks.
+    pub(crate) fn upload_to(&self, values: &[T], dst: &DeviceBuffer<T>) -> Result<()> {
+        if values.len() > dst.len() {
+            shape_err!("{} values for a device buffer of {}", values.len(), dst.len());
+        }
+        let cols = Columns::flat(values.len());
+        // SAFETY: inside the buffer (checked).
+        unsafe { self.staging().upload(&self.stream, values, cols, dst.ptr().addr(), cols) }
+    }
+
+    /// Copies the first `len` values of the right-hand-side buffer (the solutions after a
+    /// solve) into `dst` on the device (stream-ordered).
+    pub(crate) fn copy_rhs_to(&self, dst: &DeviceBuffer<T>, len: usize) -> Result<()> {
+        let rhs = self.plan.as_ref().and_then(|p| p.rhs.as_ref()).ok_or(Error::NotFactored)?;
+        dst.copy_from_device(rhs, len)
+    }
+
+    /// Copies the first `len` values of `src` into the right-hand-side buffer (sized
+    /// beforehand by [`Self::rhs_buffer`]; stream-ordered).
+    pub(crate) fn copy_to_rhs(&self, src: &DeviceBuffer<T>, len: usize) -> Result<()> {
+        let rhs = self.plan.as_ref().and_then(|p| p.rhs.as_ref()).ok_or(Error::NotFactored)?;
+        rhs.copy_from_device(src, len)
+    }
+
     /// The first half of a solve from host memory: checks `b`, uploads it and enqueues the
     /// solve; the caller downloads the solutions and checks them.
     fn enqueue_host_solve(&mut self, b: &BlockVec<T>) -> Result<()> {
@@ -801,6 +857,19 @@ impl<T: Scalar> GpuCholesky<T> {
     /// replay when enabled), without waiting. Check with [`Self::check_solve`].
     pub fn launch_solve(&mut self) -> Result<()> {
         self.run_keyed(|p| &mut p.solve_graph, |plan, target| plan.engine.solve_steps(&plan.bufs, target, true))
+    }
+
+    /// Enqueues one sweep of a solve of the right-hand-side buffer ([`Sweep`]), without
+    /// waiting (graph replay when enabled).
+    pub(crate) fn launch_sweep(&mut self, sweep: Sweep) -> Result<()> {
+        fn forward<T>(p: &mut Plan<T>) -> &mut Vec<(usize, Graph)> {
+            &mut p.forward_graph
+        }
+        fn backward<T>(p: &mut Plan<T>) -> &mut Vec<(usize, Graph)> {
+            &mut p.backward_graph
+        }
+        let slot = if sweep == Sweep::Forward { forward::<T> } else { backward::<T> };
+        self.run_keyed(slot, |plan, target| plan.engine.sweep_steps(&plan.bufs, target, sweep))
     }
 
     /// Enqueues the factorization of the uploaded matrices and the solve of the uploaded

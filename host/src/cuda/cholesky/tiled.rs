@@ -10,7 +10,7 @@
 //! more than 4 tiles one launch per tile step instead: `forward_diag`, `backward_diag`).
 
 use super::schedule::{Args, Step};
-use super::{Buffers, F32Products, SolveTarget};
+use super::{Buffers, F32Products, SolveTarget, Sweep};
 use crate::cuda::context::Gpu;
 use crate::cuda::launch::{Kernel, LaunchConfig};
 use crate::error::{Error, Result};
@@ -301,6 +301,13 @@ impl Tiled {
     }
 
     pub(super) fn solve_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>) -> Vec<Step<'k, T>> {
+        let mut steps = self.sweep_steps(b, target, Sweep::Forward);
+        steps.extend(self.sweep_steps(b, target, Sweep::Backward).into_iter().skip(1)); // one status reset
+        steps
+    }
+
+    /// One sweep of the solve (each starts with a reset of the status words).
+    pub(super) fn sweep_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>, sweep: Sweep) -> Vec<Step<'k, T>> {
         let shape = b.shape;
         let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
         let nt = tiles(n) as u32;
@@ -317,6 +324,19 @@ impl Tiled {
         let couple_smem = couple_shared_bytes(T::BYTES) as u32;
         let top = levels(nb);
         let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
+        if sweep == Sweep::Backward {
+            for m in (0..top).rev() {
+                if m + 1 < top {
+                    steps.push(launch(&self.backward_couple, m, nt * BACKWARD_ROW_GROUPS, 0, 0, 0));
+                }
+                if self.walks_nodes(n, s * nodes_in_level(nb, m)) {
+                    steps.push(launch(&self.backward_node, m, 1, diag_smem, 0, 0));
+                } else {
+                    steps.extend((0..nt).rev().map(|t| launch(&self.backward_diag, m, t + 1, diag_smem, t, 0)));
+                }
+            }
+            return steps;
+        }
         for m in 0..top {
             if self.walks_nodes(n, s * nodes_in_level(nb, m)) {
                 steps.push(launch(&self.forward_node, m, 1, diag_smem, 0, 0));
@@ -328,16 +348,6 @@ impl Tiled {
                 for side in 0..2 {
                     steps.push(launch_with(threads, &self.forward_couple, m, nt, couple_smem, 0, side));
                 }
-            }
-        }
-        for m in (0..top).rev() {
-            if m + 1 < top {
-                steps.push(launch(&self.backward_couple, m, nt * BACKWARD_ROW_GROUPS, 0, 0, 0));
-            }
-            if self.walks_nodes(n, s * nodes_in_level(nb, m)) {
-                steps.push(launch(&self.backward_node, m, 1, diag_smem, 0, 0));
-            } else {
-                steps.extend((0..nt).rev().map(|t| launch(&self.backward_diag, m, t + 1, diag_smem, t, 0)));
             }
         }
         steps
