@@ -206,7 +206,7 @@ struct BenchArgs {
     /// Sweeps to run (horizon, batch, fp64-sweep, kalman, tridiag, selinv, arrow), comma-separated.
     #[arg(long, value_delimiter = ',')]
     suites: Vec<String>,
-    /// Methods to run (blocktri-gpu, vendor-schur, vendor-seq, cudss, cpu-sequential, cpu-threaded, faer-sparse, gpu-fused, gpu-stagewise), comma-separated.
+    /// Methods to run (blocktri-gpu, vendor-schur, vendor-seq, vendor-dense (selinv suite), cudss, cpu-sequential, cpu-threaded, faer-sparse, gpu-fused, gpu-stagewise), comma-separated.
     #[arg(long, value_delimiter = ',')]
     methods: Vec<String>,
     /// Precisions, comma-separated (f64, f32).

@@ -1,9 +1,12 @@
 //! Vendor-library peers, loaded at run time: the second paper's recursive Schur
 //! complement and the sequential block Cholesky on cuSOLVER/cuBLAS batched kernels
-//! ([`schur`]), and NVIDIA cuDSS ([`cudss`]).
+//! ([`schur`]), NVIDIA cuDSS ([`cudss`]), and for selected inversion the dense inverse of
+//! the assembled matrix by cuSOLVER `potrf` + `potri` ([`dense`]).
 
 #[cfg(feature = "peers")]
 pub mod cudss;
+#[cfg(feature = "peers")]
+pub mod dense;
 #[cfg(feature = "peers")]
 pub mod schur;
 
@@ -89,6 +92,30 @@ pub trait VendorScalar: Scalar {
     /// As [`Self::gemm`]; `info` holds `count` ints.
     #[cfg(feature = "peers")]
     unsafe fn potrf_batched(h: cudarc::cusolver::sys::cusolverDnHandle_t, n: i32, a: u64, lda: i32, info: u64, count: i32) -> i32;
+    /// Workspace elements of `cusolverDn?potrf` (`inverse` false) or `cusolverDn?potri`
+    /// (true), lower, for an `n x n` matrix at `a`.
+    ///
+    /// # Safety
+    /// As [`Self::gemm`]; `lwork` a host int.
+    #[cfg(feature = "peers")]
+    unsafe fn dense_work(h: cudarc::cusolver::sys::cusolverDnHandle_t, inverse: bool, n: i32, a: u64, lda: i32, lwork: &mut i32) -> i32;
+    /// `cusolverDn?potrf` (`inverse` false: `A = L L^T`) or `cusolverDn?potri` (true:
+    /// `A^-1` from `L`, lower triangle), lower, with `lwork` elements of workspace at `work`.
+    ///
+    /// # Safety
+    /// As [`Self::gemm`]; `info` one device int.
+    #[cfg(feature = "peers")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn dense_run(
+        h: cudarc::cusolver::sys::cusolverDnHandle_t,
+        inverse: bool,
+        n: i32,
+        a: u64,
+        lda: i32,
+        work: u64,
+        lwork: i32,
+        info: u64,
+    ) -> i32;
 }
 
 #[cfg(feature = "peers")]
@@ -106,7 +133,7 @@ mod ffi {
 }
 
 macro_rules! vendor_scalar {
-    ($t:ty, $code:expr, $gemm:ident, $gemm_b:ident, $trsm_b:ident, $potrf_b:ident) => {
+    ($t:ty, $code:expr, $gemm:ident, $gemm_b:ident, $trsm_b:ident, $potrf_b:ident, $potrf:ident, $potrf_w:ident, $potri:ident, $potri_w:ident) => {
         impl VendorScalar for $t {
             const CUDA_TYPE: i32 = $code;
             #[cfg(feature = "peers")]
@@ -226,12 +253,75 @@ macro_rules! vendor_scalar {
                 // SAFETY: forwarded from the caller.
                 unsafe { cudarc::cusolver::sys::$potrf_b(h, ffi::SOLVER_LOWER, n, a as *mut *mut $t, lda, info as *mut i32, count) as i32 }
             }
+            #[cfg(feature = "peers")]
+            unsafe fn dense_work(
+                h: cudarc::cusolver::sys::cusolverDnHandle_t,
+                inverse: bool,
+                n: i32,
+                a: u64,
+                lda: i32,
+                lwork: &mut i32,
+            ) -> i32 {
+                use cudarc::cusolver::sys as cs;
+                // SAFETY: forwarded from the caller.
+                unsafe {
+                    if inverse {
+                        cs::$potri_w(h, ffi::SOLVER_LOWER, n, a as *mut $t, lda, lwork) as i32
+                    } else {
+                        cs::$potrf_w(h, ffi::SOLVER_LOWER, n, a as *mut $t, lda, lwork) as i32
+                    }
+                }
+            }
+            #[cfg(feature = "peers")]
+            unsafe fn dense_run(
+                h: cudarc::cusolver::sys::cusolverDnHandle_t,
+                inverse: bool,
+                n: i32,
+                a: u64,
+                lda: i32,
+                work: u64,
+                lwork: i32,
+                info: u64,
+            ) -> i32 {
+                use cudarc::cusolver::sys as cs;
+                let (a, work, info) = (a as *mut $t, work as *mut $t, info as *mut i32);
+                // SAFETY: forwarded from the caller.
+                unsafe {
+                    if inverse {
+                        cs::$potri(h, ffi::SOLVER_LOWER, n, a, lda, work, lwork, info) as i32
+                    } else {
+                        cs::$potrf(h, ffi::SOLVER_LOWER, n, a, lda, work, lwork, info) as i32
+                    }
+                }
+            }
         }
     };
 }
 
-vendor_scalar!(f64, 1, cublasDgemm_v2, cublasDgemmBatched, cublasDtrsmBatched, cusolverDnDpotrfBatched);
-vendor_scalar!(f32, 0, cublasSgemm_v2, cublasSgemmBatched, cublasStrsmBatched, cusolverDnSpotrfBatched);
+vendor_scalar!(
+    f64,
+    1,
+    cublasDgemm_v2,
+    cublasDgemmBatched,
+    cublasDtrsmBatched,
+    cusolverDnDpotrfBatched,
+    cusolverDnDpotrf,
+    cusolverDnDpotrf_bufferSize,
+    cusolverDnDpotri,
+    cusolverDnDpotri_bufferSize
+);
+vendor_scalar!(
+    f32,
+    0,
+    cublasSgemm_v2,
+    cublasSgemmBatched,
+    cublasStrsmBatched,
+    cusolverDnSpotrfBatched,
+    cusolverDnSpotrf,
+    cusolverDnSpotrf_bufferSize,
+    cusolverDnSpotri,
+    cusolverDnSpotri_bufferSize
+);
 
 /// The vendor peers available in this process.
 pub struct Peers {
@@ -301,6 +391,9 @@ impl Peers {
                         emit(or_failed(name, schur::bench::<T>(config, suite, name, segment, cfg, gpu, peaks, problem)));
                     }
                 }
+            }
+            if suite == "selinv" && config.wants("vendor-dense") {
+                emit(or_failed("vendor-dense", dense::bench::<T>(config, suite, cfg, gpu, peaks, problem)));
             }
             if config.wants("cudss") {
                 emit(match &self.cudss {
