@@ -119,3 +119,60 @@ fn gpu_selected_inverse_of_the_chain_factor() {
         assert!(err < 1e-3, "chain f32 S={s} N={nb} n={n}: error {err:e} (seed {seed})");
     }
 }
+
+/// The device's gather of the sweep's output into the block-tridiagonal layout
+/// (`blocktri_device::selinv::gather_sub_diagonal`) in the CPU block emulator, for the
+/// level sweeps' placement (with whichever neighbour was eliminated first) and the chain
+/// walk's: every sub-diagonal block from the right slot (transposed from `sigma_right` or
+/// copied from `sigma_left`), padding rows zero in both outputs.
+#[test]
+fn emulated_gather_puts_every_block_in_place() {
+    use blocktri_device::selinv::{GATHER_THREADS, SelinvGatherArgs, gather_sub_diagonal, sub_diagonal_slot};
+    let (s, nb, n, ld) = (2usize, 7usize, 3usize, 5usize);
+    let blk = ld * n;
+    let seed = fresh_seed();
+    let values = |salt: u64| common::random_matrix(s * nb * blk, 1, seed + salt).as_slice().to_vec();
+    let (left, right) = (values(1), values(2));
+    for chain in [false, true] {
+        let mut diag = values(3);
+        let original = diag.clone();
+        let mut sub = vec![f64::NAN; s * (nb - 1) * blk];
+        let args = SelinvGatherArgs {
+            sigma_diag: diag.as_mut_ptr(),
+            sigma_left: left.as_ptr(),
+            sigma_right: right.as_ptr(),
+            sub: sub.as_mut_ptr(),
+            ld: ld as u32,
+            n: n as u32,
+            nblocks: nb as u32,
+            chain: chain as u32,
+        };
+        // SAFETY: the arrays hold the blocks the kernel's contract states.
+        unsafe { blocktri_prims::emu::launch_unchecked((s * nb) as u32, GATHER_THREADS, 0, || gather_sub_diagonal(&args)) };
+        for sys in 0..s {
+            for i in 0..nb {
+                for c in 0..n {
+                    for r in 0..ld {
+                        let at = (sys * nb + i) * blk + c * ld + r;
+                        assert_eq!(diag[at], if r < n { original[at] } else { 0.0 }, "diagonal block {i} ({r}, {c})");
+                    }
+                }
+                if i + 1 == nb {
+                    continue;
+                }
+                let (slot, transposed) = if chain { (i as u32 + 1, true) } else { sub_diagonal_slot(i as u32 + 1) };
+                let src = (sys * nb + slot as usize - 1) * blk;
+                for c in 0..n {
+                    for r in 0..ld {
+                        let want = match (r < n, transposed) {
+                            (false, _) => 0.0,
+                            (true, true) => right[src + r * ld + c],
+                            (true, false) => left[src + c * ld + r],
+                        };
+                        assert_eq!(sub[(sys * (nb - 1) + i) * blk + c * ld + r], want, "chain {chain}: block {i} ({r}, {c})");
+                    }
+                }
+            }
+        }
+    }
+}

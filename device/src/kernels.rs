@@ -138,6 +138,8 @@ pub mod names {
     pub const LOG_DET_PARTS: &str = "log_det_parts";
     /// [`crate::selinv::selinv_level`].
     pub const SELINV_LEVEL: &str = "selinv_level";
+    /// [`crate::selinv::gather_sub_diagonal`].
+    pub const SELINV_GATHER: &str = "selinv_gather";
     /// [`crate::selinv::selinv_level_staged`].
     pub const SELINV_LEVEL_STAGED: &str = "selinv_level_staged";
     /// [`crate::selinv::tiled::selinv_tiled_invert_diag`].
@@ -179,7 +181,9 @@ mod entry {
     use crate::logdet::{LogDetArgs, log_det_parts};
     use crate::refine::{RefineArgs, demote_matrix, demote_rhs, promote, residual};
     use crate::selinv::tiled::{self as sel_tiled, SelinvTiledArgs};
-    use crate::selinv::{SelinvArgs, selinv_chain, selinv_chain_staged, selinv_level, selinv_level_staged};
+    use crate::selinv::{
+        SelinvArgs, SelinvGatherArgs, gather_sub_diagonal, selinv_chain, selinv_chain_staged, selinv_level, selinv_level_staged,
+    };
     use crate::tiled::{Narrow, Native, Tall, Tf32, Tf32x3, TiledArgs, Wide, Wide16, factor as tf, solve as ts};
     use crate::tridiag::{TridiagArgs, fused, stagewise};
 
@@ -358,6 +362,7 @@ mod entry {
     kernel!(selinv_level_f64, selinv_level_f32, selinv_level, SelinvArgs);
     kernel!(selinv_chain_f64, selinv_chain_f32, selinv_chain, SelinvArgs);
     kernel!(selinv_level_staged_f64, selinv_level_staged_f32, selinv_level_staged, SelinvArgs);
+    kernel!(selinv_gather_f64, selinv_gather_f32, gather_sub_diagonal, SelinvGatherArgs);
     kernel!(selinv_chain_staged_f64, selinv_chain_staged_f32, selinv_chain_staged, SelinvArgs);
     kernel!(selinv_tiled_invert_diag_f64, selinv_tiled_invert_diag_f32, sel_tiled::selinv_tiled_invert_diag, SelinvTiledArgs);
     kernel!(selinv_tiled_invert_step_f64, selinv_tiled_invert_step_f32, sel_tiled::selinv_tiled_invert_step, SelinvTiledArgs);

@@ -73,6 +73,72 @@ pub const fn sub_diagonal_slot(i: u32) -> (u32, bool) {
     if level_of(i) < level_of(i + 1) { (i, true) } else { (i + 1, false) }
 }
 
+/// Arguments of [`gather_sub_diagonal`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SelinvGatherArgs<T> {
+    /// `Sigma_ii` per block as the sweep wrote it: its padding rows are zeroed here.
+    pub sigma_diag: *mut T,
+    /// `Sigma_{i,l}` per block (the sweep's).
+    pub sigma_left: *const T,
+    /// `Sigma_{i,r}` per block (the sweep's).
+    pub sigma_right: *const T,
+    /// Out: `Sigma_{i+1,i}` for `i < nblocks - 1` of every system, `systems (nblocks - 1)`
+    /// blocks of `ld x n` (the block-tridiagonal layout), padding rows zero.
+    pub sub: *mut T,
+    /// Leading dimension of every block.
+    pub ld: u32,
+    /// Block size.
+    pub n: u32,
+    /// Blocks per system.
+    pub nblocks: u32,
+    /// 1 for the chain walk's output (`Sigma_{i,i+1}` always in `sigma_right[i]`), 0 for
+    /// the level sweeps' ([`sub_diagonal_slot`]).
+    pub chain: u32,
+}
+
+/// Threads of a [`gather_sub_diagonal`] block.
+pub const GATHER_THREADS: u32 = 256;
+
+/// The sweep's output in the block-tridiagonal layout, so that the host downloads it as it
+/// is: thread block `(s, i)` (grid `x` = systems * nblocks, [`GATHER_THREADS`] threads)
+/// zeroes the padding rows of `Sigma_ii` and, for `i + 1 < nblocks`, writes
+/// `Sigma_{i+1,i}` (transposed from `sigma_right[i]` or copied from `sigma_left[i + 1]`)
+/// into `sub`.
+///
+/// # Safety
+/// The buffers as [`SelinvGatherArgs`] describes; the sweep has completed.
+pub unsafe fn gather_sub_diagonal<T: Real>(args: &SelinvGatherArgs<T>) {
+    let a = *args;
+    let (ld, n, nb) = (a.ld as usize, a.n as usize, a.nblocks as usize);
+    let (blk, at) = (ld * n, block_idx_x() as usize);
+    let (s, i) = (at / nb, at % nb);
+    let threads = GATHER_THREADS as usize;
+    let mut e = blocktri_prims::thread_idx_x() as usize;
+    while e < blk {
+        let (c, r) = (e / ld, e % ld);
+        if r >= n {
+            // SAFETY: entry e of block `at` of `sigma_diag`.
+            unsafe { *a.sigma_diag.add(at * blk + e) = T::ZERO };
+        }
+        if i + 1 < nb {
+            let (slot, transposed) = if a.chain != 0 { (i as u32 + 1, true) } else { sub_diagonal_slot(i as u32 + 1) };
+            let src = (s * nb + slot as usize - 1) * blk;
+            let v = if r >= n {
+                T::ZERO
+            } else if transposed {
+                // SAFETY: block `slot - 1` of system s, entry (c, r) transposed (both < n).
+                unsafe { *a.sigma_right.add(src + r * ld + c) }
+            } else {
+                unsafe { *a.sigma_left.add(src + c * ld + r) }
+            };
+            // SAFETY: block (s, i) of the `systems (nblocks - 1)` sub-diagonal blocks.
+            unsafe { *a.sub.add((s * (nb - 1) + i) * blk + e) = v };
+        }
+        e += threads;
+    }
+}
+
 /// Threads of a [`selinv_level`] block for block size `n`: more warps for larger blocks,
 /// whose `n^3` products one block computes alone on the top levels.
 pub const fn selinv_threads(n: usize) -> u32 {

@@ -1088,26 +1088,7 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
     }
 
     fn selected_inverse(&mut self) -> Result<BlockTridiag<T>> {
-        let chain = timed("selinv: sweep (enqueue)", || self.selinv_sweep())?;
-        let plan = self.plan.as_ref().expect("factored");
-        let (shape, ld) = (plan.bufs.shape, plan.bufs.ld);
-        let len = shape.batch * shape.nblocks * ld * shape.block;
-        let download = |buf: &DeviceBuffer<T>| -> Result<Vec<T>> {
-            let _copy = crate::trace::phase("selinv: download (waits for the sweep)");
-            // Fresh zero pages, first written by the staging workers.
-            let mut out = crate::error::zeroed_vec(Some(len))?;
-            let flat = Columns::flat(len);
-            // SAFETY: the buffer holds `len` values; the sweep that writes them is on this stream.
-            unsafe { self.staging().download(&self.stream, buf.ptr().addr(), flat, &mut out, flat)? };
-            Ok(out)
-        };
-        let [diag, left, right] = &plan.sigma[..] else { unreachable!("the sweep made three buffers") };
-        let order = if chain { crate::cpu::selinv::Order::Chain } else { crate::cpu::selinv::Order::NestedDissection };
-        // The chain's sweep writes its sub-diagonal blocks to `right` only.
-        let left = if chain { Vec::new() } else { download(left)? };
-        let (diag, right) = (download(diag)?, download(right)?);
-        let _assemble = crate::trace::phase("selinv: assemble on the host");
-        crate::cpu::selinv::assemble(shape, ld, order, diag, &left, &right)
+        self.selinv_download()
     }
 
     fn shape(&self) -> Option<Shape> {

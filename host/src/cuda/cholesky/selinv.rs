@@ -6,24 +6,66 @@
 use super::{Engine, GpuCholesky};
 use crate::cuda::launch::LaunchConfig;
 use crate::cuda::memory::DeviceBuffer;
+use crate::cuda::transfer::Columns;
 use crate::error::{Error, Result};
+use crate::matrix::BlockTridiag;
 use crate::scalar::Scalar;
+use crate::trace::timed;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::selinv::tiled::{SELINV_TILED_THREADS, SelinvTiledArgs, selinv_tiled_shared_bytes};
-use blocktri_device::selinv::{SelinvArgs, selinv_launch};
+use blocktri_device::selinv::{GATHER_THREADS, SelinvArgs, SelinvGatherArgs, selinv_launch};
 use blocktri_device::tiled::tiles;
 
 impl<T: Scalar> GpuCholesky<T> {
-    /// Enqueues the selected-inversion sweep of the current factor into the plan's three
-    /// output buffers (`Sigma_ii`, `Sigma_{i,l}`, `Sigma_{i,r}` per block, poisoned first;
-    /// allocated on first use): the levels top down, or the chain walk. Returns whether
-    /// the factor is the chain engine's (its blocks are ordered along the chain).
+    /// The selected inverse in the block-tridiagonal layout, on the host: the sweep, the
+    /// sub-diagonal blocks gathered on the device ([`blocktri_device::selinv::gather_sub_diagonal`]),
+    /// and two downloads straight into the result's buffers.
+    pub(crate) fn selinv_download(&mut self) -> Result<BlockTridiag<T>> {
+        let chain = timed("selinv: sweep (enqueue)", || self.selinv_sweep())?;
+        let plan = self.plan.as_ref().expect("factored");
+        let (shape, ld) = (plan.bufs.shape, plan.bufs.ld);
+        let [diag, left, right, sub] = &plan.sigma[..] else { unreachable!("the sweep made four buffers") };
+        let args = SelinvGatherArgs {
+            sigma_diag: diag.ptr().as_mut_ptr(),
+            sigma_left: left.ptr().as_ptr(),
+            sigma_right: right.ptr().as_ptr(),
+            sub: sub.ptr().as_mut_ptr(),
+            ld: ld as u32,
+            n: shape.block as u32,
+            nblocks: shape.nblocks as u32,
+            chain: chain as u32,
+        };
+        let kernel = self.gpu.kernel(kernel_name::<T>(names::SELINV_GATHER).as_str())?;
+        let blocks = (shape.batch * shape.nblocks) as u32;
+        // SAFETY: the sweep's buffers hold `S N` blocks of `ld x n`, `sub` `S (N - 1)`; one
+        // thread block per matrix block, after the sweep on the same stream.
+        unsafe { kernel.launch(&self.stream, LaunchConfig::linear(blocks, GATHER_THREADS, 0), (args,))? };
+        let _copy = crate::trace::phase("selinv: download (waits for the sweep)");
+        let download = |buf: &DeviceBuffer<T>, len: usize| -> Result<Vec<T>> {
+            // Fresh zero pages, first written by the staging workers.
+            let mut out = crate::error::zeroed_vec(Some(len))?;
+            let flat = Columns::flat(len);
+            // SAFETY: the buffer holds at least `len` values; its producers are on this stream.
+            unsafe { self.staging().download(&self.stream, buf.ptr().addr(), flat, &mut out, flat)? };
+            Ok(out)
+        };
+        let blk = ld * shape.block;
+        let (d, s) = (download(diag, shape.batch * shape.nblocks * blk)?, download(sub, shape.batch * (shape.nblocks - 1) * blk)?);
+        BlockTridiag::from_parts(shape, ld, d, s)
+    }
+
+    /// Enqueues the selected-inversion sweep of the current factor into the plan's output
+    /// buffers (`Sigma_ii`, `Sigma_{i,l}`, `Sigma_{i,r}` per block, and room for the
+    /// gathered `Sigma_{i+1,i}`; poisoned first, allocated on first use): the levels top
+    /// down, or the chain walk. Returns whether the factor is the chain engine's (its
+    /// blocks are ordered along the chain).
     pub(crate) fn selinv_sweep(&mut self) -> Result<bool> {
         let plan = self.factored_plan().ok_or(Error::NotFactored)?;
         let (shape, ld) = (plan.bufs.shape, plan.bufs.ld);
         let (n, nb) = (shape.block, shape.nblocks as u32);
         let len = shape.batch * shape.nblocks * ld * n;
+        let sub_len = (shape.batch * (shape.nblocks - 1) * ld * n).max(1);
         let chain = matches!(plan.engine, Engine::Chain(_));
         // Staged kernels (node operands in shared memory, several nodes per block for
         // n <= 16) while the node's tiles fit; the tiled ones above.
@@ -32,9 +74,9 @@ impl<T: Scalar> GpuCholesky<T> {
         // Linv per block, G_U and G_V per node of level 0 (the widest level).
         let work_len = [len, 2 * shape.batch * nodes_in_level(nb, 0) as usize * ld * n];
         let st = &self.stream;
-        if plan.sigma.len() != 3 {
-            self.gpu.check_memory(3 * len * T::BYTES)?;
-            let bufs = (0..3).map(|_| DeviceBuffer::<T>::poisoned(st, len)).collect::<Result<Vec<_>>>()?;
+        if plan.sigma.len() != 4 {
+            self.gpu.check_memory((3 * len + sub_len) * T::BYTES)?;
+            let bufs = [len, len, len, sub_len].iter().map(|&l| DeviceBuffer::<T>::poisoned(st, l)).collect::<Result<Vec<_>>>()?;
             self.plan.as_mut().expect("factored").sigma = bufs;
         } else {
             for buf in &plan.sigma {
@@ -47,7 +89,7 @@ impl<T: Scalar> GpuCholesky<T> {
             self.plan.as_mut().expect("factored").selinv_work = bufs;
         }
         let plan = self.plan.as_ref().expect("factored");
-        let (b, [sigma_diag, sigma_left, sigma_right]) = (&plan.bufs, &plan.sigma[..]) else { unreachable!("three buffers") };
+        let (b, [sigma_diag, sigma_left, sigma_right, _]) = (&plan.bufs, &plan.sigma[..]) else { unreachable!("four buffers") };
         let args = |level| SelinvArgs {
             diag: b.diag.ptr().as_ptr(),
             left: b.left.ptr().as_ptr(),
