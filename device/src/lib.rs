@@ -9,7 +9,7 @@
 //! - [`batched`]: batched Cholesky of independent tiles;
 //! - [`logdet`]: the log-determinant of every factored system;
 //! - [`refine`]: the `f64` side of mixed-precision iterative refinement;
-//! - [`arrow`]: the arrowhead's border products (`B^T` as columns, `B Z`, `z -= G x_C`);
+//! - [`arrow`]: the arrowhead's border on the device (`B^T` as columns, `W^T Z`, `y -= W x_C`);
 //! - [`selinv`]: selected inversion (blocks of `A^-1`) from the nested-dissection or chain factor;
 //! - [`layout`]: the nested-dissection numbering shared with the host plan;
 //! - [`kernels`]: the exported entry points (`extern "ptx-kernel"`, nvptx64 only).

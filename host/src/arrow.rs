@@ -265,7 +265,7 @@ pub struct ArrowSolver<T: Scalar> {
 
 /// Where the chain and the border products run.
 enum Engine<T: Scalar> {
-    /// The GPU: the border and `G` stay on the device (`crate::cuda::arrow`).
+    /// The GPU: the border and `W = L^-1 P B^T` stay on the device (`crate::cuda::arrow`).
     Gpu(Box<GpuArrow<T>>),
     /// A CPU backend's chain, the border products on the host.
     Host {
@@ -393,17 +393,13 @@ impl<T: Scalar> ArrowSolver<T> {
                 })
                 .collect()
         };
-        let mut xc = Vec::new();
-        let chain = match &mut self.engine {
-            Engine::Gpu(gpu) => gpu.solve(&b.chain, |bz| {
-                xc = tip_solve(bz);
-                xc.clone()
-            })?,
+        let (chain, xc) = match &mut self.engine {
+            Engine::Gpu(gpu) => gpu.solve(&b.chain, tip_solve)?,
             Engine::Host { chain, g, border } => {
                 let mut z = timed("arrow solve: chain solve", || chain.solve(&b.chain))?;
                 let _tip = crate::trace::phase("arrow solve: tip and correction");
                 let (g, border) = (g.as_ref().expect("width > 0"), border.as_ref().expect("width > 0"));
-                xc = tip_solve((0..sh.batch).map(|s| border_times(border.system(s), a, z.system(s), k)).collect());
+                let xc = tip_solve((0..sh.batch).map(|s| border_times(border.system(s), a, z.system(s), k)).collect());
                 // x_T = z - G x_C.
                 z.as_mut_slice().par_chunks_mut(d * k).enumerate().for_each(|(s, zs)| {
                     let (gs, xc) = (g.system(s), &xc[s]);
@@ -417,7 +413,7 @@ impl<T: Scalar> ArrowSolver<T> {
                         });
                     }
                 });
-                z
+                (z, xc)
             }
         };
         let tip = xc.iter().flat_map(|m| m.iter().map(|&v| cast(v))).collect();

@@ -112,10 +112,14 @@ impl<T: Scalar> GpuArrow<T> {
 
     /// Solves for `b` (the chain part of arrowhead right-hand sides): `y = L^-1 P b`, then
     /// `tip_solve` turns `B T^-1 b = W^T y` (`a x k` per system) into `x_C`, and the chain
-    /// part `P^T L^-T (y - W x_C)` comes back.
-    pub(crate) fn solve(&mut self, b: &BlockVec<T>, tip_solve: impl FnOnce(Vec<DMatrix<f64>>) -> Vec<DMatrix<f64>>) -> Result<BlockVec<T>> {
+    /// part `P^T L^-T (y - W x_C)` comes back with `x_C`.
+    pub(crate) fn solve(
+        &mut self,
+        b: &BlockVec<T>,
+        tip_solve: impl FnOnce(Vec<DMatrix<f64>>) -> Vec<DMatrix<f64>>,
+    ) -> Result<(BlockVec<T>, Vec<DMatrix<f64>>)> {
         let Some(Border { shape, width, .. }) = self.border.as_ref() else {
-            return self.chain.solve(b);
+            return Ok((self.chain.solve(b)?, Vec::new()));
         };
         let (sh, a, k) = (*shape, *width, b.ncols());
         if b.shape() != sh {
@@ -141,7 +145,7 @@ impl<T: Scalar> GpuArrow<T> {
         let mut x = BlockVec::zeros(sh, k)?;
         timed("arrow solve: backward sweep, download (waits)", || chain.download_rhs(&mut x))?;
         chain.check_solve()?;
-        Ok(x)
+        Ok((x, xc))
     }
 
     /// `G = T^-1 B^T = P^T L^-T W` of the last factorization, on the host (`None` for

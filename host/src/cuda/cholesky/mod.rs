@@ -722,13 +722,7 @@ impl<T: Scalar> GpuCholesky<T> {
     fn upload_rhs_values(&mut self, values: &[T], k: usize) -> Result<()> {
         self.ensure_rhs(k)?;
         let plan = self.plan.as_ref().expect("plan exists");
-        let rhs = plan.rhs.as_ref().expect("rhs buffer");
-        if values.len() > rhs.len() {
-            shape_err!("{} right-hand-side values for a buffer of {}", values.len(), rhs.len());
-        }
-        let cols = Columns::flat(values.len());
-        // SAFETY: inside the buffer (checked).
-        unsafe { self.staging().upload(&self.stream, values, cols, rhs.ptr().addr(), cols) }
+        self.upload_to(values, plan.rhs.as_ref().expect("rhs buffer"))
     }
 
     /// Copies the device right-hand-side buffer (the solution after a solve) into `x`.
@@ -745,13 +739,7 @@ impl<T: Scalar> GpuCholesky<T> {
     /// Copies the first `out.len()` values of the right-hand-side buffer into `out`.
     fn download_rhs_values(&self, out: &mut [T]) -> Result<()> {
         let plan = self.plan.as_ref().ok_or(Error::NotFactored)?;
-        let rhs = plan.rhs.as_ref().ok_or(Error::NotFactored)?;
-        let cols = Columns::flat(out.len());
-        if cols.span() > rhs.len() {
-            shape_err!("{} values requested from a right-hand-side buffer of {}", cols.span(), rhs.len());
-        }
-        // SAFETY: inside the buffer (checked); its producers are on this stream.
-        unsafe { self.staging().download(&self.stream, rhs.ptr().addr(), cols, out, cols) }
+        self.download_from(plan.rhs.as_ref().ok_or(Error::NotFactored)?, out)
     }
 
     /// Copies `values` to the start of `dst` (a buffer used on this solver's stream)
@@ -763,6 +751,17 @@ impl<T: Scalar> GpuCholesky<T> {
         let cols = Columns::flat(values.len());
         // SAFETY: inside the buffer (checked).
         unsafe { self.staging().upload(&self.stream, values, cols, dst.ptr().addr(), cols) }
+    }
+
+    /// Copies the first `out.len()` values of `src` (whose producers are on this solver's
+    /// stream) into `out` through the pinned staging chunks.
+    pub(crate) fn download_from(&self, src: &DeviceBuffer<T>, out: &mut [T]) -> Result<()> {
+        if out.len() > src.len() {
+            shape_err!("{} values requested from a device buffer of {}", out.len(), src.len());
+        }
+        let cols = Columns::flat(out.len());
+        // SAFETY: inside the buffer (checked); its producers are on this stream.
+        unsafe { self.staging().download(&self.stream, src.ptr().addr(), cols, out, cols) }
     }
 
     /// Copies the first `len` values of the right-hand-side buffer (the solutions after a

@@ -6,7 +6,6 @@
 use super::{Engine, GpuCholesky};
 use crate::cuda::launch::LaunchConfig;
 use crate::cuda::memory::DeviceBuffer;
-use crate::cuda::transfer::Columns;
 use crate::error::{Error, Result};
 use crate::matrix::BlockTridiag;
 use crate::scalar::Scalar;
@@ -45,9 +44,7 @@ impl<T: Scalar> GpuCholesky<T> {
         let download = |buf: &DeviceBuffer<T>, len: usize| -> Result<Vec<T>> {
             // Fresh zero pages, first written by the staging workers.
             let mut out = crate::error::zeroed_vec(Some(len))?;
-            let flat = Columns::flat(len);
-            // SAFETY: the buffer holds at least `len` values; its producers are on this stream.
-            unsafe { self.staging().download(&self.stream, buf.ptr().addr(), flat, &mut out, flat)? };
+            self.download_from(buf, &mut out)?;
             Ok(out)
         };
         let blk = ld * shape.block;
