@@ -136,6 +136,8 @@ pub mod names {
     pub const POTRF_BATCHED: &str = "potrf_batched";
     /// [`crate::logdet::log_det_parts`].
     pub const LOG_DET_PARTS: &str = "log_det_parts";
+    /// [`crate::copy::strided_copy`].
+    pub const STRIDED_COPY: &str = "strided_copy";
     /// [`crate::selinv::selinv_level`].
     pub const SELINV_LEVEL: &str = "selinv_level";
     /// [`crate::selinv::gather_sub_diagonal`].
@@ -173,6 +175,7 @@ mod entry {
     use crate::chain::{
         factor_chain, factor_chain_rows, solve_backward_chain, solve_backward_chain_rows, solve_forward_chain, solve_forward_chain_rows,
     };
+    use crate::copy::{StridedCopyArgs, strided_copy};
     use crate::level::{
         FactorArgs, SolveArgs, factor_blocked, factor_blocked_dataflow, factor_level, factor_panel, factor_panel_dataflow, factor_prep,
         factor_rows, factor_rows_dataflow, solve_backward_level, solve_backward_panel, solve_backward_rows, solve_forward_level,
@@ -428,6 +431,7 @@ mod entry {
     kernel!(refine_residual_f64, refine_residual_f32, residual, RefineArgs);
     kernel!(refine_demote_rhs_f64, refine_demote_rhs_f32, demote_rhs, RefineArgs);
     kernel!(refine_promote_f64, refine_promote_f32, promote, RefineArgs);
+    kernel!(strided_copy_f64, strided_copy_f32, strided_copy, StridedCopyArgs);
     kernel!(potrf_batched_f64, potrf_batched_f32, potrf_batched, PotrfBatchedArgs);
     kernel!(tri_fused_leaves_f64, tri_fused_leaves_f32, fused::leaves, TridiagArgs);
     kernel!(tri_fused_merge_f64, tri_fused_merge_f32, fused::merge, TridiagArgs);

@@ -28,6 +28,7 @@ extern crate std;
 pub mod arrow;
 pub mod batched;
 pub mod chain;
+pub mod copy;
 pub mod kernels;
 pub mod layout;
 pub mod level;

@@ -100,15 +100,36 @@ impl<T: Scalar> BlockTridiag<T> {
 
     /// Takes ownership of block arrays laid out as described in the type docs.
     pub fn from_parts(shape: Shape, ld: usize, diag: Vec<T>, sub: Vec<T>) -> Result<Self> {
-        if ld < shape.block {
-            shape_err!("leading dimension {ld} is smaller than the block size {}", shape.block);
-        }
-        let blk = ld * shape.block;
-        let (nd, ns) = (shape.batch * shape.nblocks * blk, shape.batch * (shape.nblocks - 1) * blk);
-        if diag.len() != nd || sub.len() != ns {
-            shape_err!("{shape} with ld={ld} needs {nd} diagonal and {ns} sub-diagonal values, got {} and {}", diag.len(), sub.len());
-        }
+        check_block_arrays(shape, ld, diag.len(), sub.len())?;
         Ok(BlockTridiag { shape, ld, diag, sub })
+    }
+
+    /// A matrix from arrays of row-major blocks (`diag[s][i][r][c] = A_ii[r, c]`,
+    /// `sub[s][i][r][c] = A[i+1, i][r, c]`: the C-order `(S, N, n, n)` and
+    /// `(S, N-1, n, n)` arrays of numpy, PyTorch or `ndarray`), each block transposed into
+    /// the column-major layout of the type docs (in parallel).
+    ///
+    /// ```
+    /// use blocktri::{BlockTridiag, Shape};
+    /// let shape = Shape::new(1, 2, 2).unwrap();
+    /// let a = BlockTridiag::from_row_major(shape, &[4.0, 1.0, 1.0, 4.0, 5.0, 0.0, 0.0, 5.0], &[1.0, 2.0, 3.0, 4.0]).unwrap();
+    /// assert_eq!(a.sub_block(0, 0), &[1.0, 3.0, 2.0, 4.0]); // column-major [[1, 2], [3, 4]]
+    /// ```
+    pub fn from_row_major(shape: Shape, diag: &[T], sub: &[T]) -> Result<Self> {
+        use rayon::prelude::*;
+        let n = shape.block;
+        check_block_arrays(shape, n, diag.len(), sub.len())?;
+        let mut a = Self::zeros_padded(shape, n)?;
+        for (dst, src) in [(&mut a.diag, diag), (&mut a.sub, sub)] {
+            dst.par_chunks_mut(n * n).zip(src.par_chunks(n * n)).for_each(|(d, s)| {
+                for c in 0..n {
+                    for r in 0..n {
+                        d[c * n + r] = s[r * n + c];
+                    }
+                }
+            });
+        }
+        Ok(a)
     }
 
     /// The shape.
@@ -521,6 +542,47 @@ impl<T: Scalar> BlockTridiag<T> {
     }
 }
 
+/// Checks that `diag` and `sub` values are what `shape`'s blocks at leading dimension `ld`
+/// take: `S N ld n` and `S (N - 1) ld n` (and `ld >= n`).
+pub(crate) fn check_block_arrays(shape: Shape, ld: usize, diag: usize, sub: usize) -> Result<()> {
+    let (n, nb, s) = (shape.block, shape.nblocks, shape.batch);
+    let (nd, ns) = (s * nb * ld * n, s * (nb - 1) * ld * n);
+    if ld < n {
+        shape_err!("leading dimension {ld} is smaller than the block size {n}");
+    }
+    if diag != nd || sub != ns {
+        shape_err!("{shape} with leading dimension {ld} needs {nd} diagonal and {ns} sub-diagonal values, got {diag} and {sub}");
+    }
+    Ok(())
+}
+
+/// The index of the first non-finite value of `values`, if any. Chunks are scanned
+/// without branches (eight independent lanes of `v * 0`, which is zero exactly for finite
+/// `v`, so the compiler vectorizes them); the position is searched only in a chunk that
+/// has one. In parallel only for tens of megabytes: waking the thread pool costs up to
+/// ~0.5 ms in the GPU machine's VM, more than a serial scan of a few megabytes
+/// (`docs/perf-notes.md`, entry 14).
+pub(crate) fn first_non_finite<T: Scalar>(values: &[T]) -> Option<usize> {
+    const CHUNK: usize = 1024;
+    let scan = |(i, chunk): (usize, &[T])| -> Option<usize> {
+        let mut lanes = [T::ZERO; 8];
+        let mut groups = chunk.chunks_exact(8);
+        for g in &mut groups {
+            for j in 0..8 {
+                lanes[j] += g[j] * T::ZERO;
+            }
+        }
+        let finite = lanes.iter().chain(groups.remainder()).all(|v| v.is_finite());
+        if finite { None } else { chunk.iter().position(|v| !v.is_finite()).map(|p| i * CHUNK + p) }
+    };
+    if values.len() < 1 << 22 {
+        values.chunks(CHUNK).enumerate().find_map(scan)
+    } else {
+        use rayon::prelude::*;
+        values.par_chunks(CHUNK).enumerate().find_map_first(scan)
+    }
+}
+
 /// The first entry `(row, col)`, `row > col`, of the `n x n` column-major block `blk`
 /// (leading dimension `ld`) that is not symmetric within `tol` relative to
 /// `sqrt(|a_rr a_cc|)` (NaN counts as asymmetric); `None` when the block is symmetric.
@@ -613,20 +675,10 @@ impl<T: Scalar> BlockVec<T> {
     }
     /// Checks every value is finite; names the first offending system and block.
     pub fn validate(&self) -> Result<()> {
-        let d = self.shape.dim();
-        // In parallel only for tens of megabytes: waking the thread pool costs up to ~0.5 ms
-        // in the GPU machine's VM, a serial scan of 2 MB less (docs/perf-notes.md, entry
-        // 14); the first non-finite value either way.
-        let bad = if self.data.len() < 1 << 20 {
-            self.data.iter().position(|v| !v.is_finite())
-        } else {
-            use rayon::prelude::*;
-            self.data.par_iter().position_first(|v| !v.is_finite())
-        };
-        match bad {
+        match first_non_finite(&self.data) {
             None => Ok(()),
             Some(p) => {
-                let per = d * self.ncols;
+                let (d, per) = (self.shape.dim(), self.shape.dim() * self.ncols);
                 Err(Error::NonFinite { what: "right-hand side", system: p / per, block: (p % d) / self.shape.block })
             }
         }

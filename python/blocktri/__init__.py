@@ -170,8 +170,10 @@ def _ptr(a):
     return a.ctypes.data
 
 
-def _blocks(diag, sub, dtype):
-    """Checks ``diag``/``sub`` and returns ``(shape, batched, column-major diag, sub)``."""
+def _blocks(diag, sub, dtype, row_major=False):
+    """Checks ``diag``/``sub`` and returns ``(shape, batched, diag, sub)``: C-contiguous,
+    each block column-major, or as given (row-major, no copy for C-order input) when
+    ``row_major``."""
     d = _array(diag, "diag", dtype)
     s = _array(sub, "sub", dtype)
     if d.ndim not in (3, 4):
@@ -186,10 +188,90 @@ def _blocks(diag, sub, dtype):
     if s.shape != (S, N - 1, n, n):
         want = (S, N - 1, n, n) if batched else (N - 1, n, n)
         raise ShapeError(f"sub: expected shape {want} for diag of shape {np.shape(diag)}, got {np.shape(sub)}")
+    if row_major:
+        return (S, N, n), batched, np.ascontiguousarray(d), np.ascontiguousarray(s)
     # The library stores each block column-major: the transpose of the block, C order.
     d = np.ascontiguousarray(np.swapaxes(d, -1, -2))
     s = np.ascontiguousarray(np.swapaxes(s, -1, -2))
     return (S, N, n), batched, d, s
+
+
+def _on_device(x):
+    """Whether ``x`` is an array in GPU memory (DLPack device other than the CPU)."""
+    if isinstance(x, np.ndarray) or not hasattr(x, "__dlpack_device__"):
+        return False
+    if type(x).__module__.split(".")[0] == "torch":
+        return x.is_cuda
+    return x.__dlpack_device__()[0] not in (1, 3)  # kDLCPU, kDLCUDAHost
+
+
+class _Solution:
+    """Solutions in a device array that blocktri allocated: a DLPack producer (``torch``,
+    ``cupy`` and ``jax`` import it with ``from_dlpack``, without a copy). The data are
+    complete when the solve returns, so any consumer stream may use them at once."""
+
+    def __init__(self, capsule, ordinal):
+        self._capsule, self._ordinal = capsule, ordinal
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        if self._capsule is None:
+            raise BlocktriError("this DLPack array has already been imported")
+        capsule, self._capsule = self._capsule, None
+        return capsule
+
+    def __dlpack_device__(self):
+        return (2, self._ordinal)  # kDLCUDA
+
+
+_TORCH_DTYPES = {}
+
+
+def _torch_stream(torch, index):
+    """The raw handle of torch's current stream on CUDA device ``index`` (the private
+    accessor that Triton uses is far cheaper than building a ``torch.cuda.Stream``)."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(index) if raw is not None else torch.cuda.current_stream(index).cuda_stream
+
+
+def _view(x, stream):
+    """``(view of x for the compiled module, the stream blocktri must wait for or None)``.
+    PyTorch tensors are described by their attributes (address, shape, strides, device,
+    dtype), with torch's current stream, for which blocktri enqueues the wait itself: a
+    DLPack capsule with the protocol's synchronization costs torch ~30 us a call. Other
+    libraries: ``__dlpack__(stream=ours)``, the producer makes our stream wait."""
+    if type(x).__module__.split(".")[0] == "torch":
+        import torch
+
+        if not _TORCH_DTYPES:
+            _TORCH_DTYPES.update({torch.float64: (2, 64), torch.float32: (2, 32)})
+        index = x.get_device()
+        desc = (x.data_ptr(), x.shape, x.stride(), (2 if index >= 0 else 1, index), _TORCH_DTYPES.get(x.dtype, (255, 0)))
+        return desc, _torch_stream(torch, index)
+    return x.__dlpack__(stream=stream), None
+
+
+def _import_like(template, solution):
+    """``solution`` (a :class:`_Solution`) as an array of ``template``'s library."""
+    library = type(template).__module__.split(".")[0]
+    if library == "torch":
+        import torch
+
+        return torch.from_dlpack(solution)
+    if library == "cupy":
+        import cupy
+
+        return cupy.from_dlpack(solution)
+    if library in ("jax", "jaxlib"):
+        import jax.numpy as jnp
+
+        return jnp.from_dlpack(solution)
+    return solution
+
+
+def _plain_column(a, dtype, shape):
+    """Whether ``a`` is a numpy array the library reads as it is: ``dtype``, C order,
+    aligned, of ``shape`` (one right-hand side per system)."""
+    return type(a) is np.ndarray and a.dtype == dtype and a.flags.c_contiguous and a.flags.aligned and a.shape == shape
 
 
 def _from_blocks(d, s, batched):
@@ -270,6 +352,7 @@ class Solver(_Factored):
 
     def __init__(self, backend="auto", precision="f64"):
         super().__init__(_blocktri._Solver, backend, precision)
+        self._cuda = None  # (stream, ordinal) of the GPU solver, () on a CPU backend
 
     @property
     def fallback_reason(self):
@@ -281,9 +364,36 @@ class Solver(_Factored):
         """``(S, N, n)`` of the factorization, or ``None`` before the first ``factor``."""
         return self._inner.shape
 
+    def _stream(self, what):
+        """``(CUDA stream, device ordinal)`` of the GPU solver; device arrays need one."""
+        if self._cuda is None:
+            self._cuda = self._inner.cuda_stream or ()
+        stream = self._cuda or None
+        if stream is None:
+            raise UnsupportedError(f"{what} is a device array: that needs backend \"gpu\" (this solver runs on {self.backend})")
+        return stream
+
     def _factor(self, diag, sub, refactor):
-        (S, N, n), batched, d, s = _blocks(diag, sub, self._dtype)
+        on_device = (_on_device(diag), _on_device(sub))
+        if any(on_device):
+            return self._factor_device(diag, sub, refactor, on_device)
+        # Row-major blocks as the caller holds them: the GPU transposes them on the device.
+        (S, N, n), batched, d, s = _blocks(diag, sub, self._dtype, row_major=True)
         _call(self._inner.factor, _ptr(d), _ptr(s), S, N, n, refactor)
+        self._batched = batched
+
+    def _factor_device(self, diag, sub, refactor, on_device):
+        """Device arrays (DLPack, any strides): copied into the solver's layout on the GPU."""
+        stream, _ = self._stream("diag" if on_device[0] else "sub")
+        if not all(on_device):
+            raise ShapeError("diag and sub must both be in host memory or both in GPU memory")
+        shape = tuple(diag.shape)
+        if len(shape) not in (3, 4) or shape[-1] != shape[-2] or 0 in shape:
+            raise ShapeError(f"diag: expected (N, n, n) or (S, N, n, n), got shape {shape}")
+        batched = len(shape) == 4
+        S, N, n = (shape[0] if batched else 1), shape[-3], shape[-1]
+        (d, wait), (s, _) = _view(diag, stream), _view(sub, stream)
+        _call(self._inner.factor_device, d, s, S, N, n, batched, refactor, wait)
         self._batched = batched
 
     def factor(self, diag, sub):
@@ -295,18 +405,61 @@ class Solver(_Factored):
         interior-point and MPC loops)."""
         self._factor(diag, sub, True)
 
-    def solve(self, rhs):
+    def solve(self, rhs, out=None):
         """The solution of ``A x = rhs``, in ``rhs``'s shape (``(N, n)``, ``(N, n, k)``,
-        batched with a leading ``S``)."""
+        batched with a leading ``S``): a new array, or ``out`` (which may be ``rhs``
+        itself) when given, for loops that reuse one, as a C-order numpy array of one
+        right-hand side per system or a torch CUDA tensor, of ``rhs``'s shape and dtype."""
         shape = self.shape
         if shape is None:
             raise NotFactoredError("no factorization: call factor() before solve()")
         S, N, n = shape
-        # The library's layout: per system, k columns of N n values.
+        if _plain_column(rhs, self._dtype, (S, N, n) if self._batched else (N, n)):
+            # One column in C order is already the library's layout: no numpy pass at all.
+            if out is None:
+                out = np.empty(rhs.shape, self._dtype)
+            elif not _plain_column(out, self._dtype, rhs.shape):
+                raise ShapeError(f"out: expected a C-order {np.dtype(self._dtype).name} numpy array of shape {rhs.shape}")
+            _call(self._inner.solve, rhs.ctypes.data, out.ctypes.data, 1)
+            return out
+        if _on_device(rhs):
+            return self._solve_device(rhs, S, N, n, out)
+        if out is not None:
+            raise UnsupportedError(
+                "out= takes a C-order numpy array of one right-hand side per system, or a torch CUDA tensor like rhs"
+            )
+        # The library's layout: per system, k columns of N n values (no copy for k = 1).
         cols, single = _to_columns(rhs, "rhs", S, (N, n), self._batched, self._dtype)
         out = np.empty_like(cols)
         _call(self._inner.solve, _ptr(cols), _ptr(out), cols.shape[1])
         return _from_columns(out, self._batched, single)
+
+    def _solve_device(self, rhs, S, N, n, out=None):
+        """Right-hand sides in GPU memory: solutions in a new device array of the same
+        library (torch, cupy, jax; otherwise a DLPack-capable object) and shape."""
+        stream, ordinal = self._stream("rhs")
+        shape = tuple(rhs.shape)
+        lead = 1 if self._batched else 0
+        if len(shape) not in (lead + 2, lead + 3) or shape[: lead + 2] != ((S,) if lead else ()) + (N, n) or 0 in shape:
+            want = ("(S, " if lead else "(") + f"{N}, {n}[, k])"
+            raise ShapeError(f"rhs: expected shape {want} for the factored matrix, got {shape}")
+        single = len(shape) == lead + 2
+        k = 1 if single else shape[-1]
+        view, wait = _view(rhs, stream)
+        if type(rhs).__module__.split(".")[0] == "torch":
+            # The result allocated by torch itself: cheaper than importing ours.
+            import torch
+
+            if out is None:
+                out = torch.empty(shape, dtype=rhs.dtype, device=rhs.device)
+            elif type(out) is not torch.Tensor or tuple(out.shape) != shape or out.dtype != rhs.dtype or out.device != rhs.device:
+                raise ShapeError(f"out: expected a {rhs.dtype} tensor of shape {shape} on {rhs.device}")
+            _call(self._inner.solve_device_into, view, _view(out, stream)[0], k, self._batched, single, wait)
+            return out
+        if out is not None:
+            raise UnsupportedError("out= with device arrays takes torch tensors")
+        capsule = _call(self._inner.solve_device, view, k, self._batched, single, wait)
+        return _import_like(rhs, _Solution(capsule, ordinal))
 
     def factor_solve(self, diag, sub, rhs):
         """``factor`` then ``solve``."""
@@ -327,7 +480,7 @@ class Solver(_Factored):
 
     def condition_estimate(self, diag, sub):
         """The 1-norm condition number estimate of each system of ``A`` (already factored)."""
-        (S, N, n), batched, d, s = _blocks(diag, sub, self._dtype)
+        (S, N, n), batched, d, s = _blocks(diag, sub, self._dtype, row_major=True)
         v = np.array(_call(self._inner.condition_estimate, _ptr(d), _ptr(s), S, N, n), dtype=np.float64)
         return v if batched else float(v[0])
 

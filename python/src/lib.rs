@@ -8,13 +8,16 @@
 //! and fields, which the Python half maps onto its exception classes.
 
 use blocktri::arrow::{ArrowSolver, ArrowVec, BlockTridiagArrow};
+use blocktri::cuda::{DeviceArray, DeviceBuffer, Gpu, GpuCholesky};
 use blocktri::tridiag::{Method, Tridiagonal, invert};
-use blocktri::{Backend, BlockTridiag, BlockVec, Error, Scalar, Shape, Solver, generate};
+use blocktri::{Backend, BlockTridiag, BlockVec, Error, Factorization, Scalar, Shape, Solver, generate};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+mod dlpack;
 
 create_exception!(_blocktri, RawError, PyException, "An error of the library: (kind, message, fields).");
 
@@ -141,8 +144,87 @@ unsafe fn write_matrix<T: Scalar>(a: &BlockTridiag<T>, diag: usize, sub: usize) 
 
 /// A solver in one of the two precisions.
 enum Any {
-    F32(Solver<f32>),
-    F64(Solver<f64>),
+    F32(Engine<f32>),
+    F64(Engine<f64>),
+}
+
+/// `refactor` keeps the factored shape: [`Error::ShapeChanged`] for another one.
+fn check_refactor(refactor: bool, factored: Option<Shape>, given: Shape) -> blocktri::Result<()> {
+    match factored {
+        Some(old) if refactor && old != given => Err(Error::ShapeChanged { factored: old.to_string(), given: given.to_string() }),
+        _ => Ok(()),
+    }
+}
+
+/// What a Python `Solver` runs on: the GPU solver itself, whose entry points for
+/// row-major host arrays and for device arrays skip every host-side layout pass, or the
+/// library's `Solver` on a CPU backend (with the reason when `"auto"` fell back to it).
+enum Engine<T: Scalar> {
+    Gpu(Box<GpuCholesky<T>>),
+    Host(Solver<T>),
+}
+
+impl<T: Scalar> Engine<T> {
+    /// The engine for `backend`, as `Solver::new` chooses it.
+    fn new(backend: Backend) -> blocktri::Result<Self> {
+        Ok(match backend {
+            Backend::Gpu => Engine::Gpu(Box::new(GpuCholesky::new()?)),
+            Backend::Auto => match GpuCholesky::new() {
+                Ok(g) => Engine::Gpu(Box::new(g)),
+                Err(_) => Engine::Host(Solver::new(Backend::Auto)?),
+            },
+            other => Engine::Host(Solver::new(other)?),
+        })
+    }
+
+    fn factorization(&mut self) -> &mut dyn Factorization<T> {
+        match self {
+            Engine::Gpu(g) => g.as_mut(),
+            Engine::Host(s) => s,
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Engine::Gpu(g) => g.name(),
+            Engine::Host(s) => s.backend_name(),
+        }
+    }
+
+    fn fallback_reason(&self) -> Option<&str> {
+        match self {
+            Engine::Gpu(_) => None,
+            Engine::Host(s) => s.fallback_reason(),
+        }
+    }
+
+    fn shape(&self) -> Option<Shape> {
+        match self {
+            Engine::Gpu(g) => g.shape(),
+            Engine::Host(s) => s.shape(),
+        }
+    }
+
+    /// The GPU solver, or an error naming `what` needs it.
+    fn gpu(&mut self, what: &str) -> blocktri::Result<&mut GpuCholesky<T>> {
+        match self {
+            Engine::Gpu(g) => Ok(g),
+            Engine::Host(s) => Err(Error::Unsupported(format!("{what} needs the GPU backend; this solver runs on {}", s.backend_name()))),
+        }
+    }
+
+    /// Factors row-major blocks (numpy's C order): uploaded as they are and transposed on
+    /// the GPU, transposed once on the host for the CPU backends.
+    fn factor_row_major(&mut self, shape: Shape, diag: &[T], sub: &[T], refactor: bool) -> blocktri::Result<()> {
+        check_refactor(refactor, self.shape(), shape)?;
+        match self {
+            Engine::Gpu(g) => {
+                g.upload_row_major(shape, diag, sub)?;
+                g.factor_uploaded()
+            }
+            Engine::Host(s) => s.factor(&BlockTridiag::from_row_major(shape, diag, sub)?),
+        }
+    }
 }
 
 /// Runs `$body` with `$s` bound to the solver in `$any` (an `$enum` of the two
@@ -212,6 +294,69 @@ impl PySolver {
     fn run<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Any) -> blocktri::Result<R> + Send) -> PyResult<R> {
         self.inner.run(py, f)
     }
+
+    /// The factored shape and the ordinal of the solver's GPU (errors: not factored, a CPU
+    /// backend).
+    fn factored_on_gpu(&self, py: Python<'_>) -> PyResult<(Shape, usize)> {
+        self.run(py, |any| {
+            with_solver!(Any, any, s, _T, {
+                let shape = s.shape().ok_or(Error::NotFactored)?;
+                Ok((shape, s.gpu("a device array")?.gpu().info().ordinal))
+            })
+        })
+    }
+
+    /// The ordinal of the solver's GPU, or an error on a CPU backend.
+    fn ordinal(&self, py: Python<'_>) -> PyResult<usize> {
+        self.run(py, |any| with_solver!(Any, any, s, _T, s.gpu("a device array").map(|g| g.gpu().info().ordinal)))
+    }
+
+    /// The device array behind a DLPack capsule, checked for the solver's precision (see
+    /// [`dlpack::device_array`]).
+    fn device_array(
+        &self,
+        capsule: &Bound<'_, PyAny>,
+        name: &str,
+        ordinal: usize,
+        extents: [usize; 4],
+        missing: [bool; 4],
+    ) -> PyResult<DeviceArray> {
+        if self.precision == "f32" {
+            dlpack::device_array::<f32>(capsule, name, ordinal, extents, missing)
+        } else {
+            dlpack::device_array::<f64>(capsule, name, ordinal, extents, missing)
+        }
+        .map_err(raise)
+    }
+}
+
+/// Solutions in a new device array, in either precision, with the GPU that holds them.
+enum Solution {
+    F32((DeviceBuffer<f32>, Arc<Gpu>)),
+    F64((DeviceBuffer<f64>, Arc<Gpu>)),
+}
+
+/// Solves for the device right-hand sides `b` (`extents` = `(S, N, n, k)`, produced on
+/// `producer_stream` when given) into a new C-order device array of those extents.
+fn solve_into_new<T: Scalar>(
+    e: &mut Engine<T>,
+    b: DeviceArray,
+    extents: [usize; 4],
+    producer_stream: Option<usize>,
+) -> blocktri::Result<(DeviceBuffer<T>, Arc<Gpu>)> {
+    let g = e.gpu("a device array")?;
+    if let Some(h) = producer_stream {
+        // SAFETY: the Python half passes the current stream of the array's own library on
+        // this device.
+        unsafe { g.wait_for_stream(h)? };
+    }
+    let out = DeviceBuffer::<T>::poisoned(g.stream(), extents.iter().product())?;
+    let (sn, n, k) = ((extents[1] * extents[2] * extents[3]) as i64, extents[2] as i64, extents[3] as i64);
+    let strides = [sn, n * k, k, 1];
+    // SAFETY: `b` was checked against the factored shape (`device_array`) and is ready on
+    // our stream; `out` is this call's own buffer of `S N n k` values at C-order strides.
+    unsafe { g.solve_device(b, extents[3], DeviceArray { addr: out.ptr().addr(), strides })? };
+    Ok((out, g.gpu().clone()))
 }
 
 #[pymethods]
@@ -219,7 +364,7 @@ impl PySolver {
     #[new]
     fn new(py: Python<'_>, backend: &str, precision: &str) -> PyResult<Self> {
         let (inner, precision) = Locked::build(py, backend, precision, |backend, precision| {
-            Ok(if precision == "f32" { Any::F32(Solver::new(backend)?) } else { Any::F64(Solver::new(backend)?) })
+            Ok(if precision == "f32" { Any::F32(Engine::new(backend)?) } else { Any::F64(Engine::new(backend)?) })
         })?;
         Ok(PySolver { inner, precision })
     }
@@ -231,7 +376,7 @@ impl PySolver {
 
     #[getter]
     fn backend(&self, py: Python<'_>) -> PyResult<String> {
-        self.run(py, |any| Ok(with_solver!(Any, any, s, _T, s.backend_name().to_string())))
+        self.run(py, |any| Ok(with_solver!(Any, any, s, _T, s.name().to_string())))
     }
 
     #[getter]
@@ -245,15 +390,143 @@ impl PySolver {
         self.run(py, |any| Ok(with_solver!(Any, any, s, _T, s.shape().map(|sh| (sh.batch, sh.nblocks, sh.block)))))
     }
 
-    /// Factors the matrix at `diag`/`sub` (`refactor`: same shape as before, buffers reused).
+    /// `(CUDA stream handle, device ordinal)` of the GPU solver (the stream that device
+    /// arrays must be ready on: the Python half passes it to `__dlpack__(stream=...)`), or
+    /// `None` on a CPU backend.
+    #[getter]
+    fn cuda_stream(&self, py: Python<'_>) -> PyResult<Option<(usize, usize)>> {
+        self.run(py, |any| {
+            Ok(with_solver!(
+                Any,
+                any,
+                s,
+                _T,
+                match s {
+                    Engine::Gpu(g) => Some((g.stream().cu_stream() as usize, g.gpu().info().ordinal)),
+                    Engine::Host(_) => None,
+                }
+            ))
+        })
+    }
+
+    /// Factors the matrix of row-major (C-order) blocks at `diag`/`sub` (`refactor`: same
+    /// shape as before, buffers reused).
     #[allow(clippy::too_many_arguments)] // two arrays and their shape
     fn factor(&self, py: Python<'_>, diag: usize, sub: usize, batch: usize, nblocks: usize, block: usize, refactor: bool) -> PyResult<()> {
         let sh = shape(batch, nblocks, block)?;
         self.run(py, |any| {
             with_solver!(Any, any, s, T, {
-                // SAFETY: the Python half passes arrays of this shape (module docs).
-                let a = unsafe { matrix::<T>(sh, diag, sub)? };
-                if refactor { s.refactor(&a) } else { s.factor(&a) }
+                let blk = sh.block * sh.block;
+                // SAFETY: the Python half passes C-order arrays of this shape (module docs).
+                let (d, u) =
+                    unsafe { (values::<T>(diag, sh.batch * sh.nblocks * blk), values::<T>(sub, sh.batch * (sh.nblocks - 1) * blk)) };
+                s.factor_row_major(sh, d, u, refactor)
+            })
+        })
+    }
+
+    /// Factors the matrix held in device arrays (DLPack capsules of `(S, N, n, n)` and
+    /// `(S, N-1, n, n)` arrays, without the `S` axis unless `batched`), copied into the
+    /// solver's layout on the device.
+    #[allow(clippy::too_many_arguments)] // two arrays and their shape
+    fn factor_device(
+        &self,
+        py: Python<'_>,
+        diag: Bound<'_, PyAny>,
+        sub: Bound<'_, PyAny>,
+        batch: usize,
+        nblocks: usize,
+        block: usize,
+        batched: bool,
+        refactor: bool,
+        producer_stream: Option<usize>,
+    ) -> PyResult<()> {
+        let sh = shape(batch, nblocks, block)?;
+        let missing = [!batched, false, false, false];
+        let ordinal = self.ordinal(py)?;
+        let d = self.device_array(&diag, "diag", ordinal, [sh.batch, sh.nblocks, sh.block, sh.block], missing)?;
+        let u = self.device_array(&sub, "sub", ordinal, [sh.batch, sh.nblocks - 1, sh.block, sh.block], missing)?;
+        self.run(py, |any| {
+            with_solver!(Any, any, s, _T, {
+                check_refactor(refactor, s.shape(), sh)?;
+                let g = s.gpu("a device array")?;
+                // SAFETY: `device_array` checked device, element type and extents; our stream
+                // waits for the producers (`__dlpack__(stream=...)`, or `producer_stream`, a
+                // stream of the caller's library on this device), and the Python half holds
+                // the capsules until this call returns, after the factorization.
+                unsafe {
+                    if let Some(h) = producer_stream {
+                        g.wait_for_stream(h)?;
+                    }
+                    g.upload_device(sh, d, u)?
+                };
+                g.factor_uploaded()
+            })
+        })
+    }
+
+    /// Solves for right-hand sides in a device array (a DLPack capsule of `(S, N, n, k)`,
+    /// without `S` unless `batched` and without `k` when `single`; `producer_stream` as in
+    /// `factor_device`); returns a capsule of a new device array of the same shape (C
+    /// order) holding the solutions.
+    #[allow(clippy::too_many_arguments)] // an array, its shape and its stream
+    fn solve_device(
+        &self,
+        py: Python<'_>,
+        rhs: Bound<'_, PyAny>,
+        ncols: usize,
+        batched: bool,
+        single: bool,
+        producer_stream: Option<usize>,
+    ) -> PyResult<Py<PyAny>> {
+        let (sh, ordinal) = self.factored_on_gpu(py)?;
+        let extents = [sh.batch, sh.nblocks, sh.block, ncols];
+        let missing = [!batched, false, false, single];
+        let b = self.device_array(&rhs, "rhs", ordinal, extents, missing)?;
+        let dims: Vec<i64> = (0..4).filter(|&a| !missing[a]).map(|a| extents[a] as i64).collect();
+        let solution = self.run(py, |any| {
+            Ok(match any {
+                Any::F32(e) => Solution::F32(solve_into_new(e, b, extents, producer_stream)?),
+                Any::F64(e) => Solution::F64(solve_into_new(e, b, extents, producer_stream)?),
+            })
+        })?;
+        match solution {
+            Solution::F32((buffer, gpu)) => dlpack::export(py, buffer, dims, gpu),
+            Solution::F64((buffer, gpu)) => dlpack::export(py, buffer, dims, gpu),
+        }
+    }
+
+    /// [`Self::solve_device`] into `out`, a device array of the right-hand sides' shape that
+    /// the Python half allocated with the caller's library (`torch.empty`: cheaper than
+    /// importing a new array), described as `rhs` is.
+    #[allow(clippy::too_many_arguments)] // two arrays, their shape and their stream
+    fn solve_device_into(
+        &self,
+        py: Python<'_>,
+        rhs: Bound<'_, PyAny>,
+        out: Bound<'_, PyAny>,
+        ncols: usize,
+        batched: bool,
+        single: bool,
+        producer_stream: Option<usize>,
+    ) -> PyResult<()> {
+        let (sh, ordinal) = self.factored_on_gpu(py)?;
+        let extents = [sh.batch, sh.nblocks, sh.block, ncols];
+        let missing = [!batched, false, false, single];
+        let b = self.device_array(&rhs, "rhs", ordinal, extents, missing)?;
+        let x = self.device_array(&out, "out", ordinal, extents, missing)?;
+        self.run(py, |any| {
+            with_solver!(Any, any, s, _T, {
+                let g = s.gpu("a device array")?;
+                // SAFETY: both checked against the factored shape; `out` is a fresh array of
+                // the caller's library (distinct elements, no overlap with `rhs`), and both
+                // were produced on `producer_stream`, which our stream waits for.
+                unsafe {
+                    if let Some(h) = producer_stream {
+                        g.wait_for_stream(h)?;
+                    }
+                    g.solve_device(b, ncols, x)
+                }
             })
         })
     }
@@ -265,32 +538,36 @@ impl PySolver {
                 let sh = s.shape().ok_or(Error::NotFactored)?;
                 let len = sh.batch * sh.dim() * ncols;
                 // SAFETY: the Python half passes arrays of the factored shape (module docs).
-                let b = BlockVec::from_vec(sh, ncols, unsafe { values::<T>(rhs, len) }.to_vec())?;
-                let x = s.solve(&b)?;
-                // SAFETY: as above, `out` has the same size.
-                unsafe { values_mut::<T>(out, len) }.copy_from_slice(x.as_slice());
-                Ok(())
+                let (b, x) = unsafe { (values::<T>(rhs, len), values_mut::<T>(out, len)) };
+                match s {
+                    Engine::Gpu(g) => g.solve_slices(b, ncols, x),
+                    Engine::Host(h) => {
+                        x.copy_from_slice(h.solve(&BlockVec::from_vec(sh, ncols, b.to_vec())?)?.as_slice());
+                        Ok(())
+                    }
+                }
             })
         })
     }
 
     /// `log det A` of every system of the factorization.
     fn log_determinant(&self, py: Python<'_>) -> PyResult<Vec<f64>> {
-        self.run(py, |any| with_solver!(Any, any, s, _T, s.log_determinant()))
+        self.run(py, |any| with_solver!(Any, any, s, _T, s.factorization().log_determinant()))
     }
 
     /// The diagonal and sub-diagonal blocks of `A^-1`, written to `diag` and `sub`.
     fn selected_inverse(&self, py: Python<'_>, diag: usize, sub: usize) -> PyResult<()> {
         self.run(py, |any| {
             with_solver!(Any, any, s, _T, {
-                let inv = s.selected_inverse()?;
+                let inv = s.factorization().selected_inverse()?;
                 // SAFETY: the Python half allocates both for the factored shape.
                 unsafe { write_matrix(&inv, diag, sub) }
             })
         })
     }
 
-    /// The 1-norm condition estimate of every system of `A` (which was factored).
+    /// The 1-norm condition estimate of every system of `A` (which was factored; row-major
+    /// blocks as for `factor`).
     fn condition_estimate(
         &self,
         py: Python<'_>,
@@ -303,9 +580,11 @@ impl PySolver {
         let sh = shape(batch, nblocks, block)?;
         self.run(py, |any| {
             with_solver!(Any, any, s, T, {
+                let blk = sh.block * sh.block;
                 // SAFETY: as in `factor`.
-                let a = unsafe { matrix::<T>(sh, diag, sub)? };
-                s.condition_estimate(&a)
+                let (d, u) =
+                    unsafe { (values::<T>(diag, sh.batch * sh.nblocks * blk), values::<T>(sub, sh.batch * (sh.nblocks - 1) * blk)) };
+                s.factorization().condition_estimate(&BlockTridiag::from_row_major(sh, d, u)?)
             })
         })
     }
@@ -532,8 +811,85 @@ fn random_rhs(
     .map_err(raise)
 }
 
+/// Wall-clock microseconds `(factor, solve)` of each of `runs` factor + solve calls of the
+/// Rust API (after one warm-up call) on `generate::random_spd(batch, nblocks, block, seed)` and
+/// `generate::random_rhs(.., 1, seed)`, on the GPU: the reference against which
+/// `python/examples/call_overhead.py` measures the Python layer. `device = false`:
+/// `GpuCholesky::factor(&a)` + `solve(&b)` from host memory (a Rust caller with `Vec`s);
+/// `device = true`: `upload_device` + `factor_uploaded` + `solve_device` on C-order device
+/// buffers (a Rust caller whose data are on the GPU).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)] // a problem, a count and a path
+fn time_rust_factor_solve(
+    py: Python<'_>,
+    precision: &str,
+    batch: usize,
+    nblocks: usize,
+    block: usize,
+    seed: u64,
+    runs: usize,
+    device: bool,
+) -> PyResult<Vec<(f64, f64)>> {
+    py.detach(|| with_precision!(precision, T, time_factor_solve::<T>(Shape::new(batch, nblocks, block)?, seed, runs, device)))
+        .map_err(raise)
+}
+
+fn time_factor_solve<T: Scalar>(shape: Shape, seed: u64, runs: usize, device: bool) -> blocktri::Result<Vec<(f64, f64)>> {
+    let a = generate::random_spd::<T>(shape.batch, shape.nblocks, shape.block, seed)?;
+    let b = generate::random_rhs::<T>(shape, 1, seed)?;
+    let mut g = GpuCholesky::<T>::new()?;
+    let mut times = Vec::with_capacity(runs);
+    if !device {
+        for i in 0..=runs {
+            let start = std::time::Instant::now();
+            g.factor(&a)?;
+            let mid = std::time::Instant::now();
+            std::hint::black_box(g.solve(&b)?);
+            if i > 0 {
+                times.push(((mid - start).as_secs_f64() * 1e6, mid.elapsed().as_secs_f64() * 1e6));
+            }
+        }
+        return Ok(times);
+    }
+    let (n, nb) = (shape.block, shape.nblocks);
+    let stream = g.stream().clone();
+    let row_major = |m: &[T], blocks: usize| -> Vec<T> {
+        let a = m.chunks(n * n).flat_map(|blk| (0..n * n).map(move |e| blk[(e % n) * n + e / n])).collect::<Vec<T>>();
+        debug_assert_eq!(a.len(), shape.batch * blocks * n * n);
+        a
+    };
+    let a = a.repad(n)?;
+    let d = DeviceBuffer::from_host(&stream, &row_major(a.diag(), nb))?;
+    let u = DeviceBuffer::from_host(&stream, &row_major(a.sub(), nb - 1))?;
+    let r = DeviceBuffer::from_host(&stream, b.as_slice())?;
+    let x = DeviceBuffer::<T>::poisoned(&stream, b.as_slice().len())?;
+    let view = |buf: &DeviceBuffer<T>, blocks: usize, cols: usize| DeviceArray::row_major(buf.ptr().addr(), blocks, n, cols);
+    for i in 0..=runs {
+        let start = std::time::Instant::now();
+        // SAFETY: the four buffers hold the arrays the views describe, on the solver's stream.
+        unsafe { g.upload_device(shape, view(&d, nb, n), view(&u, nb - 1, n))? };
+        g.factor_uploaded()?;
+        let mid = std::time::Instant::now();
+        // SAFETY: as above.
+        unsafe { g.solve_device(view(&r, nb, 1), 1, view(&x, nb, 1))? };
+        if i > 0 {
+            times.push(((mid - start).as_secs_f64() * 1e6, mid.elapsed().as_secs_f64() * 1e6));
+        }
+    }
+    Ok(times)
+}
+
+/// Bytes the solvers have moved between host and device memory in this process
+/// (`blocktri::cuda::host_transfer_bytes`): unchanged by calls on device arrays.
+#[pyfunction]
+fn host_transfer_bytes() -> u64 {
+    blocktri::cuda::host_transfer_bytes()
+}
+
 #[pymodule]
 fn _blocktri(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(host_transfer_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(time_rust_factor_solve, m)?)?;
     m.add_class::<PySolver>()?;
     m.add_class::<PyArrowSolver>()?;
     m.add_function(wrap_pyfunction!(tridiag_inverse, m)?)?;

@@ -24,3 +24,16 @@ def test_kalman_smoother_on_torch_tensors_matches_pure_pytorch():
     assert res["residual"] < 1e-12
     assert res["covariance_shape"] == (3, 50, 4, 4)
     assert res["min_covariance_eigenvalue"] > 0
+
+
+def test_kalman_smoother_on_cuda_tensors():
+    torch = pytest.importorskip("torch")
+    import blocktri
+
+    if not torch.cuda.is_available() or blocktri.Solver("auto").backend != "gpu":
+        pytest.skip("needs a CUDA GPU visible to torch and to blocktri")
+    kalman = load("kalman_torch")
+    res = kalman.run(S=8, N=200, n=6, m=3, device="cuda", backend="gpu", repeats=1)
+    assert res["max_mean_difference"] < 1e-10
+    assert res["residual"] < 1e-12
+    assert res["min_covariance_eigenvalue"] > 0

@@ -54,6 +54,8 @@ unsafe impl<T: Copy> KernelParam for blocktri_device::refine::RefineArgs<T> {}
 unsafe impl<T: Copy> KernelParam for blocktri_device::arrow::ArrowArgs<T> {}
 // SAFETY: as above.
 unsafe impl<T: Copy> KernelParam for blocktri_device::selinv::SelinvGatherArgs<T> {}
+// SAFETY: as above.
+unsafe impl<T: Copy> KernelParam for blocktri_device::copy::StridedCopyArgs<T> {}
 
 /// A device address of a `T` array: passes as a `*const T` / `*mut T` kernel parameter.
 #[repr(transparent)]

@@ -17,7 +17,7 @@ mod mixed;
 mod transfer;
 mod tridiag;
 
-pub use cholesky::{F32Products, GpuCholesky, GpuOptions, KernelFamily, LaunchTiming};
+pub use cholesky::{DeviceArray, F32Products, GpuCholesky, GpuOptions, KernelFamily, LaunchTiming};
 pub use context::{Gpu, GpuInfo};
 pub use context::{MEMORY_LIMIT_ENV, PTX_ARCH_ENV};
 pub use graph::Graph;
@@ -25,5 +25,5 @@ pub use launch::{DevicePtr, Kernel, KernelParam, KernelParams, LaunchConfig, Mod
 pub use memory::DeviceBuffer;
 pub use mixed::{MixedCholesky, RefineOptions, RefineReport};
 pub(crate) use transfer::parallel_copy;
-pub use transfer::{PinnedBuffer, Plain, is_page_locked, measure_transfers};
+pub use transfer::{PinnedBuffer, Plain, host_transfer_bytes, is_page_locked, measure_transfers};
 pub use tridiag::{GpuTridiagInverse, TridiagJob};

@@ -239,6 +239,26 @@ pub(crate) fn parallel_copy<T: Copy + Send + Sync>(src: &[T], dst: &mut [T]) {
     copy_with_threads(src, dst, rayon::current_num_threads());
 }
 
+/// Bytes the solvers have moved between host and device memory in this process: matrices,
+/// right-hand sides and results through [`Staging`] (staged or direct), not the few status
+/// words each call reads back. Calls on data that stay on the device (device arrays,
+/// `DeviceArray`) leave it unchanged, which is how tests check that no host round trip
+/// happened.
+///
+/// ```
+/// let before = blocktri::cuda::host_transfer_bytes();
+/// assert!(blocktri::cuda::host_transfer_bytes() >= before);
+/// ```
+pub fn host_transfer_bytes() -> u64 {
+    HOST_TRANSFER_BYTES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+static HOST_TRANSFER_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn count_transfer(bytes: usize) {
+    HOST_TRANSFER_BYTES.fetch_add(bytes as u64, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// A column layout: `cols` columns of `width` elements, `ld` elements apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Columns {
@@ -479,6 +499,7 @@ impl Staging {
         if from.cols == 0 || from.width == 0 {
             return Ok(());
         }
+        count_transfer(from.cols * from.width * std::mem::size_of::<T>());
         if is_page_locked(src) {
             // Straight to the DMA engine; wait so that `src` is free when we return.
             unsafe { copy_columns_htod(stream, src, from, dst, to)? };
@@ -547,6 +568,7 @@ impl Staging {
             return Ok(());
         }
         let size = std::mem::size_of::<T>();
+        count_transfer(from.cols * from.width * size);
         if is_page_locked(out) && to.is_dense() && from.is_dense() {
             // SAFETY: `out` has room for the span (checked); we wait before returning.
             unsafe {

@@ -21,6 +21,7 @@
 
 mod chain;
 mod chunked;
+mod external;
 mod fused;
 mod schedule;
 mod selinv;
@@ -47,6 +48,7 @@ use schedule::{Step, enqueue_all};
 use std::sync::{Arc, Mutex};
 use tiled::Tiled;
 
+pub use external::DeviceArray;
 pub(crate) use fused::max_fused_block;
 
 /// Tuning and behaviour of [`GpuCholesky`].
@@ -391,6 +393,9 @@ pub struct GpuCholesky<T: Scalar> {
     partner: Option<Box<GpuCholesky<T>>>,
     /// Graphs captured so far ([`GpuCholesky::graph_captures`]).
     captures: std::cell::Cell<u64>,
+    /// The event [`GpuCholesky::wait_for_stream`] records on the caller's stream (made on
+    /// first use, reused: a wait takes the event's state when it is enqueued).
+    stream_event: std::sync::OnceLock<cudarc::driver::CudaEvent>,
 }
 
 impl<T: Scalar> std::fmt::Debug for GpuCholesky<T> {
@@ -440,8 +445,17 @@ impl<T: Scalar> GpuCholesky<T> {
     /// ```
     pub fn with_stream(gpu: Arc<Gpu>, stream: Arc<CudaStream>, options: GpuOptions) -> Result<Self> {
         let staging = Mutex::new(Staging::new(gpu.context()));
-        let solver =
-            GpuCholesky { gpu, stream, options, plan: None, factored: false, staging, partner: None, captures: Default::default() };
+        let solver = GpuCholesky {
+            gpu,
+            stream,
+            options,
+            plan: None,
+            factored: false,
+            staging,
+            partner: None,
+            captures: Default::default(),
+            stream_event: Default::default(),
+        };
         solver.family()?; // options that cannot work are an error now, not at the first factor
         Ok(solver)
     }
@@ -649,17 +663,8 @@ impl<T: Scalar> GpuCholesky<T> {
     /// solver.factor_uploaded().unwrap();
     /// ```
     pub fn upload_slices(&mut self, shape: Shape, ld: usize, diag: &[T], sub: &[T]) -> Result<()> {
-        let (n, nb, s) = (shape.block, shape.nblocks, shape.batch);
-        if ld < n || diag.len() != s * nb * ld * n || sub.len() != s * (nb - 1) * ld * n {
-            shape_err!(
-                "{shape} with leading dimension {ld} needs {} diagonal and {} sub-diagonal values, got {} and {}",
-                s * nb * ld * n,
-                s * (nb - 1) * ld * n,
-                diag.len(),
-                sub.len()
-            );
-        }
-        self.upload_systems(shape, ld, diag, sub, s)
+        crate::matrix::check_block_arrays(shape, ld, diag.len(), sub.len())?;
+        self.upload_systems(shape, ld, diag, sub, shape.batch)
     }
 
     /// Copies the first `systems` systems of `diag`/`sub` (host layout of a
