@@ -247,7 +247,12 @@ def _view(x, stream):
         index = x.get_device()
         desc = (x.data_ptr(), x.shape, x.stride(), (2 if index >= 0 else 1, index), _TORCH_DTYPES.get(x.dtype, (255, 0)))
         return desc, _torch_stream(torch, index)
-    return x.__dlpack__(stream=stream), None
+    try:
+        return x.__dlpack__(stream=stream), None
+    except (TypeError, NotImplementedError, BufferError):
+        # A producer without stream support readies its data for the legacy default
+        # stream (the protocol's stream=None), which our stream then waits for.
+        return x.__dlpack__(), 0
 
 
 def _import_like(template, solution):
