@@ -71,6 +71,9 @@ impl std::fmt::Display for Shape {
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct BlockTridiag<T> {
+    /// Page-locking of `diag` and `sub` ([`BlockTridiag::pin_for_gpu`]); first, so that it
+    /// is released before they are freed.
+    pin: HostPin,
     shape: Shape,
     ld: usize,
     diag: Vec<T>,
@@ -95,13 +98,19 @@ impl<T: Scalar> BlockTridiag<T> {
             shape_err!("leading dimension {ld} is smaller than the block size {}", shape.block);
         }
         let blocks = |count: usize| shape.batch.checked_mul(count)?.checked_mul(ld)?.checked_mul(shape.block);
-        Ok(BlockTridiag { shape, ld, diag: zeroed_vec(blocks(shape.nblocks))?, sub: zeroed_vec(blocks(shape.nblocks - 1))? })
+        Ok(BlockTridiag {
+            pin: HostPin::default(),
+            shape,
+            ld,
+            diag: zeroed_vec(blocks(shape.nblocks))?,
+            sub: zeroed_vec(blocks(shape.nblocks - 1))?,
+        })
     }
 
     /// Takes ownership of block arrays laid out as described in the type docs.
     pub fn from_parts(shape: Shape, ld: usize, diag: Vec<T>, sub: Vec<T>) -> Result<Self> {
         check_block_arrays(shape, ld, diag.len(), sub.len())?;
-        Ok(BlockTridiag { shape, ld, diag, sub })
+        Ok(BlockTridiag { pin: HostPin::default(), shape, ld, diag, sub })
     }
 
     /// A matrix from arrays of row-major blocks (`diag[s][i][r][c] = A_ii[r, c]`,
@@ -130,6 +139,37 @@ impl<T: Scalar> BlockTridiag<T> {
             });
         }
         Ok(a)
+    }
+
+    /// Page-locks the matrix's own memory with the CUDA driver (`cuMemHostRegister`) until
+    /// it is dropped: GPU solvers then move it by DMA at the link's full speed, without the
+    /// staging copy through pinned buffers. For a matrix refilled in place and refactored
+    /// many times (interior-point and MPC loops: assemble into it, `refactor`, repeat).
+    /// Pinning costs about as much as one staged copy; clones are not pinned. Fails with
+    /// [`Error::NoGpu`] without a GPU, [`Error::Cuda`] when the system refuses to pin.
+    ///
+    /// ```no_run
+    /// use blocktri::{cuda::Gpu, generate, Factorization, cuda::GpuCholesky};
+    /// let mut a = generate::random_spd::<f64>(1, 1000, 24, 1).unwrap();
+    /// a.pin_for_gpu(&Gpu::shared().unwrap()).unwrap();
+    /// let mut g = GpuCholesky::<f64>::new().unwrap();
+    /// g.factor(&a).unwrap(); // one DMA, no staging
+    /// assert!(a.is_pinned());
+    /// ```
+    pub fn pin_for_gpu(&mut self, gpu: &crate::cuda::Gpu) -> Result<()> {
+        if self.is_pinned() {
+            return Ok(());
+        }
+        let bytes = |v: &Vec<T>| (v.as_ptr() as usize, std::mem::size_of_val(&v[..]));
+        // SAFETY: `diag` and `sub` are never reallocated by any method of this type, and
+        // `pin` is declared first, so it is dropped before them.
+        self.pin = unsafe { HostPin::lock(gpu, &[bytes(&self.diag), bytes(&self.sub)])? };
+        Ok(())
+    }
+
+    /// Whether [`Self::pin_for_gpu`] page-locked this matrix.
+    pub fn is_pinned(&self) -> bool {
+        !self.pin.0.is_empty()
     }
 
     /// The shape.
@@ -507,6 +547,7 @@ impl<T: Scalar> BlockTridiag<T> {
     /// The same matrices in another precision.
     pub fn cast<U: Scalar>(&self) -> BlockTridiag<U> {
         BlockTridiag {
+            pin: HostPin::default(),
             shape: self.shape,
             ld: self.ld,
             diag: self.diag.iter().map(|&v| crate::scalar::cast(wide(v))).collect(),
@@ -533,12 +574,52 @@ impl<T: Scalar> BlockTridiag<T> {
         let (nb, blk) = (self.shape.nblocks, self.block_len());
         (0..self.shape.batch)
             .map(|s| BlockTridiag {
+                pin: HostPin::default(),
                 shape: Shape { batch: 1, ..self.shape },
                 ld: self.ld,
                 diag: self.diag[s * nb * blk..(s + 1) * nb * blk].to_vec(),
                 sub: self.sub[s * (nb - 1) * blk..(s + 1) * (nb - 1) * blk].to_vec(),
             })
             .collect()
+    }
+}
+
+/// The page-locking of a matrix's or vector's own buffers (`pin_for_gpu`), or nothing. A
+/// clone lives elsewhere and is not pinned; it does not take part in equality.
+#[derive(Default)]
+struct HostPin(Vec<crate::cuda::transfer::HostRegistration>);
+
+impl HostPin {
+    /// Page-locks each of `buffers` (skipping empty ones).
+    ///
+    /// # Safety
+    /// The buffers stay allocated and in place as long as this value lives (their owner
+    /// never reallocates them and drops this first).
+    unsafe fn lock(gpu: &crate::cuda::Gpu, buffers: &[(usize, usize)]) -> Result<Self> {
+        let mut held = Vec::new();
+        for &(addr, bytes) in buffers.iter().filter(|b| b.1 > 0) {
+            // SAFETY: forwarded.
+            held.push(unsafe { crate::cuda::transfer::HostRegistration::new(gpu, addr, bytes)? });
+        }
+        Ok(HostPin(held))
+    }
+}
+
+impl Clone for HostPin {
+    fn clone(&self) -> Self {
+        HostPin::default()
+    }
+}
+
+impl PartialEq for HostPin {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for HostPin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", if self.0.is_empty() { "pageable" } else { "page-locked" })
     }
 }
 
@@ -607,6 +688,8 @@ pub(crate) fn asymmetric_entry<T: Scalar>(blk: &[T], n: usize, ld: usize, tol: f
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct BlockVec<T> {
+    /// Page-locking of `data` ([`BlockVec::pin_for_gpu`]); first, as in [`BlockTridiag`].
+    pin: HostPin,
     shape: Shape,
     ncols: usize,
     data: Vec<T>,
@@ -619,7 +702,7 @@ impl<T: Scalar> BlockVec<T> {
             shape_err!("a right-hand side needs at least one column");
         }
         let len = shape.batch.checked_mul(shape.dim()).and_then(|l| l.checked_mul(ncols));
-        Ok(BlockVec { shape, ncols, data: zeroed_vec(len)? })
+        Ok(BlockVec { pin: HostPin::default(), shape, ncols, data: zeroed_vec(len)? })
     }
 
     /// Takes ownership of `data` (`S * N n * k` values, layout in the type docs).
@@ -627,7 +710,33 @@ impl<T: Scalar> BlockVec<T> {
         if ncols == 0 || data.len() != shape.batch * shape.dim() * ncols {
             shape_err!("{shape} with {ncols} columns needs {} values, got {}", shape.batch * shape.dim() * ncols, data.len());
         }
-        Ok(BlockVec { shape, ncols, data })
+        Ok(BlockVec { pin: HostPin::default(), shape, ncols, data })
+    }
+
+    /// Page-locks the vector's own memory with the CUDA driver until it is dropped, as
+    /// [`BlockTridiag::pin_for_gpu`] does for a matrix: for right-hand sides refilled and
+    /// solved in place many times (`solve_in_place` then moves them by DMA both ways).
+    ///
+    /// ```no_run
+    /// use blocktri::{cuda::Gpu, BlockVec, Shape};
+    /// let mut b = BlockVec::<f64>::zeros(Shape::new(1, 1000, 24).unwrap(), 1).unwrap();
+    /// b.pin_for_gpu(&Gpu::shared().unwrap()).unwrap();
+    /// assert!(b.is_pinned());
+    /// ```
+    pub fn pin_for_gpu(&mut self, gpu: &crate::cuda::Gpu) -> Result<()> {
+        if self.is_pinned() {
+            return Ok(());
+        }
+        let range = (self.data.as_ptr() as usize, std::mem::size_of_val(&self.data[..]));
+        // SAFETY: `data` is never reallocated by any method of this type, and `pin` is
+        // declared first, so it is dropped before it.
+        self.pin = unsafe { HostPin::lock(gpu, &[range])? };
+        Ok(())
+    }
+
+    /// Whether [`Self::pin_for_gpu`] page-locked this vector.
+    pub fn is_pinned(&self) -> bool {
+        !self.pin.0.is_empty()
     }
 
     /// The shape of the systems.
@@ -685,6 +794,11 @@ impl<T: Scalar> BlockVec<T> {
     }
     /// The same values in another precision.
     pub fn cast<U: Scalar>(&self) -> BlockVec<U> {
-        BlockVec { shape: self.shape, ncols: self.ncols, data: self.data.iter().map(|&v| crate::scalar::cast(wide(v))).collect() }
+        BlockVec {
+            pin: HostPin::default(),
+            shape: self.shape,
+            ncols: self.ncols,
+            data: self.data.iter().map(|&v| crate::scalar::cast(wide(v))).collect(),
+        }
     }
 }

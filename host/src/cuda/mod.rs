@@ -14,7 +14,7 @@ mod graph;
 mod launch;
 mod memory;
 mod mixed;
-mod transfer;
+pub(crate) mod transfer;
 mod tridiag;
 
 pub use cholesky::{DeviceArray, F32Products, GpuCholesky, GpuOptions, KernelFamily, LaunchTiming};

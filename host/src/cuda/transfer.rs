@@ -117,6 +117,39 @@ impl<T: Plain> Drop for PinnedBuffer<T> {
     }
 }
 
+/// Host memory page-locked with the CUDA driver (`cuMemHostRegister`) for as long as this
+/// value lives: the memory of a matrix or vector pinned by `pin_for_gpu`. The owner keeps
+/// it in a field declared before its buffers, so that it unregisters before they are freed.
+pub(crate) struct HostRegistration {
+    addr: usize,
+    ctx: Arc<CudaContext>,
+}
+
+impl HostRegistration {
+    /// Registers the `bytes` bytes at `addr` (a live allocation of the caller).
+    ///
+    /// # Safety
+    /// The range stays allocated, and is not moved, until the returned value is dropped.
+    pub(crate) unsafe fn new(gpu: &Gpu, addr: usize, bytes: usize) -> Result<Self> {
+        let ctx = gpu.context().clone();
+        ctx.bind_to_thread()?;
+        // SAFETY: the caller's contract; PORTABLE makes it page-locked for every context.
+        unsafe { sys::cuMemHostRegister_v2(addr as *mut _, bytes, sys::CU_MEMHOSTREGISTER_PORTABLE) }
+            .result()
+            .map_err(|e| Error::Cuda(format!("page-locking {bytes} bytes of host memory: {e}")))?;
+        Ok(HostRegistration { addr, ctx })
+    }
+}
+
+impl Drop for HostRegistration {
+    fn drop(&mut self) {
+        // Errors cannot be reported from drop; the pages then stay locked until exit.
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: registered in `new`, still allocated (the owner's field order).
+        let _ = unsafe { sys::cuMemHostUnregister(self.addr as *mut _) };
+    }
+}
+
 /// Whether `data` lies in page-locked memory the driver knows (allocated with
 /// `cuMemHostAlloc`, as [`PinnedBuffer`], or registered with `cuMemHostRegister`): both
 /// its first and its last byte are checked. Such data skip the staging copy. Always
