@@ -637,6 +637,15 @@ pub(crate) fn check_block_arrays(shape: Shape, ld: usize, diag: usize, sub: usiz
     Ok(())
 }
 
+/// Checks that right-hand sides laid out as a [`BlockVec`]'s values (`k` columns per
+/// system of `shape`) are finite; names the system and block of the first that is not.
+pub(crate) fn check_rhs_finite<T: Scalar>(shape: Shape, k: usize, values: &[T]) -> Result<()> {
+    match first_non_finite(values) {
+        None => Ok(()),
+        Some(p) => Err(Error::NonFinite { what: "right-hand side", system: p / (shape.dim() * k), block: (p % shape.dim()) / shape.block }),
+    }
+}
+
 /// The index of the first non-finite value of `values`, if any. Chunks are scanned
 /// without branches (eight independent lanes of `v * 0`, which is zero exactly for finite
 /// `v`, so the compiler vectorizes them); the position is searched only in a chunk that
@@ -784,13 +793,7 @@ impl<T: Scalar> BlockVec<T> {
     }
     /// Checks every value is finite; names the first offending system and block.
     pub fn validate(&self) -> Result<()> {
-        match first_non_finite(&self.data) {
-            None => Ok(()),
-            Some(p) => {
-                let (d, per) = (self.shape.dim(), self.shape.dim() * self.ncols);
-                Err(Error::NonFinite { what: "right-hand side", system: p / per, block: (p % d) / self.shape.block })
-            }
-        }
+        check_rhs_finite(self.shape, self.ncols, &self.data)
     }
     /// The same values in another precision.
     pub fn cast<U: Scalar>(&self) -> BlockVec<U> {

@@ -196,11 +196,16 @@ def _blocks(diag, sub, dtype, row_major=False):
     return (S, N, n), batched, d, s
 
 
+def _library(x):
+    """The top-level module of ``x``'s type (``"torch"``, ``"cupy"``, ``"jaxlib"``, ...)."""
+    return type(x).__module__.split(".")[0]
+
+
 def _on_device(x):
     """Whether ``x`` is an array in GPU memory (DLPack device other than the CPU)."""
     if isinstance(x, np.ndarray) or not hasattr(x, "__dlpack_device__"):
         return False
-    if type(x).__module__.split(".")[0] == "torch":
+    if _library(x) == "torch":
         return x.is_cuda
     return x.__dlpack_device__()[0] not in (1, 3)  # kDLCPU, kDLCUDAHost
 
@@ -239,7 +244,7 @@ def _view(x, stream):
     dtype), with torch's current stream, for which blocktri enqueues the wait itself: a
     DLPack capsule with the protocol's synchronization costs torch ~30 us a call. Other
     libraries: ``__dlpack__(stream=ours)``, the producer makes our stream wait."""
-    if type(x).__module__.split(".")[0] == "torch":
+    if _library(x) == "torch":
         import torch
 
         if not _TORCH_DTYPES:
@@ -257,7 +262,7 @@ def _view(x, stream):
 
 def _import_like(template, solution):
     """``solution`` (a :class:`_Solution`) as an array of ``template``'s library."""
-    library = type(template).__module__.split(".")[0]
+    library = _library(template)
     if library == "torch":
         import torch
 
@@ -451,7 +456,7 @@ class Solver(_Factored):
         single = len(shape) == lead + 2
         k = 1 if single else shape[-1]
         view, wait = _view(rhs, stream)
-        if type(rhs).__module__.split(".")[0] == "torch":
+        if _library(rhs) == "torch":
             # The result allocated by torch itself: cheaper than importing ours.
             import torch
 

@@ -114,16 +114,25 @@ fn shape(batch: usize, nblocks: usize, block: usize) -> PyResult<Shape> {
     Shape::new(batch, nblocks, block).map_err(raise)
 }
 
+/// The `S N n^2` diagonal and `S (N-1) n^2` sub-diagonal values of `shape`'s blocks at
+/// `diag` and `sub` (the Python half's arrays, blocks in either order).
+///
+/// # Safety
+/// `diag` and `sub` as in [`values`] for those sizes.
+unsafe fn block_values<'a, T>(shape: Shape, diag: usize, sub: usize) -> (&'a [T], &'a [T]) {
+    let blk = shape.block * shape.block;
+    // SAFETY: forwarded.
+    unsafe { (values::<T>(diag, shape.batch * shape.nblocks * blk), values::<T>(sub, shape.batch * (shape.nblocks - 1) * blk)) }
+}
+
 /// Copies the arrays at `diag` and `sub` (column-major blocks, leading dimension `n`) into
 /// a matrix.
 ///
 /// # Safety
 /// `diag` and `sub` as in [`values`] for the sizes of `shape`.
 unsafe fn matrix<T: Scalar>(shape: Shape, diag: usize, sub: usize) -> blocktri::Result<BlockTridiag<T>> {
-    let blk = shape.block * shape.block;
     // SAFETY: forwarded.
-    let (d, s) =
-        unsafe { (values::<T>(diag, shape.batch * shape.nblocks * blk), values::<T>(sub, shape.batch * (shape.nblocks - 1) * blk)) };
+    let (d, s) = unsafe { block_values::<T>(shape, diag, sub) };
     BlockTridiag::from_parts(shape, shape.block, d.to_vec(), s.to_vec())
 }
 
@@ -211,6 +220,19 @@ impl<T: Scalar> Engine<T> {
             Engine::Gpu(g) => Ok(g),
             Engine::Host(s) => Err(Error::Unsupported(format!("{what} needs the GPU backend; this solver runs on {}", s.backend_name()))),
         }
+    }
+
+    /// The GPU solver with its stream ordered after `producer_stream` (the current stream of
+    /// the caller's array library, when the Python half passes one), or an error as
+    /// [`Self::gpu`].
+    fn gpu_after(&mut self, producer_stream: Option<usize>) -> blocktri::Result<&mut GpuCholesky<T>> {
+        let g = self.gpu("a device array")?;
+        if let Some(h) = producer_stream {
+            // SAFETY: the Python half passes the current stream of the array's own library
+            // on this device.
+            unsafe { g.wait_for_stream(h)? };
+        }
+        Ok(g)
     }
 
     /// Factors row-major blocks (numpy's C order): uploaded as they are and transposed on
@@ -306,6 +328,24 @@ impl PySolver {
         })
     }
 
+    /// The device right-hand sides `rhs` (`ncols` columns; no system axis unless
+    /// `batched`, no column axis when `single`) checked against the factored shape, with the
+    /// four axes' extents, which of them `rhs` lacks, and the GPU's ordinal.
+    #[allow(clippy::type_complexity)] // a view and the three facts that came with checking it
+    fn device_rhs(
+        &self,
+        py: Python<'_>,
+        rhs: &Bound<'_, PyAny>,
+        ncols: usize,
+        batched: bool,
+        single: bool,
+    ) -> PyResult<(DeviceArray, [usize; 4], [bool; 4], usize)> {
+        let (sh, ordinal) = self.factored_on_gpu(py)?;
+        let extents = [sh.batch, sh.nblocks, sh.block, ncols];
+        let missing = [!batched, false, false, single];
+        Ok((self.device_array(rhs, "rhs", ordinal, extents, missing)?, extents, missing, ordinal))
+    }
+
     /// The ordinal of the solver's GPU, or an error on a CPU backend.
     fn ordinal(&self, py: Python<'_>) -> PyResult<usize> {
         self.run(py, |any| with_solver!(Any, any, s, _T, s.gpu("a device array").map(|g| g.gpu().info().ordinal)))
@@ -344,12 +384,7 @@ fn solve_into_new<T: Scalar>(
     extents: [usize; 4],
     producer_stream: Option<usize>,
 ) -> blocktri::Result<(DeviceBuffer<T>, Arc<Gpu>)> {
-    let g = e.gpu("a device array")?;
-    if let Some(h) = producer_stream {
-        // SAFETY: the Python half passes the current stream of the array's own library on
-        // this device.
-        unsafe { g.wait_for_stream(h)? };
-    }
+    let g = e.gpu_after(producer_stream)?;
     let out = DeviceBuffer::<T>::poisoned(g.stream(), extents.iter().product())?;
     let (sn, n, k) = ((extents[1] * extents[2] * extents[3]) as i64, extents[2] as i64, extents[3] as i64);
     let strides = [sn, n * k, k, 1];
@@ -416,10 +451,8 @@ impl PySolver {
         let sh = shape(batch, nblocks, block)?;
         self.run(py, |any| {
             with_solver!(Any, any, s, T, {
-                let blk = sh.block * sh.block;
                 // SAFETY: the Python half passes C-order arrays of this shape (module docs).
-                let (d, u) =
-                    unsafe { (values::<T>(diag, sh.batch * sh.nblocks * blk), values::<T>(sub, sh.batch * (sh.nblocks - 1) * blk)) };
+                let (d, u) = unsafe { block_values::<T>(sh, diag, sub) };
                 s.factor_row_major(sh, d, u, refactor)
             })
         })
@@ -449,17 +482,12 @@ impl PySolver {
         self.run(py, |any| {
             with_solver!(Any, any, s, _T, {
                 check_refactor(refactor, s.shape(), sh)?;
-                let g = s.gpu("a device array")?;
+                let g = s.gpu_after(producer_stream)?;
                 // SAFETY: `device_array` checked device, element type and extents; our stream
-                // waits for the producers (`__dlpack__(stream=...)`, or `producer_stream`, a
-                // stream of the caller's library on this device), and the Python half holds
-                // the capsules until this call returns, after the factorization.
-                unsafe {
-                    if let Some(h) = producer_stream {
-                        g.wait_for_stream(h)?;
-                    }
-                    g.upload_device(sh, d, u)?
-                };
+                // waits for the producers (`__dlpack__(stream=...)`, or `producer_stream`), and
+                // the Python half holds the arrays until this call returns, after the
+                // factorization.
+                unsafe { g.upload_device(sh, d, u)? };
                 g.factor_uploaded()
             })
         })
@@ -479,10 +507,7 @@ impl PySolver {
         single: bool,
         producer_stream: Option<usize>,
     ) -> PyResult<Py<PyAny>> {
-        let (sh, ordinal) = self.factored_on_gpu(py)?;
-        let extents = [sh.batch, sh.nblocks, sh.block, ncols];
-        let missing = [!batched, false, false, single];
-        let b = self.device_array(&rhs, "rhs", ordinal, extents, missing)?;
+        let (b, extents, missing, _) = self.device_rhs(py, &rhs, ncols, batched, single)?;
         let dims: Vec<i64> = (0..4).filter(|&a| !missing[a]).map(|a| extents[a] as i64).collect();
         let solution = self.run(py, |any| {
             Ok(match any {
@@ -510,23 +535,15 @@ impl PySolver {
         single: bool,
         producer_stream: Option<usize>,
     ) -> PyResult<()> {
-        let (sh, ordinal) = self.factored_on_gpu(py)?;
-        let extents = [sh.batch, sh.nblocks, sh.block, ncols];
-        let missing = [!batched, false, false, single];
-        let b = self.device_array(&rhs, "rhs", ordinal, extents, missing)?;
+        let (b, extents, missing, ordinal) = self.device_rhs(py, &rhs, ncols, batched, single)?;
         let x = self.device_array(&out, "out", ordinal, extents, missing)?;
         self.run(py, |any| {
             with_solver!(Any, any, s, _T, {
-                let g = s.gpu("a device array")?;
+                let g = s.gpu_after(producer_stream)?;
                 // SAFETY: both checked against the factored shape; `out` is a fresh array of
                 // the caller's library (distinct elements, no overlap with `rhs`), and both
                 // were produced on `producer_stream`, which our stream waits for.
-                unsafe {
-                    if let Some(h) = producer_stream {
-                        g.wait_for_stream(h)?;
-                    }
-                    g.solve_device(b, ncols, x)
-                }
+                unsafe { g.solve_device(b, ncols, x) }
             })
         })
     }
@@ -580,10 +597,8 @@ impl PySolver {
         let sh = shape(batch, nblocks, block)?;
         self.run(py, |any| {
             with_solver!(Any, any, s, T, {
-                let blk = sh.block * sh.block;
                 // SAFETY: as in `factor`.
-                let (d, u) =
-                    unsafe { (values::<T>(diag, sh.batch * sh.nblocks * blk), values::<T>(sub, sh.batch * (sh.nblocks - 1) * blk)) };
+                let (d, u) = unsafe { block_values::<T>(sh, diag, sub) };
                 s.factorization().condition_estimate(&BlockTridiag::from_row_major(sh, d, u)?)
             })
         })

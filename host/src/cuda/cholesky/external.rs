@@ -8,7 +8,7 @@
 use super::GpuCholesky;
 use crate::cuda::launch::{DevicePtr, LaunchConfig};
 use crate::error::{Error, Result, shape_err};
-use crate::matrix::{Shape, check_block_arrays, first_non_finite};
+use crate::matrix::{Shape, check_block_arrays, check_rhs_finite};
 use crate::scalar::Scalar;
 use blocktri_device::copy::{COPY_THREADS, StridedCopyArgs};
 use blocktri_device::kernels::{kernel_name, names};
@@ -128,10 +128,7 @@ impl<T: Scalar> GpuCholesky<T> {
         if k == 0 || rhs.len() != len || out.len() != len {
             shape_err!("{shape} with {k} right-hand sides needs {len} values in and out, got {} and {}", rhs.len(), out.len());
         }
-        if let Some(p) = first_non_finite(rhs) {
-            let per = shape.dim() * k;
-            return Err(Error::NonFinite { what: "right-hand side", system: p / per, block: (p % shape.dim()) / shape.block });
-        }
+        check_rhs_finite(shape, k, rhs)?;
         self.upload_rhs_slice(rhs, k)?;
         self.launch_solve()?;
         self.download_rhs_slice(out)?;
