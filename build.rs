@@ -26,6 +26,11 @@ fn main() {
         // The diagonal-tile factor (256 threads, 76 KB of shared memory): 144 registers
         // unconstrained (one block per multiprocessor), 128 lets two share one.
         .max_registers("tiled_potrf", 128)
+        // The strip-blocked chain factor (256 threads at padded size 64, 111 KB of shared
+        // memory with the inverse): 156 registers unconstrained (one block per
+        // multiprocessor), 128 lets two share one; at padded size 32 (128 threads) 136,
+        // 128 lets four share one.
+        .max_registers("factor_chain_strips", 128)
         // The single-launch rows factor (96 threads) takes ~170 registers unconstrained, 3
         // blocks per multiprocessor (176 per thread as allocated); 168 lets four share one
         // (N = 16384, n = 16: 734 -> 430 us on the H100, docs/perf-notes.md entry 18).

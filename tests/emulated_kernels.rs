@@ -7,8 +7,10 @@ mod common;
 
 use blocktri::{BlockTridiag, BlockVec};
 use blocktri_device::chain::{
-    CHAIN_ROWS_WARPS, chain_threads, factor_chain, factor_chain_rows, factor_chain_rows_shared_bytes, factor_chain_shared_bytes,
-    solve_backward_chain, solve_backward_chain_rows, solve_chain_shared_bytes, solve_forward_chain, solve_forward_chain_rows,
+    CHAIN_ROWS_WARPS, chain_strip_size, chain_strip_threads, chain_threads, factor_chain, factor_chain_rows,
+    factor_chain_rows_shared_bytes, factor_chain_shared_bytes, factor_chain_strips, factor_chain_strips_shared_bytes, solve_backward_chain,
+    solve_backward_chain_inverse, solve_backward_chain_rows, solve_chain_shared_bytes, solve_forward_chain, solve_forward_chain_inverse,
+    solve_forward_chain_rows,
 };
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{
@@ -89,6 +91,12 @@ enum Family {
     Blocked,
     Chain,
     ChainRows,
+    /// The strip-blocked chain factor (`chain::factor_chain_strips`) and the chain solves
+    /// the host pairs with it: one warp per system up to `n = 32`, above one block per
+    /// system with the inverted diagonal blocks (`ChainInverse`).
+    ChainStrips,
+    /// The solves after the strip factor at padded size 64 (`W_bb = L_bb^-1` in `left`).
+    ChainInverse,
 }
 
 const GENERIC: Family = Family::Generic(64);
@@ -98,6 +106,7 @@ const PANEL: Family = Family::Panel;
 const BLOCKED: Family = Family::Blocked;
 const CHAIN: Family = Family::Chain;
 const CHAIN_ROWS: Family = Family::ChainRows;
+const CHAIN_STRIPS: Family = Family::ChainStrips;
 
 /// Runs the panel kernel of padded size `np` (32, 64 or 96).
 macro_rules! panel_kernel {
@@ -133,6 +142,19 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
         let grid = s.div_ceil(CHAIN_ROWS_WARPS);
         // SAFETY: as below; one warp per system.
         unsafe { emu::launch_unchecked(grid, 32 * CHAIN_ROWS_WARPS, smem, || rows_kernel!(np, factor_chain_rows, &args)) };
+        return;
+    }
+    if fam == CHAIN_STRIPS {
+        assert_eq!(nrhs, 0, "the strip-blocked chain factor does not interlace right-hand sides");
+        let np = chain_strip_size(shape.block).unwrap();
+        let smem = factor_chain_strips_shared_bytes(np, 8);
+        // SAFETY: as below; one block per system.
+        unsafe {
+            emu::launch_unchecked(s, chain_strip_threads(np), smem, || match np {
+                32 => factor_chain_strips::<f64, 32>(&args),
+                _ => factor_chain_strips::<f64, 64>(&args),
+            })
+        };
         return;
     }
     if fam == CHAIN {
@@ -206,7 +228,14 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
                 let smem = factor_shared_bytes(shape.block, nrhs as usize, 8);
                 unsafe { emu::launch_unchecked(grid, threads, smem, || factor_level(&args)) };
             }
-            Family::Chain | Family::ChainRows | Family::RowsDataflow(_) | Family::BlockedDataflow(_) => unreachable!("launched above"),
+            Family::Chain
+            | Family::ChainRows
+            | Family::ChainStrips
+            | Family::ChainInverse
+            | Family::RowsDataflow(_)
+            | Family::BlockedDataflow(_) => {
+                unreachable!("launched above")
+            }
         }
     }
 }
@@ -233,12 +262,20 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
     };
     let np = row_size(shape.block).unwrap_or(32);
     let pp = panel_size(shape.block).unwrap_or(96);
+    // The strip-blocked chain factor's solves: the register-resident ones where they exist.
+    let fam = match fam {
+        Family::ChainStrips if row_size(shape.block).is_some() => CHAIN_ROWS,
+        Family::ChainStrips => Family::ChainInverse,
+        other => other,
+    };
     let (smem, threads) = match fam {
         Family::Rows | Family::RowsDataflow(_) => (solve_rows_shared_bytes(np, 8), ROW_THREADS),
         Family::Panel | Family::Blocked | Family::BlockedDataflow(_) => (solve_panel_shared_bytes(pp, 8), panel_threads(pp)),
         Family::Generic(_) => (solve_shared_bytes(shape.block, chunk as usize, 8), 64),
         Family::Chain => (solve_chain_shared_bytes(shape.block, chunk as usize, 8), chain_threads(shape.block)),
         Family::ChainRows => (0, 32 * CHAIN_ROWS_WARPS),
+        Family::ChainInverse => (solve_chain_shared_bytes(shape.block, chunk as usize, 8), chain_threads(shape.block)),
+        Family::ChainStrips => unreachable!("mapped to its solves above"),
     };
     let launch = |a: &SolveArgs<f64>, grid: u32, forward: bool| match (fam, forward) {
         (Family::Rows | Family::RowsDataflow(_), true) => unsafe {
@@ -263,6 +300,9 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         (Family::ChainRows, false) => unsafe {
             emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_backward_chain_rows, a))
         },
+        (Family::ChainInverse, true) => unsafe { emu::launch_unchecked(grid, threads, smem, || solve_forward_chain_inverse(a)) },
+        (Family::ChainInverse, false) => unsafe { emu::launch_unchecked(grid, threads, smem, || solve_backward_chain_inverse(a)) },
+        (Family::ChainStrips, _) => unreachable!("mapped to its solves above"),
     };
     if let Family::RowsDataflow(first) | Family::BlockedDataflow(first) = fam {
         // Both sweeps of the levels from `first` up (or the backward one after an
@@ -289,7 +329,7 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         }
         return;
     }
-    if matches!(fam, Family::Chain | Family::ChainRows) {
+    if matches!(fam, Family::Chain | Family::ChainRows | Family::ChainInverse) {
         // One launch per sweep: one block per system, or one warp per system.
         let grid = if fam == CHAIN_ROWS { s.div_ceil(CHAIN_ROWS_WARPS) } else { s };
         if forward {
@@ -333,6 +373,10 @@ fn emulated_factor_and_solve_match_the_dense_reference() {
     check_factor_and_solve(CHAIN_ROWS, CASES);
     // Every padded size, batches that leave warps of the last block idle.
     check_factor_and_solve(CHAIN_ROWS, &[(5, 4, 2, 1), (6, 7, 7, 2), (3, 3, 13, 3), (1, 6, 24, 1), (2, 3, 32, 2)]);
+    // Both padded sizes, partial and whole strips, one block, warp and block solves.
+    check_factor_and_solve(CHAIN_STRIPS, &[(1, 1, 3, 1), (2, 5, 8, 2), (1, 4, 17, 1)]);
+    check_factor_and_solve(CHAIN_STRIPS, BLOCKED_CASES);
+    check_factor_and_solve(CHAIN_STRIPS, &[(3, 6, 24, 2), (2, 4, 32, 1), (1, 1, 64, 1)]);
 }
 
 /// Block sizes that pick each padded panel size (32, 64, 96), including the edges.
@@ -379,7 +423,9 @@ fn check_interlaced(fam: Family) {
 
 #[test]
 fn emulated_failures_name_the_system_and_block() {
-    for fam in [GENERIC, ROWS, ROWS_DATAFLOW, Family::RowsDataflow(1), PANEL, BLOCKED, Family::BlockedDataflow(0), CHAIN, CHAIN_ROWS] {
+    for fam in
+        [GENERIC, ROWS, ROWS_DATAFLOW, Family::RowsDataflow(1), PANEL, BLOCKED, Family::BlockedDataflow(0), CHAIN, CHAIN_ROWS, CHAIN_STRIPS]
+    {
         check_failures(fam);
     }
     // The blocked factor: an indefinite pivot in the third strip of 0-based block 1
@@ -393,7 +439,7 @@ fn emulated_failures_name_the_system_and_block() {
 
 fn check_failures(fam: Family) {
     // The level of a failure; the chain kernels record every failure on level 0.
-    let lv = |level: u32| if matches!(fam, Family::Chain | Family::ChainRows) { 0 } else { level };
+    let lv = |level: u32| if matches!(fam, Family::Chain | Family::ChainRows | Family::ChainStrips) { 0 } else { level };
     // System 1 of 2 gets an indefinite diagonal block 5 (level 1): reported there.
     let (mut a, b) = problem::<f64>(2, 9, 3, 1, 7);
     a.set_diag(1, 5, 1, 1, -100.0);

@@ -265,7 +265,7 @@ fn chain_engine_every_shape() {
     let options = GpuOptions { kernels: KernelFamily::Chain, ..GpuOptions::default() };
     let mut s64 = GpuCholesky::<f64>::with_gpu(g.clone(), options).unwrap();
     let mut s32 = GpuCholesky::<f32>::with_gpu(g.clone(), options).unwrap();
-    for (i, &n) in [1usize, 2, 8, 16, 33, 64, 65, 96].iter().enumerate() {
+    for (i, &n) in [1usize, 2, 8, 16, 17, 24, 33, 48, 64, 65, 96].iter().enumerate() {
         for (j, &nb) in [1usize, 2, 3, 64, 1000].iter().enumerate() {
             for (q, &batch) in [1usize, 7].iter().enumerate() {
                 let k = [1, 3, 16][(i + j + q) % 3];
@@ -283,20 +283,24 @@ fn chain_engine_every_shape() {
             }
         }
     }
-    // Auto on a batch of 8 systems per multiprocessor takes the chain engine.
+    // Auto on a batch of 8 systems per multiprocessor takes the chain engine (register
+    // rows up to n = 16, strips above).
     let batch = 8 * g.info().multiprocessors as usize;
     let mut auto = GpuCholesky::<f64>::with_gpu(g.clone(), GpuOptions::default()).unwrap();
-    for n in [3, 8, 16] {
+    for n in [3, 8, 16, 24, 64] {
         residual_check(batch, 16, n, 1, seed + n as u64, 1e-12, &mut auto);
     }
-    // Failures: not positive definite at system 5, block 40; non-finite in system 2.
-    let (mut a, b) = problem::<f64>(7, 64, 16, 1, seed);
-    a.set_diag(5, 40, 3, 3, -1e3);
-    match s64.factor(&a) {
-        Err(Error::NotPositiveDefinite { system: 5, block: 40, level: 0 }) => {}
-        other => panic!("{other:?}"),
+    // Failures: not positive definite at system 5, block 40 (register rows and strips);
+    // non-finite in system 2.
+    for n in [16, 40] {
+        let (mut a, b) = problem::<f64>(7, 64, n, 1, seed);
+        a.set_diag(5, 40, 3, 3, -1e3);
+        match s64.factor(&a) {
+            Err(Error::NotPositiveDefinite { system: 5, block: 40, level: 0 }) => {}
+            other => panic!("n = {n}: {other:?}"),
+        }
+        assert!(matches!(s64.solve(&b), Err(Error::NotFactored)));
     }
-    assert!(matches!(s64.solve(&b), Err(Error::NotFactored)));
     let (mut a, _) = problem::<f64>(7, 64, 16, 1, seed);
     a.sub_block_mut(2, 10)[5] = f64::INFINITY;
     match s64.factor(&a) {

@@ -77,6 +77,9 @@ fn sanitize_cholesky_chain() {
     family_case::<f64>(&g, KernelFamily::Chain, (3, 20, 27, 2), 1e-12);
     family_case::<f32>(&g, KernelFamily::Chain, (2, 9, 8, 3), 1e-5);
     family_case::<f64>(&g, KernelFamily::Chain, (2, 6, 96, 40), 1e-12);
+    // The strip-blocked factor, both padded sizes, partial strips.
+    family_case::<f64>(&g, KernelFamily::Chain, (2, 9, 64, 3), 1e-12);
+    family_case::<f32>(&g, KernelFamily::Chain, (1, 7, 41, 2), 1e-4);
     // Selected inversion and log-determinant of the chain factor.
     let (a, _) = problem::<f64>(2, 7, 12, 1, 5);
     let mut solver =

@@ -68,6 +68,12 @@ pub mod names {
     pub const SOLVE_FORWARD_CHAIN: &str = "solve_forward_chain";
     /// [`crate::chain::solve_backward_chain`].
     pub const SOLVE_BACKWARD_CHAIN: &str = "solve_backward_chain";
+    /// [`crate::chain::factor_chain_strips`]; the padded size follows: `factor_chain_strips64_f64`.
+    pub const FACTOR_CHAIN_STRIPS: &str = "factor_chain_strips";
+    /// [`crate::chain::solve_forward_chain_inverse`].
+    pub const SOLVE_FORWARD_CHAIN_INVERSE: &str = "solve_forward_chain_inverse";
+    /// [`crate::chain::solve_backward_chain_inverse`].
+    pub const SOLVE_BACKWARD_CHAIN_INVERSE: &str = "solve_backward_chain_inverse";
     /// [`crate::chain::factor_chain_rows`]; the padded size follows: `factor_chain_rows16_f64`.
     pub const FACTOR_CHAIN_ROWS: &str = "factor_chain_rows";
     /// [`crate::chain::solve_forward_chain_rows`] (`solve_forward_chain_rows16_f64`).
@@ -173,7 +179,8 @@ mod entry {
     use crate::arrow::{ArrowArgs, border_columns, border_correct, border_products};
     use crate::batched::{PotrfBatchedArgs, potrf_batched};
     use crate::chain::{
-        factor_chain, factor_chain_rows, solve_backward_chain, solve_backward_chain_rows, solve_forward_chain, solve_forward_chain_rows,
+        factor_chain, factor_chain_rows, factor_chain_strips, solve_backward_chain, solve_backward_chain_inverse,
+        solve_backward_chain_rows, solve_forward_chain, solve_forward_chain_inverse, solve_forward_chain_rows,
     };
     use crate::copy::{StridedCopyArgs, strided_copy};
     use crate::level::{
@@ -313,6 +320,10 @@ mod entry {
         solve_backward_chain_rows32_f64,
         solve_backward_chain_rows32_f32
     );
+    kernel!(factor_chain_strips32_f64, factor_chain_strips32_f32, factor_chain_strips::<_, 32>, FactorArgs);
+    kernel!(factor_chain_strips64_f64, factor_chain_strips64_f32, factor_chain_strips::<_, 64>, FactorArgs);
+    kernel!(solve_forward_chain_inverse_f64, solve_forward_chain_inverse_f32, solve_forward_chain_inverse, SolveArgs);
+    kernel!(solve_backward_chain_inverse_f64, solve_backward_chain_inverse_f32, solve_backward_chain_inverse, SolveArgs);
     macro_rules! panel_kernels {
         ($np:literal, $f64f:ident, $f32f:ident, $f64s:ident, $f32s:ident, $f64b:ident, $f32b:ident) => {
             kernel!($f64f, $f32f, factor_panel::<_, $np>, FactorArgs);

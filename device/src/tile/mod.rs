@@ -33,7 +33,7 @@ mod tests {
 
 pub use gemm::{MatRef, product};
 pub use potrf::{NO_FAILURE, potrf_panel};
-pub use trsm::{trsm_lower, trsm_lower_transposed};
+pub use trsm::{trsm_lower, trsm_lower_by_warps, trsm_lower_transposed, trsm_lower_transposed_by_warps};
 
 /// Calls `f(i, j)` for `i in 0..rows`, `j in 0..cols`, the pairs split over the team:
 /// rows over lanes, columns over groups.

@@ -87,3 +87,64 @@ unsafe fn scale_rows<T: Real, M: Team>(team: M, n: usize, b: *mut T, ldb: usize,
     });
     team.sync();
 }
+
+/// [`trsm_lower`] with one warp per right-hand-side column and no block barrier inside:
+/// the rows of a column are split over the warp's lanes and each row step costs two warp
+/// syncs instead of a block barrier, so a block with few columns (a solve with `k = 1`)
+/// is not paced by barriers its idle warps must join. `L` is read down its columns
+/// (consecutive lanes, consecutive addresses). Ends with a block barrier.
+///
+/// # Safety
+/// As [`trsm_lower`], for the whole block ([`crate::team::Block`]).
+pub unsafe fn trsm_lower_by_warps<T: Real>(l: *const T, ldl: usize, n: usize, b: *mut T, ldb: usize, k: usize, inv: *const T) {
+    // SAFETY: forwarded from the caller.
+    unsafe { by_warps(l, ldl, n, b, ldb, k, inv, false) }
+}
+
+/// [`trsm_lower_transposed`] with one warp per right-hand-side column, as
+/// [`trsm_lower_by_warps`]; `L^T` is read along rows of `L` (stride `ldl` between lanes:
+/// keep `ldl` odd in shared memory).
+///
+/// # Safety
+/// As [`trsm_lower`], for the whole block ([`crate::team::Block`]).
+pub unsafe fn trsm_lower_transposed_by_warps<T: Real>(l: *const T, ldl: usize, n: usize, b: *mut T, ldb: usize, k: usize, inv: *const T) {
+    // SAFETY: forwarded from the caller.
+    unsafe { by_warps(l, ldl, n, b, ldb, k, inv, true) }
+}
+
+/// The body of [`trsm_lower_by_warps`] (`transposed` false: forward with `L`, rows below
+/// each pivot) and [`trsm_lower_transposed_by_warps`] (backward with `L^T`, rows above).
+#[allow(clippy::too_many_arguments)] // the BLAS trsm argument list and the direction
+#[inline(always)]
+unsafe fn by_warps<T: Real>(l: *const T, ldl: usize, n: usize, b: *mut T, ldb: usize, k: usize, inv: *const T, transposed: bool) {
+    use crate::team::{Block, Team};
+    use blocktri_prims::sync_warp;
+    let team = Block;
+    let lane = team.lane();
+    let mut c = team.group();
+    while c < k {
+        let col = unsafe { b.add(c * ldb) };
+        for step in 0..n {
+            let r = if transposed { n - 1 - step } else { step };
+            // SAFETY (all accesses): inside the tiles (caller's contract); each entry of
+            // the column has one writer per step, separated from its readers by the syncs.
+            let y = unsafe { *col.add(r) * *inv.add(r) };
+            sync_warp(); // every lane has read b[r] before it is overwritten
+            if lane == 0 {
+                unsafe { *col.add(r) = y };
+            }
+            let (mut i, end) = if transposed { (lane, r) } else { (r + 1 + lane, n) };
+            while i < end {
+                unsafe {
+                    let coef = if transposed { *l.add(i * ldl + r) } else { *l.add(r * ldl + i) };
+                    let dst = col.add(i);
+                    *dst = (-coef).mul_add(y, *dst);
+                }
+                i += 32;
+            }
+            sync_warp(); // the next pivot's row is updated before every lane reads it
+        }
+        c += team.groups();
+    }
+    team.sync();
+}

@@ -26,7 +26,7 @@
 //! `L_ii`, which the solves use.
 
 pub mod factor;
-mod potrf;
+pub(crate) mod potrf;
 pub mod product;
 pub mod solve;
 

@@ -30,9 +30,9 @@ use blocktri_prims::{Real, atomic, sync_threads, sync_warp, thread_idx_x};
 
 /// Row stride of the tile (`P[r][c] = A(r, c)`) and of the inverse (stored transposed,
 /// `WT[c][r] = W(r, c)`): `≡ 4 (mod 16)` for conflict-free tensor-core fragment reads.
-const S: usize = TILE + 4;
+pub(crate) const S: usize = TILE + 4;
 /// Row stride of the row-major copies of the inverse's diagonal blocks.
-const SD: usize = KB + 4;
+pub(crate) const SD: usize = KB + 4;
 /// Diagonal `8 x 8` blocks per tile: one per warp in the inverse.
 const BLOCKS: usize = TILE / KB;
 const _: () = assert!(BLOCKS * 32 == WIDE_THREADS as usize, "the inverse maps one warp per block column");
@@ -134,7 +134,7 @@ pub unsafe fn potrf<T: Real>(args: &TiledArgs<T>) {
 /// All threads of the 8-warp block call it together, after a barrier that ended the
 /// factorization; the areas are in shared memory as sized by [`potrf_shared_bytes`].
 #[inline(always)]
-unsafe fn invert_factor<T: Real>(p: *const T, wt: *mut T, wd: *mut T, rinv: *const T) {
+pub(crate) unsafe fn invert_factor<T: Real>(p: *const T, wt: *mut T, wd: *mut T, rinv: *const T) {
     let tid = thread_idx_x() as usize;
     let (warp, lane) = (tid / 32, tid % 32);
     let (g, t) = (lane / 4, lane % 4);

@@ -19,10 +19,19 @@
 //! `level` is ignored and failures are recorded on level 0), so the host treats both
 //! alike, and the log-determinant reads the same `L_bb`.
 
+mod strips;
+
+pub use strips::{
+    CHAIN_INVERSE_SIZE, CHAIN_STRIP_SIZES, chain_strip_size, chain_strip_threads, factor_chain_strips, factor_chain_strips_shared_bytes,
+};
+
 use crate::level::{FactorArgs, INFO_OK, InfoCode, SolveArgs, align_elems, info_key};
 use crate::team::{Block, Team};
 use crate::tile::trsm::invert_diagonal;
-use crate::tile::{MatRef, NO_FAILURE, copy_batched, for_each_entry, for_each_rc, potrf_panel, product, trsm_lower, trsm_lower_transposed};
+use crate::tile::{
+    FastDiv, MatRef, NO_FAILURE, copy_batched, for_each_entry, for_each_rc, potrf_panel, product, trsm_lower, trsm_lower_by_warps,
+    trsm_lower_transposed_by_warps,
+};
 use blocktri_prims::memory::load_readonly;
 use blocktri_prims::{Real, atomic, block_idx_x, shared, sync_warp};
 
@@ -44,10 +53,18 @@ pub const fn factor_chain_shared_bytes(n: usize, nrhs: usize, elem_bytes: usize)
     (align_elems(2 * n * n, elem_bytes) + align_elems(2 * n, elem_bytes) + align_elems(n * nrhs, elem_bytes)) * elem_bytes + 16
 }
 
-/// Shared memory of [`solve_forward_chain`] / [`solve_backward_chain`] in bytes: `L_bb`,
-/// its `n` reciprocal pivots, two `n x chunk` right-hand-side tiles.
+/// Column stride of the factor blocks the chain solves stage in shared memory: odd, so
+/// that lanes reading along a row of a column-major block hit distinct banks.
+const fn staged_ld(n: usize) -> usize {
+    n | 1
+}
+
+/// Shared memory of the block-per-system chain solves ([`solve_forward_chain`],
+/// [`solve_forward_chain_inverse`] and their backward sweeps) in bytes: the block's
+/// diagonal operand and coupling (column stride [`staged_ld`]), `n` reciprocal pivots,
+/// three `n x chunk` right-hand-side tiles.
 pub const fn solve_chain_shared_bytes(n: usize, chunk: usize, elem_bytes: usize) -> usize {
-    (align_elems(n * n, elem_bytes) + align_elems(n, elem_bytes) + 2 * align_elems(n * chunk, elem_bytes)) * elem_bytes
+    (2 * align_elems(n * staged_ld(n), elem_bytes) + align_elems(n, elem_bytes) + 3 * align_elems(n * chunk, elem_bytes)) * elem_bytes
 }
 
 /// Factors system `block_idx_x` (grid `x` = systems): for `b = 0 .. N - 1`
@@ -185,62 +202,162 @@ pub unsafe fn factor_chain<T: Real>(args: &FactorArgs<T>) {
     }
 }
 
-/// The chain walk of the solves: per column chunk, the blocks in `order`; for each, `z`
-/// = the right-hand-side block, `couple(z, prev, b)` subtracts the neighbour's
-/// contribution (`prev` holds the previous block's result), `L_bb` is staged in shared
-/// memory and `finish(l, inv, z)` applies the triangular solve; the result is stored (and,
-/// in the backward sweep, checked for non-finite values, as the level kernels do).
+/// What the block-per-system solves read on the diagonal.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Diagonal {
+    /// `L_bb` from `diag`: a triangular solve per block, one warp per column.
+    Factor,
+    /// `W_bb = L_bb^-1` from `left` (written by [`factor_chain_strips`] at padded size
+    /// [`CHAIN_INVERSE_SIZE`]): a product per block on every thread.
+    Inverse,
+}
+
+/// The chain walk of the block-per-system solves: per column chunk and block `b` (forward
+/// from the first, backward from the last), `z = r_b - C prev` with the coupling `C`
+/// (`L_{b,b-1} = right[b - 1]` forward, `L_{b+1,b}^T = right[b]^T` backward) and the
+/// previous block's result, then the block's result: the triangular solve with `L_bb` (or
+/// `L_bb^T`) in place, or the product `W_bb z` (`W_bb^T z`). The result is stored and, in
+/// the backward sweep, checked for non-finite values, as the level kernels do.
+///
+/// Each block's diagonal operand and coupling are staged in shared memory by one batched
+/// copy, and the products keep every thread busy ([`split_product`]). The first version
+/// read the coupling from global memory in a one-warp product and solved with a block
+/// barrier per row: 18.7 ms at `n = 64, S = 1024, N = 64` against 4.1 with the inverses
+/// (`docs/perf-notes.md`, entry 31).
 ///
 /// # Safety
-/// As [`solve_forward_chain`].
+/// As [`solve_forward_chain`] (with [`Diagonal::Inverse`]: as
+/// [`solve_forward_chain_inverse`]).
 #[inline(always)]
-unsafe fn solve_chain<T: Real>(
-    a: &SolveArgs<T>,
-    backward: bool,
-    couple: impl Fn(*mut T, *const T, usize, usize),
-    finish: impl Fn(*const T, *const T, *mut T, usize),
-) {
+unsafe fn solve_chain<T: Real>(a: &SolveArgs<T>, backward: bool, diagonal: Diagonal) {
     let team = Block;
     let (n, ld, nb, k) = (a.n as usize, a.ld as usize, a.nblocks as usize, a.nrhs as usize);
     let chunk = (a.chunk as usize).max(1);
     let s = block_idx_x() as usize;
-    let blk = ld * n;
-    let ldb = nb * n;
+    let (blk, ldb, ls) = (ld * n, nb * n, staged_ld(n));
     let smem = shared::dynamic_shared::<T>();
-    let l_sh = smem;
-    let inv = unsafe { l_sh.add(align_elems(n * n, T::BYTES)) };
-    let tiles =
-        [unsafe { inv.add(align_elems(n, T::BYTES)) }, unsafe { inv.add(align_elems(n, T::BYTES) + align_elems(n * chunk, T::BYTES)) }];
+    // SAFETY (the pointers into shared memory): inside solve_chain_shared_bytes.
+    let d_sh = smem;
+    let c_sh = unsafe { d_sh.add(align_elems(n * ls, T::BYTES)) };
+    let inv = unsafe { c_sh.add(align_elems(n * ls, T::BYTES)) };
+    let tile = align_elems(n * chunk, T::BYTES);
+    let scratch = unsafe { inv.add(align_elems(n, T::BYTES)) };
+    let results = [unsafe { scratch.add(tile) }, unsafe { scratch.add(2 * tile) }];
     let rhs_sys = unsafe { a.rhs.add(s * ldb * k) };
+    let diag_src = if diagonal == Diagonal::Inverse { a.left } else { a.diag };
+    let (d, c) = (MatRef::col_major(d_sh as *const T, ls), MatRef::col_major(c_sh as *const T, ls));
+    let (d, c) = if backward { (d.t(), c.t()) } else { (d, c) };
     let mut c0 = 0;
     while c0 < k {
         let kc = chunk.min(k - c0);
         for step in 0..nb {
             let b = if backward { nb - 1 - step } else { step };
-            let (z, prev) = (tiles[step % 2], tiles[(step + 1) % 2]);
+            // The result goes to `out`; the triangular solve works there in place.
+            let (out, prev) = (results[step % 2], results[(step + 1) % 2]);
+            let z = if diagonal == Diagonal::Inverse { scratch } else { out };
             let rb = unsafe { rhs_sys.add(c0 * ldb + b * n) };
-            let lb = unsafe { a.diag.add((s * nb + b) * blk) };
-            copy_batched(team, n, n, |r, c| unsafe { load_readonly(lb.add(c * ld + r)) }, |r, c, v| unsafe { *l_sh.add(c * n + r) = v });
-            for_each_entry(team, n, kc, |r, c| unsafe { *z.add(c * n + r) = *rb.add(c * ldb + r) });
+            let db = unsafe { diag_src.add((s * nb + b) * blk) };
+            let cb = match (step, backward) {
+                (0, _) => core::ptr::null(),
+                (_, false) => unsafe { a.right.add((s * nb + b - 1) * blk) },
+                (_, true) => unsafe { a.right.add((s * nb + b) * blk) },
+            };
+            copy_batched(
+                team,
+                n,
+                n,
+                // SAFETY: inside the blocks (caller's contract); the coupling only after
+                // the first step.
+                |r, col| unsafe {
+                    let cv = if cb.is_null() { T::ZERO } else { load_readonly(cb.add(col * ld + r)) };
+                    (load_readonly(db.add(col * ld + r)), cv)
+                },
+                |r, col, (dv, cv)| unsafe {
+                    *d_sh.add(col * ls + r) = dv;
+                    *c_sh.add(col * ls + r) = cv;
+                },
+            );
+            for_each_entry(team, n, kc, |r, col| unsafe { *z.add(col * n + r) = *rb.add(col * ldb + r) });
             team.sync();
             if step > 0 {
-                couple(z, prev, b, kc);
+                // One writer per entry of `z`; `prev` and the coupling are only read.
+                unsafe { split_product(n, kc, n, c, MatRef::col_major(prev, n), |r, col, v| *z.add(col * n + r) -= v) };
                 team.sync();
             }
-            unsafe { invert_diagonal(team, l_sh, n, n, inv) };
-            finish(l_sh, inv, z, kc);
+            match (diagonal, backward) {
+                (Diagonal::Inverse, _) => {
+                    unsafe { split_product(n, kc, n, d, MatRef::col_major(z, n), |r, col, v| *out.add(col * n + r) = v) };
+                    team.sync();
+                }
+                // SAFETY (both): the staged factor, `inv` and `z` in shared memory; every
+                // thread is here. Both end with a barrier.
+                (Diagonal::Factor, false) => unsafe {
+                    invert_diagonal(team, d_sh, ls, n, inv);
+                    trsm_lower_by_warps(d_sh, ls, n, z, n, kc, inv);
+                },
+                (Diagonal::Factor, true) => unsafe {
+                    invert_diagonal(team, d_sh, ls, n, inv);
+                    trsm_lower_transposed_by_warps(d_sh, ls, n, z, n, kc, inv);
+                },
+            }
             let mut finite = true;
-            for_each_entry(team, n, kc, |r, c| unsafe {
-                let v = *z.add(c * n + r);
+            for_each_entry(team, n, kc, |r, col| unsafe {
+                let v = *out.add(col * n + r);
                 finite &= v.is_finite();
-                *rb.add(c * ldb + r) = v;
+                *rb.add(col * ldb + r) = v;
             });
             if backward && !finite {
                 unsafe { atomic::atomic_min_u64(a.info.add(s), info_key(0, InfoCode::NonFiniteSolution, b as u32)) };
             }
-            team.sync();
+            // No barrier: the next block's copies overwrite only what was read before the
+            // last barrier, and its results go to the other tile.
         }
         c0 += kc;
+    }
+}
+
+/// `emit(r, c, sum_k A(r, k) B(k, c))` for an `m x ncols` result with `kk` terms, by the
+/// whole block: when the result has fewer entries than threads, `p` adjacent lanes (up
+/// to 8) split the `k` range and add their parts by shuffles, so a matrix-vector product
+/// keeps every warp busy. Every thread runs the same number of rounds (the shuffles need
+/// the whole warp). No barrier.
+///
+/// # Safety
+/// `A` (`m x kk`) and `B` (`kk x ncols`) are readable; `emit` is safe to call for each
+/// result entry once; every thread of the block calls it.
+#[inline(always)]
+unsafe fn split_product<T: Real>(m: usize, ncols: usize, kk: usize, a: MatRef<T>, b: MatRef<T>, mut emit: impl FnMut(usize, usize, T)) {
+    let team = Block;
+    let threads = team.size();
+    let outputs = m * ncols;
+    let mut p = 1;
+    while p < 8 && outputs * p * 2 <= threads {
+        p *= 2;
+    }
+    let (part, first, per_round) = (team.rank() % p, team.rank() / p, threads / p);
+    let span = kk.div_ceil(p);
+    let (k0, k1) = ((part * span).min(kk), ((part + 1) * span).min(kk));
+    let by_rows = FastDiv::new(m as u32);
+    for round in 0..outputs.div_ceil(per_round) {
+        let o = first + round * per_round;
+        let valid = o < outputs;
+        let (col, r) = by_rows.div_rem(if valid { o as u32 } else { 0 });
+        let (r, col) = (r as usize, col as usize);
+        let mut acc = T::ZERO;
+        if valid {
+            for kx in k0..k1 {
+                // SAFETY: r < m, kx < kk, col < ncols (caller's contract).
+                acc = unsafe { a.at(r, kx) }.mul_add(unsafe { b.at(kx, col) }, acc);
+            }
+        }
+        let mut width = 1;
+        while width < p {
+            acc += acc.shfl_xor(width as u32);
+            width *= 2;
+        }
+        if valid && part == 0 {
+            emit(r, col, acc);
+        }
     }
 }
 
@@ -250,23 +367,9 @@ unsafe fn solve_chain<T: Real>(
 /// # Safety
 /// A 1-D block of a multiple of 32 threads, grid `x` = systems,
 /// [`solve_chain_shared_bytes`]`(n, chunk)` of dynamic shared memory; the factor written
-/// by [`factor_chain`] (stream order) and the arrays of [`SolveArgs`] with their sizes.
+/// by a chain factor kernel (stream order) and the arrays of [`SolveArgs`] with their sizes.
 pub unsafe fn solve_forward_chain<T: Real>(args: &SolveArgs<T>) {
-    let a = *args;
-    let (n, ld, nb) = (a.n as usize, a.ld as usize, a.nblocks as usize);
-    let s = block_idx_x() as usize;
-    unsafe {
-        solve_chain(
-            &a,
-            false,
-            |z, prev, b, kc| {
-                // L_{b,b-1} = right[b - 1].
-                let kb = MatRef::col_major(a.right.add((s * nb + b - 1) * ld * n), ld);
-                product(Block, n, kc, n, kb, MatRef::col_major(prev, n), |r, c, v| *z.add(c * n + r) -= v);
-            },
-            |l, inv, z, kc| trsm_lower(Block, l, n, n, z, n, kc, inv),
-        )
-    }
+    unsafe { solve_chain(args, false, Diagonal::Factor) }
 }
 
 /// Backward substitution of system `block_idx_x` along its chain (after the forward one):
@@ -276,21 +379,25 @@ pub unsafe fn solve_forward_chain<T: Real>(args: &SolveArgs<T>) {
 /// # Safety
 /// As [`solve_forward_chain`].
 pub unsafe fn solve_backward_chain<T: Real>(args: &SolveArgs<T>) {
-    let a = *args;
-    let (n, ld, nb) = (a.n as usize, a.ld as usize, a.nblocks as usize);
-    let s = block_idx_x() as usize;
-    unsafe {
-        solve_chain(
-            &a,
-            true,
-            |z, prev, b, kc| {
-                // L_{b+1,b}^T, with L_{b+1,b} = right[b].
-                let kb = MatRef::col_major(a.right.add((s * nb + b) * ld * n), ld).t();
-                product(Block, n, kc, n, kb, MatRef::col_major(prev, n), |r, c, v| *z.add(c * n + r) -= v);
-            },
-            |l, inv, z, kc| trsm_lower_transposed(Block, l, n, n, z, n, kc, inv),
-        )
-    }
+    unsafe { solve_chain(args, true, Diagonal::Factor) }
+}
+
+/// [`solve_forward_chain`] after [`factor_chain_strips`] at padded size
+/// [`CHAIN_INVERSE_SIZE`]: `y_b = W_bb (r_b - L_{b,b-1} y_{b-1})` with the inverses it
+/// wrote to `left`, two products per block.
+///
+/// # Safety
+/// As [`solve_forward_chain`], after that factor (stream order).
+pub unsafe fn solve_forward_chain_inverse<T: Real>(args: &SolveArgs<T>) {
+    unsafe { solve_chain(args, false, Diagonal::Inverse) }
+}
+
+/// [`solve_backward_chain`] with the inverses: `x_b = W_bb^T (y_b - L_{b+1,b}^T x_{b+1})`.
+///
+/// # Safety
+/// As [`solve_forward_chain_inverse`], after it.
+pub unsafe fn solve_backward_chain_inverse<T: Real>(args: &SolveArgs<T>) {
+    unsafe { solve_chain(args, true, Diagonal::Inverse) }
 }
 
 // ---------------------------------------------------------------------------------------
