@@ -3,9 +3,10 @@
 //! per system for `n <= 16` (the blocks' rows in registers), one thread block per system
 //! with 8-column strips and tensor-core tiles for `n <= 64`, and the generic block-per-system
 //! kernel above (which also interlaces the forward substitution where it fits); the solves
-//! run one warp per system for `n <= 32`, one block above. All write the same storage. Sequential block Cholesky
-//! does 2.7x fewer flops than nested dissection and needs no atomics, but one system runs
-//! on one SM: it pays where the batch alone fills the GPU ([`prefers_chain`]).
+//! run one warp per system for `n <= 32`, one block above. All write the same storage.
+//! Sequential block Cholesky does 2.7x fewer flops than nested dissection and needs no
+//! atomics, but one system runs on one SM: it pays where the batch alone fills the GPU
+//! ([`prefers_chain`]).
 
 use super::schedule::{Args, Step};
 use super::{Buffers, KernelFamily, SolveArgs, SolveTarget};
@@ -141,8 +142,9 @@ impl Chain {
             ChainFactor::Generic => blocks(k(names::FACTOR_CHAIN)?, chain_threads(n)),
         };
         let rows = row_size(n);
-        // The strip factor at padded size 64 writes the inverted diagonal blocks for them.
-        let inverse = rows.is_none() && factor_kind == ChainFactor::Strips(CHAIN_INVERSE_SIZE);
+        // The strip factor at padded size 64 (n > 32: no register-resident solves) writes
+        // the inverted diagonal blocks the inverse solves read.
+        let inverse = factor_kind == ChainFactor::Strips(CHAIN_INVERSE_SIZE);
         let threads = chain_threads(n);
         let (forward, backward) = match rows {
             Some(np) => (
@@ -158,7 +160,7 @@ impl Chain {
     }
 
     /// Whether the factor kernel can also do the forward substitution of `nrhs` columns
-    /// (the shared-memory kernels only).
+    /// (the generic block-per-system factor only).
     pub(super) fn interlaces(&self, n: usize, nrhs: usize, elem: usize) -> bool {
         self.factor_kind == ChainFactor::Generic && factor_chain_shared_bytes(n, nrhs, elem) <= self.max_shared as usize
     }
