@@ -7,7 +7,7 @@ mod common;
 
 use blocktri::{BlockTridiag, BlockVec};
 use blocktri_device::chain::{
-    CHAIN_ROWS_WARPS, chain_strip_size, chain_strip_threads, chain_threads, factor_chain, factor_chain_rows,
+    CHAIN_ROWS_WARPS, chain_rows_systems_per_block, chain_strip_size, chain_strip_threads, chain_threads, factor_chain, factor_chain_rows,
     factor_chain_rows_shared_bytes, factor_chain_shared_bytes, factor_chain_strips, factor_chain_strips_shared_bytes, solve_backward_chain,
     solve_backward_chain_inverse, solve_backward_chain_rows, solve_chain_shared_bytes, solve_forward_chain, solve_forward_chain_inverse,
     solve_forward_chain_rows,
@@ -139,8 +139,8 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
         assert_eq!(nrhs, 0, "the register-resident chain kernels do not interlace right-hand sides");
         let np = row_size(shape.block).unwrap();
         let smem = factor_chain_rows_shared_bytes(np, 8);
-        let grid = s.div_ceil(CHAIN_ROWS_WARPS);
-        // SAFETY: as below; one warp per system.
+        let grid = s.div_ceil(chain_rows_systems_per_block(np));
+        // SAFETY: as below; a lane group per system.
         unsafe { emu::launch_unchecked(grid, 32 * CHAIN_ROWS_WARPS, smem, || rows_kernel!(np, factor_chain_rows, &args)) };
         return;
     }
@@ -330,8 +330,8 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         return;
     }
     if matches!(fam, Family::Chain | Family::ChainRows | Family::ChainInverse) {
-        // One launch per sweep: one block per system, or one warp per system.
-        let grid = if fam == CHAIN_ROWS { s.div_ceil(CHAIN_ROWS_WARPS) } else { s };
+        // One launch per sweep: one block per system, or a lane group per system.
+        let grid = if fam == CHAIN_ROWS { s.div_ceil(chain_rows_systems_per_block(np)) } else { s };
         if forward {
             launch(&args(d, 0), grid, true);
         }
@@ -435,6 +435,36 @@ fn emulated_failures_name_the_system_and_block() {
     let mut d = upload(&a, &b, 24);
     run_factor(&mut d, &a, BLOCKED, 0);
     assert_eq!(decode_info(d.info[0]), Some((1, InfoCode::NotPositiveDefinite as u32, 1)));
+}
+
+/// The register-resident chain kernels run two to eight systems per warp (a lane group
+/// each): a system that fails must not stop or disturb the others of its warp, and the
+/// groups past the last system must not write. Every padded size below 32, batches that
+/// end inside a warp.
+#[test]
+fn emulated_chain_rows_groups_survive_a_failing_neighbour() {
+    let seed = fresh_seed();
+    for (i, &(s, nb, n, failing)) in [(5, 6, 16, 2), (7, 5, 7, 4), (11, 4, 3, 9), (3, 7, 12, 0)].iter().enumerate() {
+        let (mut a, b) = problem::<f64>(s, nb, n, 2, seed + i as u64);
+        let reference = dense_solution(&a, &b);
+        a.set_diag(failing, 3, n - 1, n - 1, -1e3);
+        let mut d = upload(&a, &b, n.div_ceil(8) * 8);
+        run_factor(&mut d, &a, CHAIN_ROWS, 0);
+        for (sys, &info) in d.info.iter().enumerate() {
+            if sys == failing {
+                assert_eq!(decode_info(info), Some((0, InfoCode::NotPositiveDefinite as u32, 3)), "n={n} system {sys}");
+            } else {
+                assert_eq!(info, INFO_OK, "n={n} system {sys}");
+            }
+        }
+        run_solve(&mut d, &a, 2, 2, true, CHAIN_ROWS);
+        // The other systems' solutions against their references (the failing system's
+        // values are replaced by its reference: its factor is incomplete).
+        let mut x = BlockVec::from_vec(a.shape(), 2, d.rhs.clone()).unwrap();
+        x.system_mut(failing).copy_from_slice(reference.system(failing));
+        let err = error_vs_reference(&x, &reference);
+        assert!(err < 1e-11, "S={s} N={nb} n={n}: {err:e} (seed {seed})");
+    }
 }
 
 fn check_failures(fam: Family) {

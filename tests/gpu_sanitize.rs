@@ -76,6 +76,9 @@ fn sanitize_cholesky_chain() {
     // Small and large blocks, a batch, right-hand sides over several solve passes.
     family_case::<f64>(&g, KernelFamily::Chain, (3, 20, 27, 2), 1e-12);
     family_case::<f32>(&g, KernelFamily::Chain, (2, 9, 8, 3), 1e-5);
+    // Lane groups: two systems per warp at n = 16, eight at n = 3; the last warp part empty.
+    family_case::<f64>(&g, KernelFamily::Chain, (5, 11, 16, 2), 1e-12);
+    family_case::<f64>(&g, KernelFamily::Chain, (11, 6, 3, 1), 1e-12);
     family_case::<f64>(&g, KernelFamily::Chain, (2, 6, 96, 40), 1e-12);
     // The strip-blocked factor, both padded sizes, partial strips.
     family_case::<f64>(&g, KernelFamily::Chain, (2, 9, 64, 3), 1e-12);

@@ -404,18 +404,93 @@ pub unsafe fn solve_backward_chain_inverse<T: Real>(args: &SolveArgs<T>) {
 // Register-resident chain kernels: one warp per system, `n <= NP <= 32`.
 // ---------------------------------------------------------------------------------------
 
-/// Systems (warps) per thread block of the register-resident chain kernels.
+/// Warps per thread block of the register-resident chain kernels.
 pub const CHAIN_ROWS_WARPS: u32 = 4;
+
+/// Lanes per system of the register-resident chain kernels at padded size `np`: lane `i`
+/// of a system's group holds row `i` of its blocks, so below `np = 32` two (`np = 16`),
+/// four or eight systems share a warp (one system per warp left half the lanes or more
+/// idle, `docs/perf-notes.md` entry 32); at `np = 32` the whole warp.
+pub const fn chain_rows_lanes(np: usize) -> usize {
+    if np < 32 { np } else { 32 }
+}
+
+/// Systems per thread block of the register-resident chain kernels at padded size `np`.
+pub const fn chain_rows_systems_per_block(np: usize) -> u32 {
+    CHAIN_ROWS_WARPS * (32 / chain_rows_lanes(np)) as u32
+}
+
+/// Where a lane works in a register-resident chain kernel.
+#[derive(Clone, Copy)]
+struct LaneGroup {
+    /// The row this lane holds (its index within the system's lane group).
+    row: usize,
+    /// The group's first lane: row `r` of the system is on lane `base + r`.
+    base: u32,
+    /// The group's index within the warp.
+    group: usize,
+    /// The system whose arrays the lane addresses: its own, or for a group past the last
+    /// system the warp's first (never read nor written: `live` is false).
+    system: usize,
+    /// Whether the group has a system. Groups past the last one run along without loads
+    /// or stores, because the shuffles need every lane of the warp.
+    live: bool,
+}
+
+/// This lane's [`LaneGroup`] for padded size `NP`, or `None` when the whole warp is past
+/// the last system (it may return: no block barrier in these kernels).
+#[inline(always)]
+fn lane_group<const NP: usize>(systems: u32) -> Option<LaneGroup> {
+    let lanes = chain_rows_lanes(NP) as u32;
+    let (warp, lane) = (blocktri_prims::warp_id(), blocktri_prims::lane_id());
+    let first = (block_idx_x() * CHAIN_ROWS_WARPS + warp) * (32 / lanes);
+    if first >= systems {
+        return None;
+    }
+    let group = lane / lanes;
+    let own = first + group;
+    let live = own < systems;
+    Some(LaneGroup {
+        row: (lane % lanes) as usize,
+        base: group * lanes,
+        group: group as usize,
+        system: if live { own } else { first } as usize,
+        live,
+    })
+}
+
+/// The smallest `u32` over each group of `LANES` consecutive lanes (a power of two).
+#[inline(always)]
+fn group_min_u32<const LANES: usize>(mut v: u32) -> u32 {
+    let mut m = LANES / 2;
+    while m > 0 {
+        v = v.min(blocktri_prims::warp::shfl_xor_u32(v, m as u32));
+        m /= 2;
+    }
+    v
+}
+
+/// Whether any lane of the warp has `flag` set.
+#[inline(always)]
+fn warp_any(flag: bool) -> bool {
+    group_min_u32::<32>(u32::from(!flag)) == 0
+}
 
 /// Leading dimension of a warp's shared tile (`NP + 1`: column reads hit distinct banks).
 const fn chain_ldt(np: usize) -> usize {
     np + 1
 }
 
-/// Shared memory of [`factor_chain_rows`] in bytes: per warp an `NP x NP` tile and `NP`
+/// Shared memory of one system's group in [`factor_chain_rows`], in elements: an
+/// `NP x NP` tile and `NP` reciprocal pivots.
+const fn chain_rows_group_elems(np: usize, elem_bytes: usize) -> usize {
+    align_elems(chain_ldt(np) * np, elem_bytes) + align_elems(np, elem_bytes)
+}
+
+/// Shared memory of [`factor_chain_rows`] in bytes: per system an `NP x NP` tile and `NP`
 /// reciprocal pivots.
 pub const fn factor_chain_rows_shared_bytes(np: usize, elem_bytes: usize) -> usize {
-    CHAIN_ROWS_WARPS as usize * (align_elems(chain_ldt(np) * np, elem_bytes) + align_elems(np, elem_bytes)) * elem_bytes
+    chain_rows_systems_per_block(np) as usize * chain_rows_group_elems(np, elem_bytes) * elem_bytes
 }
 
 /// Row `lane` of the `n x n` column-major block at `src` (leading dimension `ld`), or with
@@ -467,27 +542,6 @@ unsafe fn load_column<T: Real, const NP: usize>(src: *const T, ld: usize, n: usi
     unsafe { load_lane(src, ld, n, lane, identity, true) }
 }
 
-/// The smallest `u32` over the warp.
-#[inline(always)]
-fn warp_min_u32(mut v: u32) -> u32 {
-    let mut m = 16;
-    while m > 0 {
-        v = v.min(blocktri_prims::warp::shfl_xor_u32(v, m));
-        m /= 2;
-    }
-    v
-}
-
-/// `(warp, lane, system)` of this thread in a register-resident chain solve kernel (one
-/// warp per system, [`CHAIN_ROWS_WARPS`] per block); `None` for the warps past the last
-/// system.
-#[inline(always)]
-fn warp_system(systems: u32) -> Option<(usize, usize, usize)> {
-    let (warp, lane) = (blocktri_prims::warp_id() as usize, blocktri_prims::lane_id() as usize);
-    let s = block_idx_x() as usize * CHAIN_ROWS_WARPS as usize + warp;
-    (s < systems as usize).then_some((warp, lane, s))
-}
-
 /// Lane `lane`'s row into the warp's tile (column-major, leading dimension `t`). Rows are
 /// passed by value: a reference to a register array would move it to local memory.
 ///
@@ -502,44 +556,50 @@ unsafe fn store_row<T: Real, const NP: usize>(tile: *mut T, t: usize, lane: usiz
     }
 }
 
-/// `1 / L_rr` for every `r`, from the lanes' rows or columns of `L` (entry `r` of lane `r`
-/// is the diagonal).
+/// Whether the register-resident chain solves load the next block's rows during the
+/// current one: up to 16 values of 64 bits per row (two rows more per lane); at 32 f64
+/// values the registers would spill.
+const fn prefetch_rows<T: Real, const NP: usize>() -> bool {
+    NP * T::BYTES <= 128
+}
+
+/// `1 / L_rr` for every `r`, from the group's rows or columns of `L` (entry `r` of row `r`,
+/// on lane `base + r`, is the diagonal).
 #[inline(always)]
-fn reciprocal_diagonal<T: Real, const NP: usize>(lane_values: [T; NP]) -> [T; NP] {
+fn reciprocal_diagonal<T: Real, const NP: usize>(lane_values: [T; NP], base: u32) -> [T; NP] {
     let mut inv = [T::ZERO; NP];
     for r in 0..NP {
-        inv[r] = T::ONE / lane_values[r].shfl_idx(r as u32);
+        inv[r] = T::ONE / lane_values[r].shfl_idx(base + r as u32);
     }
     inv
 }
 
-/// [`factor_chain`] with one warp per system and the step's blocks in registers, lane `i`
-/// holding row `i` of `D_b` and of the coupling `A[b+1, b]` (the fused `rows` kernels'
-/// layout): the Cholesky factorization broadcasts by shuffles, the triangular solve and
-/// `D_{b+1} = A_{b+1,b+1} - L_{b+1,b} L_{b+1,b}^T` read the other rows from the warp's
+/// [`factor_chain`] with the step's blocks in registers, a group of
+/// [`chain_rows_lanes`]`(NP)` lanes per system, lane `i` of the group holding row `i` of
+/// `D_b` and of the coupling `A[b+1, b]` (the fused `rows` kernels' layout): the Cholesky
+/// factorization broadcasts by shuffles, the triangular solve and
+/// `D_{b+1} = A_{b+1,b+1} - L_{b+1,b} L_{b+1,b}^T` read the other rows from the group's
 /// shared tile (broadcast reads), so a step needs no block barrier, only warp
 /// synchronization; the next coupling is loaded while the step computes. No interlaced
 /// right-hand sides. Same storage, checks and status words as [`factor_chain`]
 /// (`D_{b+1}`'s symmetry is checked as it is formed: the update is bitwise symmetric, so
-/// this is the input's symmetry).
+/// this is the input's symmetry). A system that fails stops writing; its lanes run along
+/// with the warp's other systems until all have failed or finished.
 ///
 /// # Safety
-/// A block of [`CHAIN_ROWS_WARPS`] warps, grid `x` = `ceil(systems / CHAIN_ROWS_WARPS)`,
+/// A block of [`CHAIN_ROWS_WARPS`] warps, grid `x` =
+/// `ceil(systems / `[`chain_rows_systems_per_block`]`(NP))`,
 /// [`factor_chain_rows_shared_bytes`]`(NP)` of dynamic shared memory, `n <= NP <= 32`,
-/// `nrhs == 0`; the arrays of [`FactorArgs`] with their documented sizes.
+/// `NP` a power of two, `nrhs == 0`; the arrays of [`FactorArgs`] with their documented sizes.
 pub unsafe fn factor_chain_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     let a = *args;
     let (n, ld, nb) = (a.n as usize, a.ld as usize, a.nblocks as usize);
-    // Not `warp_system`: its `Option` measured 10-14 % slower here (64-bit lane compares
-    // in the generated code).
-    let (warp, lane) = (blocktri_prims::warp_id() as usize, blocktri_prims::lane_id() as usize);
-    let s = block_idx_x() as usize * CHAIN_ROWS_WARPS as usize + warp;
-    if s >= a.systems as usize {
-        return; // a whole warp: no block barrier below
-    }
+    let Some(g) = lane_group::<NP>(a.systems) else { return };
+    let (row, base, s) = (g.row, g.base, g.system);
+    let mut live = g.live;
     let t = chain_ldt(NP);
-    let per_warp = align_elems(t * NP, T::BYTES) + align_elems(NP, T::BYTES);
-    let tile = unsafe { shared::dynamic_shared::<T>().add(warp * per_warp) };
+    let groups_before = blocktri_prims::warp_id() as usize * (32 / chain_rows_lanes(NP)) + g.group;
+    let tile = unsafe { shared::dynamic_shared::<T>().add(groups_before * chain_rows_group_elems(NP, T::BYTES)) };
     let inv = unsafe { tile.add(align_elems(t * NP, T::BYTES)) };
     let info = unsafe { a.info.add(s) };
     let blk = ld * n;
@@ -548,67 +608,73 @@ pub unsafe fn factor_chain_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) 
     let sub = |b: usize| unsafe { a.sub.add((s * (nb - 1) + b) * blk) };
     let out = |base: *mut T, b: usize| unsafe { base.add((s * nb + b) * blk) };
     let fail = move |code: InfoCode, b: usize| {
-        if lane == 0 {
+        if row == 0 {
             unsafe { atomic::atomic_min_u64(info, info_key(0, code, b as u32)) };
         }
     };
-    if lane == 0 {
+    if row == 0 && live {
         unsafe { *info = INFO_OK };
     }
-    let mut d: [T; NP] = unsafe { load_row(diag_in(0), ld, n, lane, true) };
-    let mut cpl: [T; NP] = if nb > 1 { unsafe { load_row(sub(0), ld, n, lane, false) } } else { [T::ZERO; NP] };
+    // Rows of a group without a system: none (identity / zero, nothing read).
+    let rows = |live: bool| if live { n } else { 0 };
+    let mut d: [T; NP] = unsafe { load_row(diag_in(0), ld, rows(live), row, true) };
+    let mut cpl: [T; NP] = if nb > 1 { unsafe { load_row(sub(0), ld, rows(live), row, false) } } else { [T::ZERO; NP] };
     for b in 0..nb {
         let has_next = b + 1 < nb;
         // The next step's coupling, in flight during this step; not for 32 f64 values per
         // row, where a third row of registers per lane spills (measured 52 us per step).
         let prefetch = NP * T::BYTES <= 128;
-        let cpl_next: [T; NP] = if prefetch && b + 2 < nb { unsafe { load_row(sub(b + 1), ld, n, lane, false) } } else { [T::ZERO; NP] };
+        let cpl_next: [T; NP] =
+            if prefetch && b + 2 < nb { unsafe { load_row(sub(b + 1), ld, rows(live), row, false) } } else { [T::ZERO; NP] };
 
         // 1. Checks: finite values; D_b symmetric (the mirror entry from the tile).
-        unsafe { store_row(tile, t, lane, d) };
+        unsafe { store_row(tile, t, row, d) };
         sync_warp();
         let mut code = u32::MAX;
-        if lane < n {
-            let drr = unsafe { *tile.add(lane * t + lane) };
+        if row < n && live {
+            let drr = unsafe { *tile.add(row * t + row) };
             for c in 0..NP {
                 if c < n {
-                    let (mirror, dcc) = unsafe { (*tile.add(lane * t + c), *tile.add(c * t + c)) };
-                    code = code.min(crate::level::node::entry_status(d[c], cpl[c], T::ZERO, mirror, drr, dcc, lane, c, a.sym_tol));
+                    let (mirror, dcc) = unsafe { (*tile.add(row * t + c), *tile.add(c * t + c)) };
+                    code = code.min(crate::level::node::entry_status(d[c], cpl[c], T::ZERO, mirror, drr, dcc, row, c, a.sym_tol));
                 }
             }
         }
-        let code = warp_min_u32(code);
+        let code = group_min_u32::<NP>(code);
         if code != u32::MAX {
             fail(InfoCode::from_u32(code).unwrap_or(InfoCode::NonFinite), b);
-            return;
+            live = false;
         }
 
         // 2. Cholesky of D_b by shuffles (the rows kernels' warp 0).
         let mut failed = false;
         for k in 0..NP {
-            let dk = d[k].shfl_idx(k as u32);
+            let dk = d[k].shfl_idx(base + k as u32);
             failed |= !(dk > T::ZERO && dk.is_finite());
             let rs = dk.rsqrt_fast();
-            if lane == k {
+            if row == k {
                 unsafe { *inv.add(k) = rs };
             }
             let l = d[k] * rs;
             d[k] = l;
             for j in 0..NP {
                 if j > k {
-                    let ljk = l.shfl_idx(j as u32);
+                    let ljk = l.shfl_idx(base + j as u32);
                     d[j] = (-l).mul_add(ljk, d[j]);
                 }
             }
         }
-        if failed {
+        if failed && live {
             fail(InfoCode::NotPositiveDefinite, b);
+            live = false;
+        }
+        if !warp_any(live) {
             return;
         }
         let l_dst = out(a.diag, b);
         for c in 0..NP {
-            if lane < n && c < n {
-                unsafe { *l_dst.add(c * ld + lane) = if c <= lane { d[c] } else { T::ZERO } };
+            if row < n && c < n && live {
+                unsafe { *l_dst.add(c * ld + row) = if c <= row { d[c] } else { T::ZERO } };
             }
         }
         if !has_next {
@@ -617,7 +683,7 @@ pub unsafe fn factor_chain_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) 
 
         // 3. L_{b+1,b} = A[b+1, b] L_bb^-T along each lane's row, L from the tile.
         sync_warp(); // everyone has read the tile's D_b
-        unsafe { store_row(tile, t, lane, d) };
+        unsafe { store_row(tile, t, row, d) };
         sync_warp();
         for c in 0..NP {
             let x = cpl[c] * unsafe { *inv.add(c) };
@@ -630,16 +696,16 @@ pub unsafe fn factor_chain_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) 
         }
         let r_dst = out(a.right, b);
         for c in 0..NP {
-            if lane < n && c < n {
-                unsafe { *r_dst.add(c * ld + lane) = cpl[c] };
+            if row < n && c < n && live {
+                unsafe { *r_dst.add(c * ld + row) = cpl[c] };
             }
         }
 
-        // 4. D_{b+1} = A_{b+1,b+1} - K K^T, K = L_{b+1,b}: row `lane` against every row.
+        // 4. D_{b+1} = A_{b+1,b+1} - K K^T, K = L_{b+1,b}: row `row` against every row.
         sync_warp();
-        unsafe { store_row(tile, t, lane, cpl) };
+        unsafe { store_row(tile, t, row, cpl) };
         sync_warp();
-        d = unsafe { load_row(diag_in(b + 1), ld, n, lane, true) };
+        d = unsafe { load_row(diag_in(b + 1), ld, rows(live), row, true) };
         for j in 0..NP {
             let mut acc = T::ZERO;
             for q in 0..NP {
@@ -648,13 +714,13 @@ pub unsafe fn factor_chain_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) 
             d[j] -= acc;
         }
         sync_warp(); // the tile is rewritten by the next step's check
-        cpl = if prefetch || b + 2 >= nb { cpl_next } else { unsafe { load_row(sub(b + 1), ld, n, lane, false) } };
+        cpl = if prefetch || b + 2 >= nb { cpl_next } else { unsafe { load_row(sub(b + 1), ld, rows(live), row, false) } };
     }
 }
 
-/// [`solve_forward_chain`] with one warp per system (grid and block as
-/// [`factor_chain_rows`], no shared memory): per block `b` lane `i` holds row `i` of
-/// `L_bb` and of `L_{b,b-1}` in registers; per right-hand-side column,
+/// [`solve_forward_chain`] with a lane group per system (grid and block as
+/// [`factor_chain_rows`], no shared memory): per block `b` lane `i` of the group holds row
+/// `i` of `L_bb` and of `L_{b,b-1}` in registers; per right-hand-side column,
 /// `z = r_b - L_{b,b-1} y_{b-1}` and the forward substitution run by shuffles.
 ///
 /// # Safety
@@ -662,79 +728,128 @@ pub unsafe fn factor_chain_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) 
 pub unsafe fn solve_forward_chain_rows<T: Real, const NP: usize>(args: &SolveArgs<T>) {
     let a = *args;
     let (n, ld, nb, k) = (a.n as usize, a.ld as usize, a.nblocks as usize, a.nrhs as usize);
-    let Some((_, lane, s)) = warp_system(a.systems) else { return };
+    let Some(g) = lane_group::<NP>(a.systems) else { return };
+    let (row, base, s) = (g.row, g.base, g.system);
+    let rows = if g.live { n } else { 0 }; // a group without a system reads and writes nothing
     let blk = ld * n;
     let ldb = nb * n;
     let rhs = unsafe { a.rhs.add(s * ldb * k) };
+    // Block `b`'s rows of `L_bb` and `L_{b,b-1}`.
+    let load = |b: usize| -> ([T; NP], [T; NP]) {
+        let l = unsafe { load_row(a.diag.add((s * nb + b) * blk), ld, rows, row, true) };
+        let cpl = if b > 0 { unsafe { load_row(a.right.add((s * nb + b - 1) * blk), ld, rows, row, false) } } else { [T::ZERO; NP] };
+        (l, cpl)
+    };
+    let mut next = if prefetch_rows::<T, NP>() { load(0) } else { ([T::ZERO; NP], [T::ZERO; NP]) };
+    // One right-hand side (the common case): `y_{b-1}` stays in the lane's register and
+    // `r_{b+1}` is loaded during step `b`, so no step waits on a load of the vector.
+    let single = k == 1;
+    let value = |b: usize| if row < rows { unsafe { *rhs.add(b * n + row) } } else { T::ZERO };
+    let mut r_next = if single { value(0) } else { T::ZERO };
+    let mut y_prev = T::ZERO;
     for b in 0..nb {
-        let l: [T; NP] = unsafe { load_row(a.diag.add((s * nb + b) * blk), ld, n, lane, true) };
-        let cpl: [T; NP] = if b > 0 { unsafe { load_row(a.right.add((s * nb + b - 1) * blk), ld, n, lane, false) } } else { [T::ZERO; NP] };
-        let inv = reciprocal_diagonal(l);
+        let (l, cpl) = next;
+        // The next block's rows, in flight during this one (not at 32 f64 values per
+        // row: the registers would spill).
+        if prefetch_rows::<T, NP>() && b + 1 < nb {
+            next = load(b + 1);
+        }
+        let (l, cpl) = if prefetch_rows::<T, NP>() { (l, cpl) } else { load(b) };
+        let r_b = r_next;
+        if single && b + 1 < nb {
+            r_next = value(b + 1);
+        }
+        let inv = reciprocal_diagonal(l, base);
         for c in 0..k {
             let col = unsafe { rhs.add(c * ldb) };
-            let mut z = if lane < n { unsafe { *col.add(b * n + lane) } } else { T::ZERO };
+            let mut z = if single { r_b } else { value(c * nb + b) };
             if b > 0 {
-                let yp = if lane < n { unsafe { *col.add((b - 1) * n + lane) } } else { T::ZERO };
+                let yp = if single { y_prev } else { value(c * nb + b - 1) };
                 for j in 0..NP {
-                    z = (-cpl[j]).mul_add(yp.shfl_idx(j as u32), z);
+                    z = (-cpl[j]).mul_add(yp.shfl_idx(base + j as u32), z);
                 }
             }
             for r in 0..NP {
-                let yr = z.shfl_idx(r as u32) * inv[r];
-                if lane > r {
+                let yr = z.shfl_idx(base + r as u32) * inv[r];
+                if row > r {
                     z = (-l[r]).mul_add(yr, z);
-                } else if lane == r {
+                } else if row == r {
                     z = yr;
                 }
             }
-            if lane < n {
-                unsafe { *col.add(b * n + lane) = z };
+            y_prev = z;
+            if row < rows {
+                unsafe { *col.add(b * n + row) = z };
             }
         }
         sync_warp(); // y_b written by each lane is read by the others in the next step
     }
 }
 
-/// [`solve_backward_chain`] with one warp per system: lane `i` holds column `i` of `L_bb`
-/// and of `L_{b+1,b}`; `z = y_b - L_{b+1,b}^T x_{b+1}`, then the backward substitution by
-/// shuffles. Records [`InfoCode::NonFiniteSolution`] for a non-finite `x_b`.
+/// [`solve_backward_chain`] with a lane group per system: lane `i` of the group holds
+/// column `i` of `L_bb` and of `L_{b+1,b}`; `z = y_b - L_{b+1,b}^T x_{b+1}`, then the
+/// backward substitution by shuffles. Records [`InfoCode::NonFiniteSolution`] for a
+/// non-finite `x_b`.
 ///
 /// # Safety
 /// As [`solve_forward_chain_rows`], after it.
 pub unsafe fn solve_backward_chain_rows<T: Real, const NP: usize>(args: &SolveArgs<T>) {
     let a = *args;
     let (n, ld, nb, k) = (a.n as usize, a.ld as usize, a.nblocks as usize, a.nrhs as usize);
-    let Some((_, lane, s)) = warp_system(a.systems) else { return };
+    let Some(g) = lane_group::<NP>(a.systems) else { return };
+    let (row, base, s) = (g.row, g.base, g.system);
+    let rows = if g.live { n } else { 0 }; // a group without a system reads and writes nothing
     let blk = ld * n;
     let ldb = nb * n;
     let rhs = unsafe { a.rhs.add(s * ldb * k) };
+    // Block `b`'s columns of `L_bb` and `L_{b+1,b}`.
+    let load = |b: usize| -> ([T; NP], [T; NP]) {
+        let lcol = unsafe { load_column(a.diag.add((s * nb + b) * blk), ld, rows, row, true) };
+        let ccol = if b + 1 < nb { unsafe { load_column(a.right.add((s * nb + b) * blk), ld, rows, row, false) } } else { [T::ZERO; NP] };
+        (lcol, ccol)
+    };
+    let mut next = if prefetch_rows::<T, NP>() { load(nb - 1) } else { ([T::ZERO; NP], [T::ZERO; NP]) };
+    // As in the forward sweep: with one right-hand side `x_{b+1}` stays in the lane's
+    // register and `y_{b-1}` is loaded during step `b`.
+    let single = k == 1;
+    let value = |b: usize| if row < rows { unsafe { *rhs.add(b * n + row) } } else { T::ZERO };
+    let mut y_next = if single { value(nb - 1) } else { T::ZERO };
+    let mut x_prev = T::ZERO;
     for step in 0..nb {
         let b = nb - 1 - step;
-        let lcol: [T; NP] = unsafe { load_column(a.diag.add((s * nb + b) * blk), ld, n, lane, true) };
-        let ccol: [T; NP] =
-            if b + 1 < nb { unsafe { load_column(a.right.add((s * nb + b) * blk), ld, n, lane, false) } } else { [T::ZERO; NP] };
-        let inv = reciprocal_diagonal(lcol);
+        let (lcol, ccol) = next;
+        // As in the forward sweep: the next block's columns in flight during this one.
+        if prefetch_rows::<T, NP>() && b > 0 {
+            next = load(b - 1);
+        }
+        let (lcol, ccol) = if prefetch_rows::<T, NP>() { (lcol, ccol) } else { load(b) };
+        let y_b = y_next;
+        if single && b > 0 {
+            y_next = value(b - 1);
+        }
+        let inv = reciprocal_diagonal(lcol, base);
         let mut finite = true;
         for c in 0..k {
             let col = unsafe { rhs.add(c * ldb) };
-            let mut z = if lane < n { unsafe { *col.add(b * n + lane) } } else { T::ZERO };
+            let mut z = if single { y_b } else { value(c * nb + b) };
             if b + 1 < nb {
-                let xn = if lane < n { unsafe { *col.add((b + 1) * n + lane) } } else { T::ZERO };
+                let xn = if single { x_prev } else { value(c * nb + b + 1) };
                 for j in 0..NP {
-                    z = (-ccol[j]).mul_add(xn.shfl_idx(j as u32), z);
+                    z = (-ccol[j]).mul_add(xn.shfl_idx(base + j as u32), z);
                 }
             }
             for r in (0..NP).rev() {
-                let xr = z.shfl_idx(r as u32) * inv[r];
-                if lane < r {
+                let xr = z.shfl_idx(base + r as u32) * inv[r];
+                if row < r {
                     z = (-lcol[r]).mul_add(xr, z);
-                } else if lane == r {
+                } else if row == r {
                     z = xr;
                 }
             }
-            if lane < n {
+            x_prev = z;
+            if row < rows {
                 finite &= z.is_finite();
-                unsafe { *col.add(b * n + lane) = z };
+                unsafe { *col.add(b * n + row) = z };
             }
         }
         if !finite {

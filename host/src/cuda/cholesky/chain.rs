@@ -1,9 +1,9 @@
 //! The chain engine (`blocktri_device::chain`): each system's blocks eliminated in natural
-//! order, one launch for the factorization, one per solve sweep. The factor runs one warp
-//! per system for `n <= 16` (the blocks' rows in registers), one thread block per system
+//! order, one launch for the factorization, one per solve sweep. The factor runs a group of
+//! lanes per system for `n <= 16` (the blocks' rows in registers; 2-8 systems per warp), one thread block per system
 //! with 8-column strips and tensor-core tiles for `n <= 64`, and the generic block-per-system
 //! kernel above (which also interlaces the forward substitution where it fits); the solves
-//! run one warp per system for `n <= 32`, one block above. All write the same storage.
+//! run a lane group per system for `n <= 32`, one block above. All write the same storage.
 //! Sequential block Cholesky does 2.7x fewer flops than nested dissection and needs no
 //! atomics, but one system runs on one SM: it pays where the batch alone fills the GPU
 //! ([`prefers_chain`]).
@@ -15,8 +15,8 @@ use crate::cuda::launch::{Kernel, LaunchConfig};
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use blocktri_device::chain::{
-    CHAIN_INVERSE_SIZE, CHAIN_ROWS_WARPS, chain_strip_size, chain_strip_threads, chain_threads, factor_chain_rows_shared_bytes,
-    factor_chain_shared_bytes, factor_chain_strips_shared_bytes, solve_chain_shared_bytes,
+    CHAIN_INVERSE_SIZE, CHAIN_ROWS_WARPS, chain_rows_systems_per_block, chain_strip_size, chain_strip_threads, chain_threads,
+    factor_chain_rows_shared_bytes, factor_chain_shared_bytes, factor_chain_strips_shared_bytes, solve_chain_shared_bytes,
 };
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::level::row_size;
@@ -25,15 +25,15 @@ use blocktri_device::level::row_size;
 /// block size `n`: below it, nested dissection's parallelism inside each system is worth
 /// its extra flops. Measured factor + solve against nested dissection with `N = 64`
 /// (`docs/perf-notes.md`):
-/// - `n <= 16` (register-resident factor and solves, entry 10): at 4 per SM 0.90x-1.15x as
-///   fast, at 7.8 per SM 1.5x;
+/// - `n <= 16` (register-resident factor and solves, a lane group per system, entry 32):
+///   at 3 per SM 0.90x-0.91x as fast (f32), at 4 per SM 1.06x-1.14x (f32 and f64);
 /// - `16 < n <= 32` (strip-blocked factor, register-resident solves, entry 31, f64): at 1
 ///   per SM 0.63x-0.71x, at 2 per SM 1.11x-1.24x, at 4 per SM 1.9x-2.1x;
 /// - `32 < n <= 64` (strip-blocked factor with inverted diagonal blocks, product-only
 ///   solves, entry 31, f64 and f32): at 1 per SM already 1.2x-1.4x.
 fn chain_systems_per_sm(n: usize) -> usize {
     match n {
-        0..=16 => 6,
+        0..=16 => 4,
         17..=32 => 2,
         _ => 1,
     }
@@ -99,7 +99,7 @@ impl ChainFactor {
 const CHAIN_ROWS_FACTOR_MAX_N: usize = 16;
 
 /// A chain kernel with its launch shape: systems per block (1, or
-/// [`CHAIN_ROWS_WARPS`] for the register-resident kernels), threads.
+/// [`chain_rows_systems_per_block`] for the register-resident kernels), threads.
 #[derive(Debug)]
 struct ChainKernel {
     kernel: Kernel,
@@ -133,11 +133,12 @@ impl Chain {
     /// Loads the chain kernels for `T` and block size `n`.
     pub(super) fn new<T: Scalar>(gpu: &Gpu, n: usize, rhs_chunk: u32) -> Result<Self> {
         let k = |name: &str| gpu.kernel(kernel_name::<T>(name).as_str());
-        let warps = |kernel| ChainKernel { kernel, systems_per_block: CHAIN_ROWS_WARPS, threads: 32 * CHAIN_ROWS_WARPS };
+        let warps =
+            |kernel, np| ChainKernel { kernel, systems_per_block: chain_rows_systems_per_block(np), threads: 32 * CHAIN_ROWS_WARPS };
         let blocks = |kernel, threads| ChainKernel { kernel, systems_per_block: 1, threads };
         let factor_kind = ChainFactor::for_block(n);
         let factor = match factor_kind {
-            ChainFactor::Rows(np) => warps(k(&format!("{}{np}", names::FACTOR_CHAIN_ROWS))?),
+            ChainFactor::Rows(np) => warps(k(&format!("{}{np}", names::FACTOR_CHAIN_ROWS))?, np),
             ChainFactor::Strips(np) => blocks(k(&format!("{}{np}", names::FACTOR_CHAIN_STRIPS))?, chain_strip_threads(np)),
             ChainFactor::Generic => blocks(k(names::FACTOR_CHAIN)?, chain_threads(n)),
         };
@@ -148,8 +149,8 @@ impl Chain {
         let threads = chain_threads(n);
         let (forward, backward) = match rows {
             Some(np) => (
-                warps(k(&format!("{}{np}", names::SOLVE_FORWARD_CHAIN_ROWS))?),
-                warps(k(&format!("{}{np}", names::SOLVE_BACKWARD_CHAIN_ROWS))?),
+                warps(k(&format!("{}{np}", names::SOLVE_FORWARD_CHAIN_ROWS))?, np),
+                warps(k(&format!("{}{np}", names::SOLVE_BACKWARD_CHAIN_ROWS))?, np),
             ),
             None if inverse => {
                 (blocks(k(names::SOLVE_FORWARD_CHAIN_INVERSE)?, threads), blocks(k(names::SOLVE_BACKWARD_CHAIN_INVERSE)?, threads))
@@ -226,8 +227,8 @@ mod tests {
     #[test]
     fn auto_takes_the_chain_for_batches_that_fill_the_device() {
         let auto = |systems, n| prefers_chain(KernelFamily::Auto, systems, n, 132, HOPPER_SMEM, 8).unwrap();
-        assert!(auto(1024, 16) && auto(792, 8) && auto(4096, 1));
-        assert!(!auto(791, 16) && !auto(1, 8) && !auto(4096, 65));
+        assert!(auto(1024, 16) && auto(528, 8) && auto(4096, 1));
+        assert!(!auto(527, 16) && !auto(1, 8) && !auto(4096, 65));
         // The strip-blocked factor's range: from 2 systems per SM, 1 above n = 32.
         assert!(auto(264, 17) && auto(264, 32) && !auto(263, 24));
         assert!(auto(132, 33) && auto(132, 64) && !auto(131, 48));
