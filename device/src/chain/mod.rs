@@ -533,12 +533,23 @@ unsafe fn load_row<T: Real, const NP: usize>(src: *const T, ld: usize, n: usize,
     unsafe { load_lane(src, ld, n, lane, identity, false) }
 }
 
-/// Column `lane` of the block ([`load_lane`]).
+/// Column `lane` of the block ([`load_lane`]). A column is contiguous, so where the
+/// columns start 16-byte aligned and hold whole 16-byte words it is read by 16-byte loads:
+/// the scalar loads of a warp touch a cache line per lane each and made the backward
+/// chain solve L1-bound (`docs/perf-notes.md`, entry 32).
 ///
 /// # Safety
 /// As [`load_lane`].
 #[inline(always)]
 unsafe fn load_column<T: Real, const NP: usize>(src: *const T, ld: usize, n: usize, lane: usize, identity: bool) -> [T; NP] {
+    /// A whole column, 16-byte aligned: one read of it is a row of 16-byte loads.
+    #[repr(C, align(16))]
+    struct Column<T, const NP: usize>([T; NP]);
+    if n == NP && ld % (16 / T::BYTES) == 0 && src as usize % 16 == 0 {
+        // SAFETY: column `lane < NP = n` of the block (caller's contract), 16-byte aligned
+        // (checked: the block's start and the column stride).
+        return unsafe { core::ptr::read(src.add(lane * ld) as *const Column<T, NP>) }.0;
+    }
     unsafe { load_lane(src, ld, n, lane, identity, true) }
 }
 
