@@ -499,6 +499,9 @@ pub const fn factor_chain_rows_shared_bytes(np: usize, elem_bytes: usize) -> usi
 /// addresses of each column (coalesced); columns: each lane reads its own column (strided
 /// across lanes, served by L2 and L1).
 ///
+/// With `lower_only` the entries above the diagonal are taken as zero without reading
+/// them (a factor block `L_bb`, whose upper triangle the storage keeps zero).
+///
 /// # Safety
 /// `src` holds an `n x n` block at `ld` (not read when `n == 0`).
 #[inline(always)]
@@ -509,10 +512,12 @@ unsafe fn load_lane<T: Real, const NP: usize>(
     lane: usize,
     identity: bool,
     transposed: bool,
+    lower_only: bool,
 ) -> [T; NP] {
     let mut row = [T::ZERO; NP];
     for c in 0..NP {
-        row[c] = if lane < n && c < n {
+        let above = if transposed { c < lane } else { c > lane };
+        row[c] = if lane < n && c < n && !(lower_only && above) {
             let at = if transposed { lane * ld + c } else { c * ld + lane };
             unsafe { load_readonly(src.add(at)) }
         } else if identity && c == lane {
@@ -530,7 +535,17 @@ unsafe fn load_lane<T: Real, const NP: usize>(
 /// As [`load_lane`].
 #[inline(always)]
 unsafe fn load_row<T: Real, const NP: usize>(src: *const T, ld: usize, n: usize, lane: usize, identity: bool) -> [T; NP] {
-    unsafe { load_lane(src, ld, n, lane, identity, false) }
+    unsafe { load_lane(src, ld, n, lane, identity, false, false) }
+}
+
+/// Row `lane` of a factor block `L_bb` ([`load_lane`] with `lower_only`): the zero upper
+/// triangle is not read, 37.5 % fewer sectors of the block at `n = 16`.
+///
+/// # Safety
+/// As [`load_lane`].
+#[inline(always)]
+unsafe fn load_factor_row<T: Real, const NP: usize>(src: *const T, ld: usize, n: usize, lane: usize) -> [T; NP] {
+    unsafe { load_lane(src, ld, n, lane, true, false, true) }
 }
 
 /// Column `lane` of the block ([`load_lane`]). A column is contiguous, so where the
@@ -550,7 +565,7 @@ unsafe fn load_column<T: Real, const NP: usize>(src: *const T, ld: usize, n: usi
         // (checked: the block's start and the column stride).
         return unsafe { core::ptr::read(src.add(lane * ld) as *const Column<T, NP>) }.0;
     }
-    unsafe { load_lane(src, ld, n, lane, identity, true) }
+    unsafe { load_lane(src, ld, n, lane, identity, true, false) }
 }
 
 /// Lane `lane`'s row into the warp's tile (column-major, leading dimension `t`). Rows are
@@ -747,7 +762,7 @@ pub unsafe fn solve_forward_chain_rows<T: Real, const NP: usize>(args: &SolveArg
     let rhs = unsafe { a.rhs.add(s * ldb * k) };
     // Block `b`'s rows of `L_bb` and `L_{b,b-1}`.
     let load = |b: usize| -> ([T; NP], [T; NP]) {
-        let l = unsafe { load_row(a.diag.add((s * nb + b) * blk), ld, rows, row, true) };
+        let l = unsafe { load_factor_row(a.diag.add((s * nb + b) * blk), ld, rows, row) };
         let cpl = if b > 0 { unsafe { load_row(a.right.add((s * nb + b - 1) * blk), ld, rows, row, false) } } else { [T::ZERO; NP] };
         (l, cpl)
     };
