@@ -560,7 +560,7 @@ unsafe fn load_column<T: Real, const NP: usize>(src: *const T, ld: usize, n: usi
     /// A whole column, 16-byte aligned: one read of it is a row of 16-byte loads.
     #[repr(C, align(16))]
     struct Column<T, const NP: usize>([T; NP]);
-    if n == NP && ld % (16 / T::BYTES) == 0 && src as usize % 16 == 0 {
+    if n == NP && ld.is_multiple_of(16 / T::BYTES) && (src as usize).is_multiple_of(16) {
         // SAFETY: column `lane < NP = n` of the block (caller's contract), 16-byte aligned
         // (checked: the block's start and the column stride).
         return unsafe { core::ptr::read(src.add(lane * ld) as *const Column<T, NP>) }.0;
