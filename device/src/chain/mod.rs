@@ -401,7 +401,7 @@ pub unsafe fn solve_backward_chain_inverse<T: Real>(args: &SolveArgs<T>) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Register-resident chain kernels: one warp per system, `n <= NP <= 32`.
+// Register-resident chain kernels: a group of `min(NP, 32)` lanes per system, `n <= NP <= 32`.
 // ---------------------------------------------------------------------------------------
 
 /// Warps per thread block of the register-resident chain kernels.

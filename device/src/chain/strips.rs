@@ -56,7 +56,7 @@ pub const fn chain_strip_threads(np: usize) -> u32 {
 /// Padded size from which [`factor_chain_strips`] also writes `W_bb = L_bb^-1` (to `left`,
 /// for [`super::solve_forward_chain_inverse`] / [`super::solve_backward_chain_inverse`]): the block is one
 /// `64 x 64` tile of the tiled engine's inverse ([`invert_factor`]). Below, the solves run
-/// one warp per system with the factor's rows in registers and need no inverse.
+/// a lane group per system with the factor's rows in registers and need no inverse.
 pub const CHAIN_INVERSE_SIZE: usize = 64;
 
 /// Elements of the inverse's areas in shared memory: `W^T` (stride [`S`]) and its

@@ -26,7 +26,7 @@ use blocktri_device::level::row_size;
 /// its extra flops. Measured factor + solve against nested dissection with `N = 64`
 /// (`docs/perf-notes.md`):
 /// - `n <= 16` (register-resident factor and solves, a lane group per system, entry 32):
-///   at 3 per SM 0.90x-0.91x as fast (f32), at 4 per SM 1.06x-1.14x (f32 and f64);
+///   at 3 per SM 0.91x-1.25x as fast, at 4 per SM 1.13x-1.54x (f64 and f32);
 /// - `16 < n <= 32` (strip-blocked factor, register-resident solves, entry 31, f64): at 1
 ///   per SM 0.63x-0.71x, at 2 per SM 1.11x-1.24x, at 4 per SM 1.9x-2.1x;
 /// - `32 < n <= 64` (strip-blocked factor with inverted diagonal blocks, product-only
@@ -93,7 +93,7 @@ impl ChainFactor {
     }
 }
 
-/// Largest block size whose chain factor runs one warp per system: at `n = 32` the f64
+/// Largest block size whose chain factor runs a lane group per system: at `n = 32` the f64
 /// rows spill (52 µs per step, `docs/perf-notes.md` entry 10), and from `n = 17` the
 /// strip-blocked factor takes over (entry 31).
 const CHAIN_ROWS_FACTOR_MAX_N: usize = 16;

@@ -160,10 +160,12 @@ pub enum KernelFamily {
     /// per node, FP64 tensor-core products; any `n`.
     Tiled,
     /// The chain kernels (`blocktri_device::chain`): sequential block Cholesky, no nested
-    /// dissection; one warp per system for `n <= 32`, one thread block per system above
+    /// dissection; a lane group per system for the solves up to `n = 32` and the factor up to
+    /// `n = 16` (two to eight systems per warp below `n = 17`), one thread block per system above
     /// (an error when the blocks do not fit in shared memory: `n` above about 120 in
-    /// `f64`). `Auto` takes them for batches of at
-    /// least six systems per multiprocessor with `n <= 16` (measured crossovers).
+    /// `f64`). `Auto` takes them for batches of at least four systems per multiprocessor
+    /// with `n <= 16`, two with `16 < n <= 32` and one with `32 < n <= 64` (measured
+    /// crossovers).
     Chain,
 }
 
