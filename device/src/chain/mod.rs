@@ -548,10 +548,11 @@ unsafe fn load_factor_row<T: Real, const NP: usize>(src: *const T, ld: usize, n:
     unsafe { load_lane(src, ld, n, lane, true, false, true) }
 }
 
-/// Column `lane` of the block ([`load_lane`]). A column is contiguous, so where the
-/// columns start 16-byte aligned and hold whole 16-byte words it is read by 16-byte loads:
-/// the scalar loads of a warp touch a cache line per lane each and made the backward
-/// chain solve L1-bound (`docs/perf-notes.md`, entry 32).
+/// Column `lane` of the block ([`load_lane`]). A column is contiguous, so where the block
+/// fills the padded size (`n == NP`) and its columns start 16-byte aligned, a column is
+/// read as one aligned array (16-byte loads): the scalar loads of a warp touch a cache
+/// line per lane each and made the backward chain solve L1-bound (`docs/perf-notes.md`,
+/// entry 32).
 ///
 /// # Safety
 /// As [`load_lane`].
