@@ -427,8 +427,8 @@ struct LaneGroup {
     row: usize,
     /// The group's first lane: row `r` of the system is on lane `base + r`.
     base: u32,
-    /// The group's index within the warp.
-    group: usize,
+    /// The group's index within the thread block (its slot of shared memory).
+    slot: usize,
     /// The system whose arrays the lane addresses: its own, or for a group past the last
     /// system the warp's first (never read nor written: `live` is false).
     system: usize,
@@ -453,7 +453,7 @@ fn lane_group<const NP: usize>(systems: u32) -> Option<LaneGroup> {
     Some(LaneGroup {
         row: (lane % lanes) as usize,
         base: group * lanes,
-        group: group as usize,
+        slot: (warp * (32 / lanes) + group) as usize,
         system: if live { own } else { first } as usize,
         live,
     })
@@ -625,8 +625,7 @@ pub unsafe fn factor_chain_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) 
     let (row, base, s) = (g.row, g.base, g.system);
     let mut live = g.live;
     let t = chain_ldt(NP);
-    let groups_before = blocktri_prims::warp_id() as usize * (32 / chain_rows_lanes(NP)) + g.group;
-    let tile = unsafe { shared::dynamic_shared::<T>().add(groups_before * chain_rows_group_elems(NP, T::BYTES)) };
+    let tile = unsafe { shared::dynamic_shared::<T>().add(g.slot * chain_rows_group_elems(NP, T::BYTES)) };
     let inv = unsafe { tile.add(align_elems(t * NP, T::BYTES)) };
     let info = unsafe { a.info.add(s) };
     let blk = ld * n;
