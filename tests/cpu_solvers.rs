@@ -107,3 +107,29 @@ fn refactor_reuses_the_shape_and_rejects_another() {
     assert!(residual::accuracy(&a2, &x, &b).unwrap().relative_residual < 1e-13);
     assert!(matches!(solver.refactor(&a3), Err(blocktri::Error::ShapeChanged { .. })));
 }
+
+/// `factor_solve_in_place` (the trait's default on the CPU backends): the bits of
+/// `factor` + `solve`, and a matrix that is not positive definite leaves the right-hand
+/// side untouched.
+#[test]
+fn factor_solve_in_place_matches_and_keeps_the_rhs_on_failure() {
+    let seed = fresh_seed();
+    let bits = |x: &blocktri::BlockVec<f64>| x.as_slice().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    for (i, solver) in [&mut SequentialCholesky::new() as &mut dyn Factorization<f64>, &mut ThreadedCholesky::new()].into_iter().enumerate()
+    {
+        let (a, b) = problem::<f64>(3, 40, 5, 2, seed + i as u64);
+        solver.factor(&a).unwrap();
+        let expected = solver.solve(&b).unwrap();
+        let mut x = b.clone();
+        solver.factor_solve_in_place(&a, &mut x).unwrap();
+        assert_eq!(bits(&x), bits(&expected), "{} (seed {seed})", solver.name());
+        let mut bad = a.clone();
+        bad.set_diag(2, 17, 1, 1, -1e3);
+        let mut x = b.clone();
+        assert!(matches!(
+            solver.factor_solve_in_place(&bad, &mut x),
+            Err(blocktri::Error::NotPositiveDefinite { system: 2, block: 17, .. })
+        ));
+        assert_eq!(bits(&x), bits(&b), "{}: the right-hand side was touched", solver.name());
+    }
+}

@@ -119,7 +119,8 @@ macro_rules! panel_kernel {
     };
 }
 
-/// Runs the register-resident kernel of padded size `np` (4, 8, 16 or 32).
+/// Runs the register-resident kernel of padded size `np` (4, 8, 16 or 32), with a
+/// further const argument when given.
 macro_rules! rows_kernel {
     ($np:expr, $f:ident, $args:expr) => {
         match $np {
@@ -129,6 +130,14 @@ macro_rules! rows_kernel {
             _ => $f::<f64, 32>($args),
         }
     };
+    ($np:expr, $f:ident, $c:expr, $args:expr) => {
+        match $np {
+            4 => $f::<f64, 4, $c>($args),
+            8 => $f::<f64, 8, $c>($args),
+            16 => $f::<f64, 16, $c>($args),
+            _ => $f::<f64, 32, $c>($args),
+        }
+    };
 }
 
 fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
@@ -136,12 +145,15 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
     let (nb, s) = (shape.nblocks as u32, shape.batch as u32);
     let args = factor_args(d, a, 0, nrhs);
     if fam == CHAIN_ROWS {
-        assert_eq!(nrhs, 0, "the register-resident chain kernels do not interlace right-hand sides");
         let np = row_size(shape.block).unwrap();
         let smem = factor_chain_rows_shared_bytes(np, 8);
         let grid = s.div_ceil(chain_rows_systems_per_block(np));
         // SAFETY: as below; a lane group per system.
-        unsafe { emu::launch_unchecked(grid, 32 * CHAIN_ROWS_WARPS, smem, || rows_kernel!(np, factor_chain_rows, &args)) };
+        unsafe {
+            emu::launch_unchecked(grid, 32 * CHAIN_ROWS_WARPS, smem, || {
+                if nrhs > 0 { rows_kernel!(np, factor_chain_rows, true, &args) } else { rows_kernel!(np, factor_chain_rows, false, &args) }
+            })
+        };
         return;
     }
     if fam == CHAIN_STRIPS {
@@ -404,13 +416,16 @@ fn check_factor_and_solve(fam: Family, cases: &[(usize, usize, usize, usize)]) {
 #[test]
 fn emulated_interlaced_factor_forward_then_backward() {
     for fam in [Family::Generic(96), ROWS, ROWS_DATAFLOW, Family::RowsDataflow(2), CHAIN] {
-        check_interlaced(fam);
+        check_interlaced(fam, CASES);
     }
+    // The register-resident chain (one column): every padded size, several systems per
+    // warp, batches that end inside a warp.
+    check_interlaced(CHAIN_ROWS, &[(1, 1, 3, 1), (5, 4, 2, 1), (6, 7, 7, 1), (3, 3, 13, 1), (9, 5, 16, 1), (2, 3, 32, 1), (3, 4, 29, 1)]);
 }
 
-fn check_interlaced(fam: Family) {
+fn check_interlaced(fam: Family, cases: &[(usize, usize, usize, usize)]) {
     let seed = fresh_seed();
-    for (i, &(s, nb, n, k)) in CASES.iter().enumerate() {
+    for (i, &(s, nb, n, k)) in cases.iter().enumerate() {
         let (a, b) = problem::<f64>(s, nb, n, k, seed + 50 + i as u64);
         let mut d = upload(&a, &b, n.div_ceil(8) * 8);
         run_factor(&mut d, &a, fam, k as u32);
@@ -440,16 +455,21 @@ fn emulated_failures_name_the_system_and_block() {
 /// The register-resident chain kernels run two to eight systems per warp (a lane group
 /// each): a system that fails must not stop or disturb the others of its warp, and the
 /// groups past the last system must not write. Every padded size below 32, batches that
-/// end inside a warp.
+/// end inside a warp, with and without the interlaced forward substitution.
 #[test]
 fn emulated_chain_rows_groups_survive_a_failing_neighbour() {
     let seed = fresh_seed();
-    for (i, &(s, nb, n, failing)) in [(5, 6, 16, 2), (7, 5, 7, 4), (11, 4, 3, 9), (3, 7, 12, 0)].iter().enumerate() {
-        let (mut a, b) = problem::<f64>(s, nb, n, 2, seed + i as u64);
+    // (S, N, n, failing system, factor with the interlaced forward substitution: one
+    // right-hand side, the kernel's contract)
+    let cases =
+        [(5, 6, 16, 2, false), (7, 5, 7, 4, false), (11, 4, 3, 9, false), (3, 7, 12, 0, false), (5, 6, 16, 3, true), (11, 4, 5, 8, true)];
+    for (i, &(s, nb, n, failing, interlaced)) in cases.iter().enumerate() {
+        let k = if interlaced { 1 } else { 2 };
+        let (mut a, b) = problem::<f64>(s, nb, n, k, seed + i as u64);
         let reference = dense_solution(&a, &b);
         a.set_diag(failing, 3, n - 1, n - 1, -1e3);
         let mut d = upload(&a, &b, n.div_ceil(8) * 8);
-        run_factor(&mut d, &a, CHAIN_ROWS, 0);
+        run_factor(&mut d, &a, CHAIN_ROWS, if interlaced { 1 } else { 0 });
         for (sys, &info) in d.info.iter().enumerate() {
             if sys == failing {
                 assert_eq!(decode_info(info), Some((0, InfoCode::NotPositiveDefinite as u32, 3)), "n={n} system {sys}");
@@ -457,10 +477,10 @@ fn emulated_chain_rows_groups_survive_a_failing_neighbour() {
                 assert_eq!(info, INFO_OK, "n={n} system {sys}");
             }
         }
-        run_solve(&mut d, &a, 2, 2, true, CHAIN_ROWS);
+        run_solve(&mut d, &a, k, 2, !interlaced, CHAIN_ROWS);
         // The other systems' solutions against their references (the failing system's
         // values are replaced by its reference: its factor is incomplete).
-        let mut x = BlockVec::from_vec(a.shape(), 2, d.rhs.clone()).unwrap();
+        let mut x = BlockVec::from_vec(a.shape(), k, d.rhs.clone()).unwrap();
         x.system_mut(failing).copy_from_slice(reference.system(failing));
         let err = error_vs_reference(&x, &reference);
         assert!(err < 1e-11, "S={s} N={nb} n={n}: {err:e} (seed {seed})");

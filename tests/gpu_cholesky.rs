@@ -300,6 +300,11 @@ fn chain_engine_every_shape() {
             other => panic!("n = {n}: {other:?}"),
         }
         assert!(matches!(s64.solve(&b), Err(Error::NotFactored)));
+        // The same through factor + solve (interlaced at n = 16).
+        match s64.factor_solve(&a, &b) {
+            Err(Error::NotPositiveDefinite { system: 5, block: 40, level: 0 }) => {}
+            other => panic!("factor_solve, n = {n}: {other:?}"),
+        }
     }
     let (mut a, _) = problem::<f64>(7, 64, 16, 1, seed);
     a.sub_block_mut(2, 10)[5] = f64::INFINITY;
@@ -326,6 +331,11 @@ fn matches_the_cpu_reference_solution() {
     }
 }
 
+/// The bit patterns of a vector's values (to compare results bitwise).
+fn bits(x: &BlockVec<f64>) -> Vec<u64> {
+    x.as_slice().iter().map(|v| v.to_bits()).collect()
+}
+
 #[test]
 fn interlaced_factor_solve_graphs_and_refactor_agree() {
     let Some(g) = gpu() else { return };
@@ -343,6 +353,32 @@ fn interlaced_factor_solve_graphs_and_refactor_agree() {
         with_graphs.refactor(&a2).unwrap();
         let x = with_graphs.solve(&b).unwrap();
         assert!(residual::accuracy(&a2, &x, &b).unwrap().relative_residual < 1e-12);
+    }
+    // In place (a Newton loop's call): the result of `factor_solve` (the same bits on the
+    // chain engine; nested dissection's fused kernels add their updates in no fixed
+    // order), every engine that interlaces (nested dissection's rows at n = 16, the
+    // register chain with one column); a failure leaves the right-hand side as it was.
+    for (batch, kernels, k) in [(4, KernelFamily::Auto, 3), (4, KernelFamily::Auto, 1), (9, KernelFamily::Chain, 1)] {
+        let (a, b) = problem::<f64>(batch, 300, 16, k, seed + 2);
+        let mut solver = GpuCholesky::<f64>::with_gpu(with_graphs.gpu().clone(), GpuOptions { kernels, ..Default::default() }).unwrap();
+        let expected = solver.factor_solve(&a, &b).unwrap();
+        for _ in 0..2 {
+            let mut x = b.clone();
+            solver.factor_solve_in_place(&a, &mut x).unwrap();
+            if kernels == KernelFamily::Chain {
+                assert_eq!(bits(&x), bits(&expected), "{kernels:?} k = {k}");
+            }
+            let err = error_vs_reference(&x, &expected);
+            assert!(err < 1e-13, "{kernels:?} k = {k}: {err:e} (seed {seed})");
+        }
+        let mut bad = a.clone();
+        bad.set_diag(batch - 1, 200, 2, 2, -1e3);
+        let mut x = b.clone();
+        match solver.factor_solve_in_place(&bad, &mut x) {
+            Err(Error::NotPositiveDefinite { system, block: 200, .. }) if system == batch - 1 => {}
+            other => panic!("{kernels:?}: {other:?}"),
+        }
+        assert_eq!(bits(&x), bits(&b), "{kernels:?}: the right-hand side was touched");
     }
     // Several right-hand-side sets on their own streams.
     let sets: Vec<BlockVec<f64>> = (0..3).map(|i| generate::random_rhs(a2.shape(), 1 + i, seed + 9 + i as u64).unwrap()).collect();

@@ -76,6 +76,9 @@ pub mod names {
     pub const SOLVE_BACKWARD_CHAIN_INVERSE: &str = "solve_backward_chain_inverse";
     /// [`crate::chain::factor_chain_rows`]; the padded size follows: `factor_chain_rows16_f64`.
     pub const FACTOR_CHAIN_ROWS: &str = "factor_chain_rows";
+    /// [`crate::chain::factor_chain_rows`] with the interlaced forward substitution
+    /// (`factor_solve_chain_rows16_f64`).
+    pub const FACTOR_SOLVE_CHAIN_ROWS: &str = "factor_solve_chain_rows";
     /// [`crate::chain::solve_forward_chain_rows`] (`solve_forward_chain_rows16_f64`).
     pub const SOLVE_FORWARD_CHAIN_ROWS: &str = "solve_forward_chain_rows";
     /// [`crate::chain::solve_backward_chain_rows`] (`solve_backward_chain_rows16_f64`).
@@ -278,8 +281,9 @@ mod entry {
         solve_rows_dataflow32_f32
     );
     macro_rules! chain_rows_kernels {
-        ($np:literal, $f64f:ident, $f32f:ident, $f64s:ident, $f32s:ident, $f64b:ident, $f32b:ident) => {
-            kernel!($f64f, $f32f, factor_chain_rows::<_, $np>, FactorArgs);
+        ($np:literal, $f64f:ident, $f32f:ident, $f64fs:ident, $f32fs:ident, $f64s:ident, $f32s:ident, $f64b:ident, $f32b:ident) => {
+            kernel!($f64f, $f32f, factor_chain_rows::<_, $np, false>, FactorArgs);
+            kernel!($f64fs, $f32fs, factor_chain_rows::<_, $np, true>, FactorArgs);
             kernel!($f64s, $f32s, solve_forward_chain_rows::<_, $np>, SolveArgs);
             kernel!($f64b, $f32b, solve_backward_chain_rows::<_, $np>, SolveArgs);
         };
@@ -288,6 +292,8 @@ mod entry {
         4,
         factor_chain_rows4_f64,
         factor_chain_rows4_f32,
+        factor_solve_chain_rows4_f64,
+        factor_solve_chain_rows4_f32,
         solve_forward_chain_rows4_f64,
         solve_forward_chain_rows4_f32,
         solve_backward_chain_rows4_f64,
@@ -297,6 +303,8 @@ mod entry {
         8,
         factor_chain_rows8_f64,
         factor_chain_rows8_f32,
+        factor_solve_chain_rows8_f64,
+        factor_solve_chain_rows8_f32,
         solve_forward_chain_rows8_f64,
         solve_forward_chain_rows8_f32,
         solve_backward_chain_rows8_f64,
@@ -306,6 +314,8 @@ mod entry {
         16,
         factor_chain_rows16_f64,
         factor_chain_rows16_f32,
+        factor_solve_chain_rows16_f64,
+        factor_solve_chain_rows16_f32,
         solve_forward_chain_rows16_f64,
         solve_forward_chain_rows16_f32,
         solve_backward_chain_rows16_f64,
@@ -315,6 +325,8 @@ mod entry {
         32,
         factor_chain_rows32_f64,
         factor_chain_rows32_f32,
+        factor_solve_chain_rows32_f64,
+        factor_solve_chain_rows32_f32,
         solve_forward_chain_rows32_f64,
         solve_forward_chain_rows32_f32,
         solve_backward_chain_rows32_f64,

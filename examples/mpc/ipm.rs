@@ -10,8 +10,8 @@
 //! dynamics constraints, eliminating the primal step gives `(C H^-1 C') dlam = r`, which is
 //! SPD and block-tridiagonal with `N + 1` blocks of `n_x`: `D_0 = Hx_0^-1`,
 //! `D_{k+1} = A Hx_k^-1 A' + B Hu_k^-1 B' + Hx_{k+1}^-1`, `S_{k+1,k} = -A Hx_k^-1`. Every
-//! iteration changes its values, never its shape, so the solver runs `refactor` + `solve`
-//! (on the GPU: graph replays).
+//! iteration changes its values, never its shape, so the solver runs `factor_solve_in_place`
+//! on the same buffers (on the GPU: graph replays).
 
 #![allow(dead_code)] // each user (example, test) takes a part
 
@@ -252,12 +252,9 @@ pub fn solve<F: Factorization<f64>>(m: &Model, x_init: &[f64], solver: &mut F) -
         }
         out.assembly_s += t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
-        if factored {
-            solver.refactor(&system)?
-        } else {
-            solver.factor(&system)?
-        };
-        solver.solve_in_place(&mut rhs)?;
+        // One call per Newton step: on the GPU one upload, one graph launch, one download
+        // (`refactor` + `solve_in_place` would wait for the device twice).
+        solver.factor_solve_in_place(&system, &mut rhs)?;
         if factored {
             out.linear_s += t.elapsed().as_secs_f64();
         } else {
@@ -461,7 +458,7 @@ pub fn compare_backends(systems: usize, horizon: usize, masses: usize, actuated:
         let total = start.elapsed().as_secs_f64();
         let iters = out.iterations.max(1) as f64;
         println!(
-            "{:<12} {:>3} iterations, {:8.3} ms per iteration: refactor + solve {:7.3} ms (the first factor + solve {:.3} ms), \
+            "{:<12} {:>3} iterations, {:8.3} ms per iteration: factor + solve {:7.3} ms (the first {:.3} ms), \
              assembly and step (CPU, rayon) {:7.3} ms; objective {:.6}; max dynamics violation {:.1e}, stationarity {:.1e}, \
              complementarity {:.1e}",
             solver.backend_name(),

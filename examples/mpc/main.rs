@@ -1,8 +1,8 @@
 //! Interior-point MPC: a chain of masses driven by bounded forces to rest, solved by a
 //! primal-dual interior-point method whose Newton systems are SPD block-tridiagonal
 //! (`ipm.rs`). Every iteration changes the values of the Newton system, not its shape:
-//! the solver runs `refactor` + `solve` (graph replays on the GPU). The batched form is
-//! `examples/batched_mpc.rs`.
+//! the solver runs `factor_solve_in_place` on the same buffers (graph replays on the GPU).
+//! The batched form is `examples/batched_mpc.rs`.
 //!
 //! ```text
 //! cargo run --release --example mpc                  # GPU if present: N = 1000, 12 masses (n_x = 24, n_u = 8)

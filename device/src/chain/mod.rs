@@ -607,8 +607,13 @@ fn reciprocal_diagonal<T: Real, const NP: usize>(lane_values: [T; NP], base: u32
 /// factorization broadcasts by shuffles, the triangular solve and
 /// `D_{b+1} = A_{b+1,b+1} - L_{b+1,b} L_{b+1,b}^T` read the other rows from the group's
 /// shared tile (broadcast reads), so a step needs no block barrier, only warp
-/// synchronization; the next coupling is loaded while the step computes. No interlaced
-/// right-hand sides. Same storage, checks and status words as [`factor_chain`]
+/// synchronization; the next coupling is loaded while the step computes. With `SOLVE`
+/// the step also does the forward substitution of one right-hand side in place
+/// (`y_b = L_bb^-1 r_b`, `r_{b+1} -= L_{b+1,b} y_b`, as [`factor_chain`]'s step 3) from
+/// the rows it holds, `r_{b+1}` carried in a register between steps, so the forward chain
+/// solve and its second read of every factor block are not needed. (One column only: a
+/// loop over `nrhs` columns raised the f64 `NP = 16` spill from 228 to 640 bytes, the
+/// single column to 300.) Same storage, checks and status words as [`factor_chain`]
 /// (`D_{b+1}`'s symmetry is checked as it is formed: the update is bitwise symmetric, so
 /// this is the input's symmetry). A system that fails stops writing; its lanes run along
 /// with the warp's other systems until all have failed or finished.
@@ -617,8 +622,9 @@ fn reciprocal_diagonal<T: Real, const NP: usize>(lane_values: [T; NP], base: u32
 /// A block of [`CHAIN_ROWS_WARPS`] warps, grid `x` =
 /// `ceil(systems / `[`chain_rows_systems_per_block`]`(NP))`,
 /// [`factor_chain_rows_shared_bytes`]`(NP)` of dynamic shared memory, `n <= NP <= 32`,
-/// `NP` a power of two, `nrhs == 0`; the arrays of [`FactorArgs`] with their documented sizes.
-pub unsafe fn factor_chain_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) {
+/// `NP` a power of two; `nrhs == 1` with `SOLVE`, else `0`; the arrays of [`FactorArgs`]
+/// with their documented sizes (`rhs` with `SOLVE`).
+pub unsafe fn factor_chain_rows<T: Real, const NP: usize, const SOLVE: bool>(args: &FactorArgs<T>) {
     let a = *args;
     let (n, ld, nb) = (a.n as usize, a.ld as usize, a.nblocks as usize);
     let Some(g) = lane_group::<NP>(a.systems) else { return };
@@ -643,6 +649,12 @@ pub unsafe fn factor_chain_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) 
     }
     // Rows of a group without a system: none (identity / zero, nothing read).
     let rows = |live: bool| if live { n } else { 0 };
+    // The interlaced substitution's right-hand side: block `b`, this lane's row at
+    // `b * n + row` (only for rows `< n` of a live group).
+    let rhs = if SOLVE { unsafe { a.rhs.add(s * nb * n) } } else { core::ptr::null_mut() };
+    let value = |live: bool, b: usize| if row < rows(live) { unsafe { *rhs.add(b * n + row) } } else { T::ZERO };
+    // `r_b`, already updated by step `b - 1`, carried in a register.
+    let mut r_carry = if SOLVE { value(live, 0) } else { T::ZERO };
     let mut d: [T; NP] = unsafe { load_row(diag_in(0), ld, rows(live), row, true) };
     let mut cpl: [T; NP] = if nb > 1 { unsafe { load_row(sub(0), ld, rows(live), row, false) } } else { [T::ZERO; NP] };
     for b in 0..nb {
@@ -652,6 +664,8 @@ pub unsafe fn factor_chain_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) 
         let prefetch = NP * T::BYTES <= 128;
         let cpl_next: [T; NP] =
             if prefetch && b + 2 < nb { unsafe { load_row(sub(b + 1), ld, rows(live), row, false) } } else { [T::ZERO; NP] };
+        // The next block of the right-hand side, in flight during this step.
+        let r_next_in = if SOLVE && has_next { value(live, b + 1) } else { T::ZERO };
 
         // 1. Checks: finite values; D_b symmetric (the mirror entry from the tile).
         unsafe { store_row(tile, t, row, d) };
@@ -674,12 +688,14 @@ pub unsafe fn factor_chain_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) 
 
         // 2. Cholesky of D_b by shuffles (the rows kernels' warp 0).
         let mut failed = false;
+        let mut own_pivot = T::ONE; // 1 / L_rr of this lane's row `r`
         for k in 0..NP {
             let dk = d[k].shfl_idx(base + k as u32);
             failed |= !(dk > T::ZERO && dk.is_finite());
             let rs = dk.rsqrt_fast();
             if row == k {
                 unsafe { *inv.add(k) = rs };
+                own_pivot = rs;
             }
             let l = d[k] * rs;
             d[k] = l;
@@ -701,6 +717,23 @@ pub unsafe fn factor_chain_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) 
         for c in 0..NP {
             if row < n && c < n && live {
                 unsafe { *l_dst.add(c * ld + row) = if c <= row { d[c] } else { T::ZERO } };
+            }
+        }
+        // Interlaced: y_b = L_bb^-1 r_b by shuffles, lane `r` scaling its own entry by its
+        // own pivot before the broadcast (no pivot array in registers: the f64 ones are full).
+        let mut y = r_carry;
+        if SOLVE {
+            for r in 0..NP {
+                if row == r {
+                    y *= own_pivot;
+                }
+                let yr = y.shfl_idx(base + r as u32);
+                if row > r {
+                    y = (-d[r]).mul_add(yr, y);
+                }
+            }
+            if row < n && live {
+                unsafe { *rhs.add(b * n + row) = y };
             }
         }
         if !has_next {
@@ -725,6 +758,14 @@ pub unsafe fn factor_chain_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) 
             if row < n && c < n && live {
                 unsafe { *r_dst.add(c * ld + row) = cpl[c] };
             }
+        }
+        // Interlaced: r_{b+1} -= L_{b+1,b} y_b, this lane's row (y_b by shuffles).
+        if SOLVE {
+            let mut z = r_next_in;
+            for j in 0..NP {
+                z = (-cpl[j]).mul_add(y.shfl_idx(base + j as u32), z);
+            }
+            r_carry = z;
         }
 
         // 4. D_{b+1} = A_{b+1,b+1} - K K^T, K = L_{b+1,b}: row `row` against every row.

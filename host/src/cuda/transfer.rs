@@ -528,15 +528,54 @@ impl Staging {
     /// # Safety
     /// `dst` must be valid for `to.span()` elements of `T` in stream order.
     pub unsafe fn upload<T: Scalar>(&mut self, stream: &CudaStream, src: &[T], from: Columns, dst: u64, to: Columns) -> Result<()> {
+        // SAFETY: the caller's contract; the copy from page-locked memory is waited for.
+        unsafe { self.upload_then(stream, src, from, dst, to, true) }
+    }
+
+    /// [`Self::upload`], except that a copy from page-locked memory is only enqueued: the
+    /// DMA engine reads `src` while the host goes on to enqueue the launches that use it
+    /// (a wait per copy costs a host round trip and leaves the GPU idle until the next
+    /// launch arrives).
+    ///
+    /// # Safety
+    /// As [`Self::upload`]; and `src` stays alive and unchanged until `stream` has been
+    /// synchronized.
+    pub unsafe fn upload_enqueued<T: Scalar>(
+        &mut self,
+        stream: &CudaStream,
+        src: &[T],
+        from: Columns,
+        dst: u64,
+        to: Columns,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract, `src` kept until the stream is synchronized.
+        unsafe { self.upload_then(stream, src, from, dst, to, false) }
+    }
+
+    /// [`Self::upload`] (`wait`) or [`Self::upload_enqueued`].
+    ///
+    /// # Safety
+    /// As [`Self::upload_enqueued`] unless `wait`.
+    unsafe fn upload_then<T: Scalar>(
+        &mut self,
+        stream: &CudaStream,
+        src: &[T],
+        from: Columns,
+        dst: u64,
+        to: Columns,
+        wait: bool,
+    ) -> Result<()> {
         check_layouts(src.len(), from, to)?;
         if from.cols == 0 || from.width == 0 {
             return Ok(());
         }
         count_transfer(from.cols * from.width * std::mem::size_of::<T>());
         if is_page_locked(src) {
-            // Straight to the DMA engine; wait so that `src` is free when we return.
+            // Straight to the DMA engine; with `wait`, `src` is free when we return.
             unsafe { copy_columns_htod(stream, src, from, dst, to)? };
-            stream.synchronize()?;
+            if wait {
+                stream.synchronize()?;
+            }
             return Ok(());
         }
         let (pieces, runs) = self.plan::<T>(to)?;

@@ -121,6 +121,8 @@ impl ChainKernel {
 pub(super) struct Chain {
     factor_kind: ChainFactor,
     factor: ChainKernel,
+    /// The register-resident factor with the interlaced forward substitution.
+    factor_solve: Option<ChainKernel>,
     forward: ChainKernel,
     backward: ChainKernel,
     max_shared: u32,
@@ -142,6 +144,10 @@ impl Chain {
             ChainFactor::Strips(np) => blocks(k(&format!("{}{np}", names::FACTOR_CHAIN_STRIPS))?, chain_strip_threads(np)),
             ChainFactor::Generic => blocks(k(names::FACTOR_CHAIN)?, chain_threads(n)),
         };
+        let factor_solve = match factor_kind {
+            ChainFactor::Rows(np) => Some(warps(k(&format!("{}{np}", names::FACTOR_SOLVE_CHAIN_ROWS))?, np)),
+            _ => None,
+        };
         let rows = row_size(n);
         // The strip factor at padded size 64 (n > 32: no register-resident solves) writes
         // the inverted diagonal blocks the inverse solves read.
@@ -157,13 +163,19 @@ impl Chain {
             }
             None => (blocks(k(names::SOLVE_FORWARD_CHAIN)?, threads), blocks(k(names::SOLVE_BACKWARD_CHAIN)?, threads)),
         };
-        Ok(Chain { factor_kind, factor, forward, backward, max_shared: gpu.info().max_shared_per_block, rhs_chunk, rows })
+        Ok(Chain { factor_kind, factor, factor_solve, forward, backward, max_shared: gpu.info().max_shared_per_block, rhs_chunk, rows })
     }
 
-    /// Whether the factor kernel can also do the forward substitution of `nrhs` columns
-    /// (the generic block-per-system factor only).
+    /// Whether the factor kernel can also do the forward substitution of `nrhs` columns:
+    /// the register-resident one for one column (carried in a register; more would spill),
+    /// the generic block-per-system one where their tile fits in shared memory, the strip
+    /// factor not.
     pub(super) fn interlaces(&self, n: usize, nrhs: usize, elem: usize) -> bool {
-        self.factor_kind == ChainFactor::Generic && factor_chain_shared_bytes(n, nrhs, elem) <= self.max_shared as usize
+        match self.factor_kind {
+            ChainFactor::Rows(_) => nrhs == 1,
+            ChainFactor::Strips(_) => false,
+            ChainFactor::Generic => factor_chain_shared_bytes(n, nrhs, elem) <= self.max_shared as usize,
+        }
     }
 
     /// The factorization: one launch, one block per system (each resets its own status).
@@ -176,7 +188,10 @@ impl Chain {
             ChainFactor::Strips(np) => factor_chain_strips_shared_bytes(np, T::BYTES),
             ChainFactor::Generic => factor_chain_shared_bytes(shape.block, nrhs, T::BYTES),
         } as u32;
-        let f = &self.factor;
+        let f = match (&self.factor_solve, rhs) {
+            (Some(interlaced), Some(_)) => interlaced,
+            _ => &self.factor,
+        };
         vec![Step::Launch {
             kernel: &f.kernel,
             level: 0,

@@ -48,6 +48,18 @@ pub(crate) fn plan_chunks(batch: usize, per_system: usize, free: usize, cap: Opt
 impl<T: Scalar> GpuCholesky<T> {
     /// The chunking of a factor + solve of `shape` with `k` right-hand-side columns.
     pub(super) fn chunk_plan(&self, shape: Shape, k: usize) -> Result<ChunkPlan> {
+        // The live plan of this shape already holds the whole batch with `k` columns: one
+        // chunk, without asking the driver for free memory (`cuMemGetInfo` on every call
+        // of a Newton loop's factor + solve).
+        let whole = ChunkPlan { systems: shape.batch, chunks: 1, solvers: 1 };
+        let uncapped = self.options.chunk_systems.is_none_or(|cap| cap >= shape.batch);
+        if let Some(plan) = &self.plan
+            && uncapped
+            && plan.bufs.shape == shape
+            && plan.rhs.as_ref().is_some_and(|r| r.len() >= shape.batch * shape.dim() * k)
+        {
+            return Ok(whole);
+        }
         let one = Shape { batch: 1, ..shape };
         let tiled = self.is_tiled(shape.block)?;
         let free = self.gpu.free_memory()? + self.plan_footprint();
@@ -86,7 +98,7 @@ impl<T: Scalar> GpuCholesky<T> {
             {
                 let solver: &mut GpuCholesky<T> = if on_partner { self.partner.as_deref_mut().expect("partner") } else { self };
                 crate::trace::timed("chunk: upload", || {
-                    solver.upload_systems(chunk_shape, a.ld(), &a.diag()[s0 * diag_len..], &a.sub()[s0 * sub_len..], count)?;
+                    solver.upload_systems(chunk_shape, a.ld(), &a.diag()[s0 * diag_len..], &a.sub()[s0 * sub_len..], count, true)?;
                     solver.upload_rhs_values(&b.as_slice()[s0 * rhs_len..(s0 + count) * rhs_len], k)
                 })?;
                 solver.launch_factor_solve()?;

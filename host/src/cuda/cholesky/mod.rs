@@ -42,6 +42,7 @@ use blocktri_device::layout::round_up;
 use blocktri_device::level::{FactorArgs, InfoCode, SolveArgs, decode_info, factor_flag_words, solve_flag_words};
 use blocktri_device::logdet::{LOGDET_SHARED_BYTES, LOGDET_THREADS, LogDetArgs};
 use chain::Chain;
+use chunked::ChunkPlan;
 use cudarc::driver::CudaStream;
 use fused::{Fused, Variant};
 use schedule::{Step, enqueue_all};
@@ -646,7 +647,53 @@ impl<T: Scalar> GpuCholesky<T> {
     /// staging chunks (or directly, when they are page-locked); `a` may change as soon as
     /// this returns.
     pub fn upload(&mut self, a: &BlockTridiag<T>) -> Result<()> {
-        self.upload_systems(a.shape(), a.ld(), a.diag(), a.sub(), a.shape().batch)
+        self.upload_systems(a.shape(), a.ld(), a.diag(), a.sub(), a.shape().batch, true)
+    }
+
+    /// Uploads `a` and `b` (where given), runs `then` (launches and checks) while both stay
+    /// borrowed, and waits for the stream before returning, also when a step fails or
+    /// panics. Copies from page-locked memory are only enqueued, so they run back to back
+    /// with the launches: waiting for each (as [`Self::upload`] must, its caller may
+    /// change the data when it returns) cost a host round trip and left the GPU idle until
+    /// the next launch arrived.
+    fn with_inputs<R>(
+        &mut self,
+        a: Option<&BlockTridiag<T>>,
+        b: Option<&BlockVec<T>>,
+        then: impl FnOnce(&mut Self) -> Result<R>,
+    ) -> Result<R> {
+        /// Waits for the stream when dropped: the DMA engine may read the inputs until then.
+        struct WaitOnDrop(Arc<CudaStream>);
+        impl Drop for WaitOnDrop {
+            fn drop(&mut self) {
+                let _ = self.0.synchronize();
+            }
+        }
+        let wait = WaitOnDrop(self.stream.clone());
+        if let Some(a) = a {
+            timed("upload (enqueued)", || self.upload_systems(a.shape(), a.ld(), a.diag(), a.sub(), a.shape().batch, false))?;
+        }
+        if let Some(b) = b {
+            let shape = self.plan.as_ref().ok_or(Error::NotFactored)?.bufs.shape;
+            if b.shape() != shape {
+                shape_err!("right-hand side shape {} does not match the factorization {shape}", b.shape());
+            }
+            self.ensure_rhs(b.ncols())?;
+            let plan = self.plan.as_ref().expect("plan exists");
+            let (dst, cols) = (plan.rhs.as_ref().expect("rhs buffer"), Columns::flat(b.as_slice().len()));
+            if b.as_slice().len() > dst.len() {
+                shape_err!("{} values for a device buffer of {}", b.as_slice().len(), dst.len());
+            }
+            // SAFETY: inside the buffer (checked); `b` stays borrowed until `wait` has
+            // synchronized the stream.
+            timed("upload rhs (enqueued)", || unsafe {
+                self.staging().upload_enqueued(&self.stream, b.as_slice(), cols, dst.ptr().addr(), cols)
+            })?;
+        }
+        let out = then(self)?;
+        std::mem::forget(wait);
+        self.stream.synchronize()?;
+        Ok(out)
     }
 
     /// [`Self::upload`] from the caller's own buffers, laid out as in a
@@ -666,12 +713,13 @@ impl<T: Scalar> GpuCholesky<T> {
     /// ```
     pub fn upload_slices(&mut self, shape: Shape, ld: usize, diag: &[T], sub: &[T]) -> Result<()> {
         crate::matrix::check_block_arrays(shape, ld, diag.len(), sub.len())?;
-        self.upload_systems(shape, ld, diag, sub, shape.batch)
+        self.upload_systems(shape, ld, diag, sub, shape.batch, true)
     }
 
     /// Copies the first `systems` systems of `diag`/`sub` (host layout of a
-    /// [`BlockTridiag`] with leading dimension `ld`) into a plan for `plan_shape`.
-    fn upload_systems(&mut self, plan_shape: Shape, ld: usize, diag: &[T], sub: &[T], systems: usize) -> Result<()> {
+    /// [`BlockTridiag`] with leading dimension `ld`) into a plan for `plan_shape`; without
+    /// `wait` only from [`Self::with_inputs`] (page-locked sources are read after return).
+    fn upload_systems(&mut self, plan_shape: Shape, ld: usize, diag: &[T], sub: &[T], systems: usize, wait: bool) -> Result<()> {
         self.ensure_plan(plan_shape)?;
         self.factored = false;
         let plan = self.plan.as_ref().expect("plan exists");
@@ -682,8 +730,15 @@ impl<T: Scalar> GpuCholesky<T> {
             let from = Columns { width: n, cols: cols(blocks), ld };
             let to = Columns { ld: plan.bufs.ld, ..from };
             // SAFETY: destinations are plan buffers sized for `plan_shape` (at least
-            // `systems` systems) at pitch `ld`.
-            unsafe { staging.upload(&self.stream, src, from, dst.ptr().addr(), to)? };
+            // `systems` systems) at pitch `ld`; without `wait`, `with_inputs` keeps the
+            // sources borrowed until it has synchronized the stream.
+            unsafe {
+                if wait {
+                    staging.upload(&self.stream, src, from, dst.ptr().addr(), to)?
+                } else {
+                    staging.upload_enqueued(&self.stream, src, from, dst.ptr().addr(), to)?
+                }
+            };
         }
         Ok(())
     }
@@ -878,6 +933,32 @@ impl<T: Scalar> GpuCholesky<T> {
         self.run_keyed(slot, |plan, target| plan.engine.sweep_steps(&plan.bufs, target, sweep))
     }
 
+    /// Factor + solve up to the download: checks `b` against `a`, then either returns the
+    /// chunk plan of a batch that does not fit at once (nothing enqueued) or uploads both,
+    /// launches the factor + solve and checks the factorization (waits), so that a failure
+    /// is reported before anything is written back.
+    fn factor_solve_enqueue(&mut self, a: &BlockTridiag<T>, b: &BlockVec<T>) -> Result<Option<ChunkPlan>> {
+        if a.shape() != b.shape() {
+            shape_err!("right-hand side shape {} does not match the matrix {}", b.shape(), a.shape());
+        }
+        let chunks = timed("factor+solve: checks, chunk plan", || {
+            b.validate()?;
+            self.chunk_plan(a.shape(), b.ncols())
+        })?;
+        if chunks.chunks > 1 {
+            return Ok(Some(chunks));
+        }
+        // Plan first (the right-hand-side upload needs it), then both uploads enqueued.
+        self.ensure_plan(a.shape())?;
+        self.with_inputs(Some(a), Some(b), |s| {
+            timed("factor+solve: launch, check (waits)", || {
+                s.launch_factor_solve()?;
+                s.check_factor()
+            })
+        })?;
+        Ok(None)
+    }
+
     /// Enqueues the factorization of the uploaded matrices and the solve of the uploaded
     /// right-hand sides; the fused engine interlaces the forward substitution with the
     /// factorization where its shared memory allows.
@@ -1033,8 +1114,7 @@ impl<T: Scalar> GpuCholesky<T> {
 
 impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
     fn factor(&mut self, a: &BlockTridiag<T>) -> Result<()> {
-        timed("factor: upload", || self.upload(a))?;
-        timed("factor: factor and check (waits)", || self.factor_uploaded())
+        self.with_inputs(Some(a), None, |s| timed("factor: factor and check (waits)", || s.factor_uploaded()))
     }
 
     fn solve_in_place(&mut self, b: &mut BlockVec<T>) -> Result<()> {
@@ -1054,24 +1134,24 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
     }
 
     fn factor_solve(&mut self, a: &BlockTridiag<T>, b: &BlockVec<T>) -> Result<BlockVec<T>> {
-        if a.shape() != b.shape() {
-            shape_err!("right-hand side shape {} does not match the matrix {}", b.shape(), a.shape());
-        }
-        b.validate()?;
-        let chunks = self.chunk_plan(a.shape(), b.ncols())?;
-        if chunks.chunks > 1 {
+        if let Some(chunks) = self.factor_solve_enqueue(a, b)? {
             let mut x = b.clone();
             self.factor_solve_chunked(a, b, chunks, &mut x)?;
             return Ok(x);
         }
-        self.upload(a)?;
-        self.upload_rhs(b)?;
-        self.launch_factor_solve()?;
-        self.check_factor()?;
         let mut x = BlockVec::zeros(b.shape(), b.ncols())?;
         self.download_rhs(&mut x)?;
         self.check_solve()?;
         Ok(x)
+    }
+
+    fn factor_solve_in_place(&mut self, a: &BlockTridiag<T>, b: &mut BlockVec<T>) -> Result<()> {
+        if let Some(chunks) = self.factor_solve_enqueue(a, b)? {
+            let rhs = b.clone(); // the chunks read their right-hand sides while writing `b`
+            return self.factor_solve_chunked(a, &rhs, chunks, b);
+        }
+        timed("factor+solve: download (waits)", || self.download_rhs(b))?;
+        self.check_solve()
     }
 
     fn log_determinant(&mut self) -> Result<Vec<f64>> {
