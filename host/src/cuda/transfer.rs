@@ -532,31 +532,15 @@ impl Staging {
         unsafe { self.upload_then(stream, src, from, dst, to, true) }
     }
 
-    /// [`Self::upload`], except that a copy from page-locked memory is only enqueued: the
-    /// DMA engine reads `src` while the host goes on to enqueue the launches that use it
-    /// (a wait per copy costs a host round trip and leaves the GPU idle until the next
-    /// launch arrives).
+    /// [`Self::upload`], or without `wait` a copy from page-locked memory is only
+    /// enqueued: the DMA engine reads `src` while the host goes on to enqueue the launches
+    /// that use it (a wait per copy costs a host round trip and leaves the GPU idle until
+    /// the next launch arrives).
     ///
     /// # Safety
-    /// As [`Self::upload`]; and `src` stays alive and unchanged until `stream` has been
-    /// synchronized.
-    pub unsafe fn upload_enqueued<T: Scalar>(
-        &mut self,
-        stream: &CudaStream,
-        src: &[T],
-        from: Columns,
-        dst: u64,
-        to: Columns,
-    ) -> Result<()> {
-        // SAFETY: the caller's contract, `src` kept until the stream is synchronized.
-        unsafe { self.upload_then(stream, src, from, dst, to, false) }
-    }
-
-    /// [`Self::upload`] (`wait`) or [`Self::upload_enqueued`].
-    ///
-    /// # Safety
-    /// As [`Self::upload_enqueued`] unless `wait`.
-    unsafe fn upload_then<T: Scalar>(
+    /// As [`Self::upload`]; without `wait`, `src` also stays alive and unchanged until
+    /// `stream` has been synchronized.
+    pub unsafe fn upload_then<T: Scalar>(
         &mut self,
         stream: &CudaStream,
         src: &[T],

@@ -99,7 +99,8 @@ impl<T: Scalar> GpuCholesky<T> {
                 let solver: &mut GpuCholesky<T> = if on_partner { self.partner.as_deref_mut().expect("partner") } else { self };
                 crate::trace::timed("chunk: upload", || {
                     solver.upload_systems(chunk_shape, a.ld(), &a.diag()[s0 * diag_len..], &a.sub()[s0 * sub_len..], count, true)?;
-                    solver.upload_rhs_values(&b.as_slice()[s0 * rhs_len..(s0 + count) * rhs_len], k)
+                    // SAFETY: waited for.
+                    unsafe { solver.upload_rhs_values(&b.as_slice()[s0 * rhs_len..(s0 + count) * rhs_len], k, true) }
                 })?;
                 solver.launch_factor_solve()?;
             }

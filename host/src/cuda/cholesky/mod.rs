@@ -674,21 +674,8 @@ impl<T: Scalar> GpuCholesky<T> {
             timed("upload (enqueued)", || self.upload_systems(a.shape(), a.ld(), a.diag(), a.sub(), a.shape().batch, false))?;
         }
         if let Some(b) = b {
-            let shape = self.plan.as_ref().ok_or(Error::NotFactored)?.bufs.shape;
-            if b.shape() != shape {
-                shape_err!("right-hand side shape {} does not match the factorization {shape}", b.shape());
-            }
-            self.ensure_rhs(b.ncols())?;
-            let plan = self.plan.as_ref().expect("plan exists");
-            let (dst, cols) = (plan.rhs.as_ref().expect("rhs buffer"), Columns::flat(b.as_slice().len()));
-            if b.as_slice().len() > dst.len() {
-                shape_err!("{} values for a device buffer of {}", b.as_slice().len(), dst.len());
-            }
-            // SAFETY: inside the buffer (checked); `b` stays borrowed until `wait` has
-            // synchronized the stream.
-            timed("upload rhs (enqueued)", || unsafe {
-                self.staging().upload_enqueued(&self.stream, b.as_slice(), cols, dst.ptr().addr(), cols)
-            })?;
+            // SAFETY: `b` stays borrowed until `wait` has synchronized the stream.
+            timed("upload rhs (enqueued)", || unsafe { self.upload_rhs_then(b, false) })?;
         }
         let out = then(self)?;
         std::mem::forget(wait);
@@ -732,13 +719,7 @@ impl<T: Scalar> GpuCholesky<T> {
             // SAFETY: destinations are plan buffers sized for `plan_shape` (at least
             // `systems` systems) at pitch `ld`; without `wait`, `with_inputs` keeps the
             // sources borrowed until it has synchronized the stream.
-            unsafe {
-                if wait {
-                    staging.upload(&self.stream, src, from, dst.ptr().addr(), to)?
-                } else {
-                    staging.upload_enqueued(&self.stream, src, from, dst.ptr().addr(), to)?
-                }
-            };
+            unsafe { staging.upload_then(&self.stream, src, from, dst.ptr().addr(), to, wait)? };
         }
         Ok(())
     }
@@ -765,26 +746,43 @@ impl<T: Scalar> GpuCholesky<T> {
 
     /// Copies right-hand sides to the device (`b.ncols()` columns).
     pub fn upload_rhs(&mut self, b: &BlockVec<T>) -> Result<()> {
+        // SAFETY: waited for.
+        unsafe { self.upload_rhs_then(b, true) }
+    }
+
+    /// [`Self::upload_rhs`]; without `wait` (from [`Self::with_inputs`]) a page-locked
+    /// `b` is only enqueued.
+    ///
+    /// # Safety
+    /// Without `wait`, `b` stays alive and unchanged until the stream has been synchronized.
+    unsafe fn upload_rhs_then(&mut self, b: &BlockVec<T>, wait: bool) -> Result<()> {
         let shape = self.plan.as_ref().ok_or(Error::NotFactored)?.bufs.shape;
         if b.shape() != shape {
             shape_err!("right-hand side shape {} does not match the factorization {shape}", b.shape());
         }
-        self.upload_rhs_values(b.as_slice(), b.ncols())
+        // SAFETY: forwarded from the caller.
+        unsafe { self.upload_rhs_values(b.as_slice(), b.ncols(), wait) }
     }
 
     /// Copies right-hand sides from the caller's buffer (`k` columns per system, laid
     /// out as in a [`BlockVec`]; the first systems when shorter) to the device: with
     /// [`Self::upload_slices`] for data in page-locked memory.
     pub fn upload_rhs_slice(&mut self, values: &[T], k: usize) -> Result<()> {
-        self.upload_rhs_values(values, k)
+        // SAFETY: waited for.
+        unsafe { self.upload_rhs_values(values, k, true) }
     }
 
     /// Copies `values` (the right-hand sides of the first systems, `k` columns each) to
-    /// the start of the right-hand-side buffer.
-    fn upload_rhs_values(&mut self, values: &[T], k: usize) -> Result<()> {
+    /// the start of the right-hand-side buffer ([`Self::upload_to_then`]).
+    ///
+    /// # Safety
+    /// Without `wait`, `values` stays alive and unchanged until the stream has been
+    /// synchronized.
+    unsafe fn upload_rhs_values(&mut self, values: &[T], k: usize, wait: bool) -> Result<()> {
         self.ensure_rhs(k)?;
         let plan = self.plan.as_ref().expect("plan exists");
-        self.upload_to(values, plan.rhs.as_ref().expect("rhs buffer"))
+        // SAFETY: forwarded from the caller.
+        unsafe { self.upload_to_then(values, plan.rhs.as_ref().expect("rhs buffer"), wait) }
     }
 
     /// Copies the device right-hand-side buffer (the solution after a solve) into `x`.
@@ -807,12 +805,22 @@ impl<T: Scalar> GpuCholesky<T> {
     /// Copies `values` to the start of `dst` (a buffer used on this solver's stream)
     /// through the pinned staging chunks.
     pub(crate) fn upload_to(&self, values: &[T], dst: &DeviceBuffer<T>) -> Result<()> {
+        // SAFETY: waited for.
+        unsafe { self.upload_to_then(values, dst, true) }
+    }
+
+    /// [`Self::upload_to`]; without `wait` a page-locked `values` is only enqueued.
+    ///
+    /// # Safety
+    /// Without `wait`, `values` stays alive and unchanged until the stream has been
+    /// synchronized.
+    unsafe fn upload_to_then(&self, values: &[T], dst: &DeviceBuffer<T>, wait: bool) -> Result<()> {
         if values.len() > dst.len() {
             shape_err!("{} values for a device buffer of {}", values.len(), dst.len());
         }
         let cols = Columns::flat(values.len());
-        // SAFETY: inside the buffer (checked).
-        unsafe { self.staging().upload(&self.stream, values, cols, dst.ptr().addr(), cols) }
+        // SAFETY: inside the buffer (checked); the rest is the caller's contract.
+        unsafe { self.staging().upload_then(&self.stream, values, cols, dst.ptr().addr(), cols, wait) }
     }
 
     /// Copies the first `out.len()` values of `src` (whose producers are on this solver's
@@ -948,8 +956,6 @@ impl<T: Scalar> GpuCholesky<T> {
         if chunks.chunks > 1 {
             return Ok(Some(chunks));
         }
-        // Plan first (the right-hand-side upload needs it), then both uploads enqueued.
-        self.ensure_plan(a.shape())?;
         self.with_inputs(Some(a), Some(b), |s| {
             timed("factor+solve: launch, check (waits)", || {
                 s.launch_factor_solve()?;
