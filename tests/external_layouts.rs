@@ -178,6 +178,15 @@ fn gpu_row_major_and_device_inputs_give_the_same_results() {
         }
         let want = rhs_row_major(&x_ref);
         assert_same(&out_dev.to_vec().unwrap(), &want, exact, &format!("device C order, shape {shape} k={k} {kernels:?}"));
+        // Factor + solve in one call (one graph launch; the chain engine interlaces the
+        // forward sweep with the factor, which changes the last bits).
+        let fresh = DeviceBuffer::<f64>::poisoned(&stream, b.as_slice().len()).unwrap();
+        // SAFETY: as above.
+        unsafe {
+            let blocks = (c_order(&d_dev, nb, n, n), c_order(&u_dev, nb - 1, n, n));
+            dev.factor_solve_device(shape, blocks, c_order(&rhs_dev, nb, n, k), k, c_order(&fresh, nb, n, k)).unwrap();
+        }
+        assert_same(&fresh.to_vec().unwrap(), &want, exact, &format!("device factor_solve, shape {shape} k={k} {kernels:?}"));
 
         let wide: Vec<f64> = (0..s)
             .rev()
@@ -219,6 +228,20 @@ fn gpu_external_layouts_report_errors_with_system_and_block() {
         Err(Error::NotPositiveDefinite { system: 1, .. }) => {}
         other => panic!("expected system 1 not positive definite, got {other:?} (seed {seed})"),
     }
+    // The same from device arrays in one factor + solve call: the error, and the output
+    // left as it was.
+    let stream = h.stream().clone();
+    let (d_dev, u_dev) = (DeviceBuffer::from_host(&stream, &d).unwrap(), DeviceBuffer::from_host(&stream, &u).unwrap());
+    let rhs_dev = DeviceBuffer::from_host(&stream, b.as_slice()).unwrap();
+    let kept = vec![7.0; b.as_slice().len()];
+    let out = DeviceBuffer::from_host(&stream, &kept).unwrap();
+    let c_order = |buf: &DeviceBuffer<f64>, blocks: usize, cols: usize| DeviceArray::row_major(buf.ptr().addr(), blocks, 8, cols);
+    // SAFETY: the buffers hold the arrays the views describe, on the solver's stream.
+    let r = unsafe {
+        h.factor_solve_device(shape, (c_order(&d_dev, 20, 8), c_order(&u_dev, 19, 8)), c_order(&rhs_dev, 20, 1), 1, c_order(&out, 20, 1))
+    };
+    assert!(matches!(r, Err(Error::NotPositiveDefinite { system: 1, .. })), "got {r:?} (seed {seed})");
+    assert_eq!(out.to_vec().unwrap(), kept, "a failed factorization wrote the output");
     let (d, u) = row_major(&a);
     h.upload_row_major(shape, &d, &u).unwrap();
     h.factor_uploaded().unwrap();

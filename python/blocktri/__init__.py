@@ -196,9 +196,23 @@ def _blocks(diag, sub, dtype, row_major=False):
     return (S, N, n), batched, d, s
 
 
+_LIBRARIES = {np.ndarray: "numpy"}
+
+
 def _library(x):
-    """The top-level module of ``x``'s type (``"torch"``, ``"cupy"``, ``"jaxlib"``, ...)."""
-    return type(x).__module__.split(".")[0]
+    """The top-level module of ``x``'s type (``"torch"``, ``"cupy"``, ``"jaxlib"``, ...),
+    remembered per type: the solver's hot path asks it for every array."""
+    kind = type(x)
+    library = _LIBRARIES.get(kind)
+    if library is None:
+        library = _LIBRARIES[kind] = kind.__module__.split(".")[0]
+    return library
+
+
+def _torch_cuda(*arrays):
+    """Whether every one of ``arrays`` is a PyTorch CUDA tensor: those take the compiled
+    module's one-call path (attributes and torch's current stream read in Rust)."""
+    return all(_library(a) == "torch" and a.is_cuda for a in arrays)
 
 
 def _on_device(x):
@@ -228,30 +242,10 @@ class _Solution:
         return (2, self._ordinal)  # kDLCUDA
 
 
-_TORCH_DTYPES = {}
-
-
-def _torch_stream(torch, index):
-    """The raw handle of torch's current stream on CUDA device ``index`` (the private
-    accessor that Triton uses is far cheaper than building a ``torch.cuda.Stream``)."""
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return raw(index) if raw is not None else torch.cuda.current_stream(index).cuda_stream
-
-
 def _view(x, stream):
-    """``(view of x for the compiled module, the stream blocktri must wait for or None)``.
-    PyTorch tensors are described by their attributes (address, shape, strides, device,
-    dtype), with torch's current stream, for which blocktri enqueues the wait itself: a
-    DLPack capsule with the protocol's synchronization costs torch ~30 us a call. Other
-    libraries: ``__dlpack__(stream=ours)``, the producer makes our stream wait."""
-    if _library(x) == "torch":
-        import torch
-
-        if not _TORCH_DTYPES:
-            _TORCH_DTYPES.update({torch.float64: (2, 64), torch.float32: (2, 32)})
-        index = x.get_device()
-        desc = (x.data_ptr(), x.shape, x.stride(), (2 if index >= 0 else 1, index), _TORCH_DTYPES.get(x.dtype, (255, 0)))
-        return desc, _torch_stream(torch, index)
+    """``(DLPack capsule of x, the stream blocktri must wait for or None)``: the producer
+    makes our stream wait (``__dlpack__(stream=ours)``). PyTorch tensors do not come here
+    (the protocol's synchronization costs torch ~30 us a call; see :func:`_torch_cuda`)."""
     try:
         return x.__dlpack__(stream=stream), None
     except (TypeError, NotImplementedError, BufferError):
@@ -384,6 +378,9 @@ class Solver(_Factored):
         return stream
 
     def _factor(self, diag, sub, refactor):
+        if _torch_cuda(diag, sub):
+            self._batched = _call(self._inner.factor_torch, diag, sub, refactor)
+            return
         on_device = (_on_device(diag), _on_device(sub))
         if any(on_device):
             return self._factor_device(diag, sub, refactor, on_device)
@@ -420,6 +417,8 @@ class Solver(_Factored):
         batched with a leading ``S``): a new array, or ``out`` (which may be ``rhs``
         itself) when given, for loops that reuse one, as a C-order numpy array of one
         right-hand side per system or a torch CUDA tensor, of ``rhs``'s shape and dtype."""
+        if _torch_cuda(rhs):
+            return _call(self._inner.solve_torch, rhs, self._torch_out(out), bool(self._batched))
         shape = self.shape
         if shape is None:
             raise NotFactoredError("no factorization: call factor() before solve()")
@@ -456,25 +455,27 @@ class Solver(_Factored):
         single = len(shape) == lead + 2
         k = 1 if single else shape[-1]
         view, wait = _view(rhs, stream)
-        if _library(rhs) == "torch":
-            # The result allocated by torch itself: cheaper than importing ours.
-            import torch
-
-            if out is None:
-                out = torch.empty(shape, dtype=rhs.dtype, device=rhs.device)
-            elif type(out) is not torch.Tensor or tuple(out.shape) != shape or out.dtype != rhs.dtype or out.device != rhs.device:
-                raise ShapeError(f"out: expected a {rhs.dtype} tensor of shape {shape} on {rhs.device}")
-            _call(self._inner.solve_device_into, view, _view(out, stream)[0], k, self._batched, single, wait)
-            return out
         if out is not None:
             raise UnsupportedError("out= with device arrays takes torch tensors")
         capsule = _call(self._inner.solve_device, view, k, self._batched, single, wait)
         return _import_like(rhs, _Solution(capsule, ordinal))
 
-    def factor_solve(self, diag, sub, rhs):
-        """``factor`` then ``solve``."""
+    @staticmethod
+    def _torch_out(out):
+        """``out`` for the torch path: ``None`` or a tensor (checked there for shape,
+        dtype and device)."""
+        if out is not None and _library(out) != "torch":
+            raise ShapeError(f"out: expected a torch CUDA tensor like rhs, got {type(out).__name__}")
+        return out
+
+    def factor_solve(self, diag, sub, rhs, out=None):
+        """``factor`` then ``solve`` (``out`` as there). For torch CUDA tensors one call and
+        one wait; a failed factorization leaves ``out`` as it was."""
+        if _torch_cuda(diag, sub, rhs):
+            x, self._batched = _call(self._inner.factor_solve_torch, diag, sub, rhs, self._torch_out(out), False)
+            return x
         self.factor(diag, sub)
-        return self.solve(rhs)
+        return self.solve(rhs, out)
 
     def selected_inverse(self):
         """The diagonal blocks ``(A^-1)[i, i]`` and sub-diagonal blocks ``(A^-1)[i+1, i]``

@@ -16,17 +16,27 @@ import blocktri
 from blocktri import _blocktri
 
 
-def python_times(factor, solve, runs):
-    """``(factor, solve)`` microseconds of each of ``runs`` calls (after a warm-up)."""
-    factor(), solve()
+def python_times(factor, solve, factor_solve, runs):
+    """``(factor, solve, factor_solve)`` microseconds of each of ``runs`` rounds (after a
+    warm-up round), as the Rust reference times them."""
+    factor(), solve(), factor_solve()
     out = []
     for _ in range(runs):
         start = time.perf_counter()
         factor()
         mid = time.perf_counter()
         solve()
-        out.append(((mid - start) * 1e6, (time.perf_counter() - mid) * 1e6))
+        end = time.perf_counter()
+        factor_solve()
+        out.append(((mid - start) * 1e6, (end - mid) * 1e6, (time.perf_counter() - end) * 1e6))
     return out
+
+
+def report(name, rust, py, calls):
+    """One line per call: the medians of the Rust and Python times and their difference."""
+    for i, call in calls:
+        a, b = statistics.median(t[i] for t in rust), statistics.median(t[i] for t in py)
+        print(f"{name:36} {call:22} {a:9.1f} {b:9.1f} {b - a:9.1f}")
 
 
 def cuda_tensors(arrays):
@@ -54,7 +64,7 @@ def main():
     diag, sub = (np.ascontiguousarray(v) for v in blocktri.random_spd(N, n, seed=seed))
     rhs = np.ascontiguousarray(blocktri.random_rhs(N, n, seed=seed))
     print(f"N = {N}, n = {n}, f64, one right-hand side; median us of {args.runs} calls x {args.rounds} rounds")
-    print(f"{'inputs':36} {'call':14} {'Rust':>9} {'Python':>9} {'overhead':>9}")
+    print(f"{'inputs':36} {'call':22} {'Rust':>9} {'Python':>9} {'overhead':>9}")
     paths = [("numpy arrays (host memory)", False, lambda: (diag, sub, rhs))]
     # torch is imported only after the host-memory rows: its threads would share the cores
     # with the staging copies.
@@ -64,27 +74,23 @@ def main():
         if arrays is None:
             continue
         d, s, r = arrays
-        rust, py = [], []
+        x = solver.factor_solve(d, s, r)
+        rust, py, py_out = [], [], []
         for _ in range(args.rounds):
             rust += _blocktri.time_rust_factor_solve("f64", 1, N, n, seed, args.runs, device)
-            py += python_times(lambda: solver.factor(d, s), lambda: solver.solve(r), args.runs)
-        for i, call in enumerate(("factor", "solve")):
-            a, b = statistics.median(t[i] for t in rust), statistics.median(t[i] for t in py)
-            print(f"{name:36} {call:14} {a:9.1f} {b:9.1f} {b - a:9.1f}")
-        a, b = statistics.median(sum(t) for t in rust), statistics.median(sum(t) for t in py)
-        print(f"{name:36} {'factor + solve':14} {a:9.1f} {b:9.1f} {b - a:9.1f}")
-        # The same with the solution written into a reused array (`solve(rhs, out=x)`; the
-        # Rust device reference writes into a preallocated buffer too).
-        x = solver.solve(r)
-        py = []
-        for _ in range(args.rounds):
-            py += python_times(lambda: solver.factor(d, s), lambda: solver.solve(r, out=x), args.runs)
-        b = statistics.median(t[1] for t in py)
-        a = statistics.median(t[1] for t in rust)
-        print(f"{name:36} {'solve, out=':14} {a:9.1f} {b:9.1f} {b - a:9.1f}")
-        b = statistics.median(sum(t) for t in py)
-        a = statistics.median(sum(t) for t in rust)
-        print(f"{name:36} {'f + s, out=':14} {a:9.1f} {b:9.1f} {b - a:9.1f}")
+            py += python_times(
+                lambda: solver.factor(d, s), lambda: solver.solve(r), lambda: solver.factor_solve(d, s, r), args.runs
+            )
+            # The solution written into a reused array (`out=`; the Rust device reference
+            # writes into a preallocated buffer too).
+            py_out += python_times(
+                lambda: solver.factor(d, s),
+                lambda: solver.solve(r, out=x),
+                lambda: solver.factor_solve(d, s, r, out=x),
+                args.runs,
+            )
+        report(name, rust, py, [(0, "factor"), (1, "solve"), (2, "factor_solve")])
+        report(name, rust, py_out, [(1, "solve, out="), (2, "factor_solve, out=")])
 
 
 if __name__ == "__main__":

@@ -59,7 +59,8 @@ fn bad(name: &str, message: String) -> Error {
 }
 
 /// A device array as the caller's library describes it: a DLPack tensor's fields, or the
-/// same read off a PyTorch tensor's attributes (cheaper than a capsule for torch).
+/// same read off a PyTorch tensor's attributes ([`crate::torch::Tensor`], cheaper than a
+/// capsule for torch).
 pub struct View<'a> {
     pub addr: u64,
     pub device: (i32, i32),
@@ -112,10 +113,9 @@ pub fn check<T: Scalar>(
     Ok(DeviceArray { addr: view.addr, strides })
 }
 
-/// The array behind `obj`: a `"dltensor"` capsule (left owned by the caller, not renamed:
-/// its producer frees the array when the capsule is collected, after this call), or a
-/// tuple `(address, shape, strides, (device type, device id), (type code, bits))` that
-/// the Python half reads off a PyTorch tensor. Checked as [`check`] says.
+/// The array behind `obj`, a `"dltensor"` capsule (left owned by the caller, not renamed:
+/// its producer frees the array when the capsule is collected, after this call). Checked
+/// as [`check`] says.
 pub fn device_array<T: Scalar>(
     obj: &Bound<'_, PyAny>,
     name: &str,
@@ -123,26 +123,21 @@ pub fn device_array<T: Scalar>(
     extents: [usize; 4],
     missing: [bool; 4],
 ) -> Result<DeviceArray, Error> {
-    if let Ok(capsule) = obj.cast::<PyCapsule>() {
-        let ptr = capsule.pointer_checked(Some(NAME)).map_err(|_| bad(name, "not an unused \"dltensor\" capsule".into()))?;
-        // SAFETY: a valid "dltensor" capsule points to a DLManagedTensor that lives at least
-        // as long as the capsule, which the caller holds for this call; `shape` holds `ndim`
-        // values, and `strides` too unless null (compact C order).
-        let t = unsafe { &ptr.cast::<DlManagedTensor>().as_ref().dl_tensor };
-        let ndim = t.ndim.max(0) as usize;
-        let view = View {
-            addr: t.data as u64 + t.byte_offset,
-            device: (t.device.device_type, t.device.device_id),
-            dtype: if t.dtype.lanes == 1 { (t.dtype.code, t.dtype.bits) } else { (u8::MAX, 0) },
-            shape: unsafe { std::slice::from_raw_parts(t.shape, ndim) },
-            strides: (!t.strides.is_null()).then(|| unsafe { std::slice::from_raw_parts(t.strides, ndim) }),
-        };
-        return check::<T>(&view, name, ordinal, extents, missing);
-    }
-    type Described = (u64, Vec<i64>, Vec<i64>, (i32, i32), (u8, u8));
-    let (addr, shape, strides, device, dtype): Described =
-        obj.extract().map_err(|_| bad(name, "expected a DLPack capsule or (address, shape, strides, device, dtype)".into()))?;
-    check::<T>(&View { addr, device, dtype, shape: &shape, strides: Some(&strides) }, name, ordinal, extents, missing)
+    let capsule = obj.cast::<PyCapsule>().map_err(|_| bad(name, "expected a DLPack capsule".into()))?;
+    let ptr = capsule.pointer_checked(Some(NAME)).map_err(|_| bad(name, "not an unused \"dltensor\" capsule".into()))?;
+    // SAFETY: a valid "dltensor" capsule points to a DLManagedTensor that lives at least
+    // as long as the capsule, which the caller holds for this call; `shape` holds `ndim`
+    // values, and `strides` too unless null (compact C order).
+    let t = unsafe { &ptr.cast::<DlManagedTensor>().as_ref().dl_tensor };
+    let ndim = t.ndim.max(0) as usize;
+    let view = View {
+        addr: t.data as u64 + t.byte_offset,
+        device: (t.device.device_type, t.device.device_id),
+        dtype: if t.dtype.lanes == 1 { (t.dtype.code, t.dtype.bits) } else { (u8::MAX, 0) },
+        shape: unsafe { std::slice::from_raw_parts(t.shape, ndim) },
+        strides: (!t.strides.is_null()).then(|| unsafe { std::slice::from_raw_parts(t.strides, ndim) }),
+    };
+    check::<T>(&view, name, ordinal, extents, missing)
 }
 
 /// What a capsule made by [`export`] owns: the device memory and the shape it describes.

@@ -18,6 +18,9 @@ use pyo3::types::PyDict;
 use std::sync::{Arc, Mutex};
 
 mod dlpack;
+mod torch;
+
+use torch::Tensor;
 
 create_exception!(_blocktri, RawError, PyException, "An error of the library: (kind, message, fields).");
 
@@ -151,6 +154,40 @@ unsafe fn write_matrix<T: Scalar>(a: &BlockTridiag<T>, diag: usize, sub: usize) 
     Ok(())
 }
 
+/// The error for `what` (e.g. "a device array") on the CPU backend `backend`.
+fn needs_gpu(what: &str, backend: &str) -> Error {
+    Error::Unsupported(format!("{what} needs the GPU backend; this solver runs on {backend}"))
+}
+
+/// `(shape, batched)` of a matrix whose diagonal blocks have the array shape `dims`
+/// (`(N, n, n)` or `(S, N, n, n)`).
+fn block_shape(dims: &[i64]) -> blocktri::Result<(Shape, bool)> {
+    let square = dims.len() >= 3 && dims[dims.len() - 1] == dims[dims.len() - 2];
+    if !matches!(dims.len(), 3 | 4) || !square || dims.iter().any(|&d| d <= 0) {
+        return Err(Error::Shape(format!("diag: expected (N, n, n) or (S, N, n, n), got shape {dims:?}")));
+    }
+    let batched = dims.len() == 4;
+    let batch = if batched { dims[0] as usize } else { 1 };
+    Ok((Shape::new(batch, dims[dims.len() - 3] as usize, dims[dims.len() - 1] as usize)?, batched))
+}
+
+/// `(k, missing axes)` of right-hand sides of the array shape `dims` for the factored
+/// `shape`: `(N, n[, k])`, with a leading `S` when `batched`.
+fn rhs_axes(dims: &[i64], shape: Shape, batched: bool) -> blocktri::Result<(usize, [bool; 4])> {
+    let lead = usize::from(batched);
+    let single = dims.len() == lead + 2;
+    if !single && dims.len() != lead + 3 {
+        let want = if batched {
+            format!("({}, {}, {}[, k])", shape.batch, shape.nblocks, shape.block)
+        } else {
+            format!("({}, {}[, k])", shape.nblocks, shape.block)
+        };
+        return Err(Error::Shape(format!("rhs: expected shape {want} for the factored matrix, got {dims:?}")));
+    }
+    let k = if single { 1 } else { dims[lead + 2].max(0) as usize };
+    Ok((k, [!batched, false, false, single]))
+}
+
 /// A solver in one of the two precisions.
 enum Any {
     F32(Engine<f32>),
@@ -218,7 +255,7 @@ impl<T: Scalar> Engine<T> {
     fn gpu(&mut self, what: &str) -> blocktri::Result<&mut GpuCholesky<T>> {
         match self {
             Engine::Gpu(g) => Ok(g),
-            Engine::Host(s) => Err(Error::Unsupported(format!("{what} needs the GPU backend; this solver runs on {}", s.backend_name()))),
+            Engine::Host(s) => Err(needs_gpu(what, s.backend_name())),
         }
     }
 
@@ -310,22 +347,13 @@ fn parse_precision(name: &str) -> PyResult<&'static str> {
 struct PySolver {
     inner: Locked<Any>,
     precision: &'static str,
+    /// The CUDA device ordinal of a GPU solver (fixed for its life), `None` on a CPU backend.
+    gpu_ordinal: Option<usize>,
 }
 
 impl PySolver {
     fn run<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Any) -> blocktri::Result<R> + Send) -> PyResult<R> {
         self.inner.run(py, f)
-    }
-
-    /// The factored shape and the ordinal of the solver's GPU (errors: not factored, a CPU
-    /// backend).
-    fn factored_on_gpu(&self, py: Python<'_>) -> PyResult<(Shape, usize)> {
-        self.run(py, |any| {
-            with_solver!(Any, any, s, _T, {
-                let shape = s.shape().ok_or(Error::NotFactored)?;
-                Ok((shape, s.gpu("a device array")?.gpu().info().ordinal))
-            })
-        })
     }
 
     /// The device right-hand sides `rhs` (`ncols` columns; no system axis unless
@@ -340,7 +368,8 @@ impl PySolver {
         batched: bool,
         single: bool,
     ) -> PyResult<(DeviceArray, [usize; 4], [bool; 4], usize)> {
-        let (sh, ordinal) = self.factored_on_gpu(py)?;
+        let sh = self.run(py, |any| with_solver!(Any, any, s, _T, s.shape().ok_or(Error::NotFactored)))?;
+        let ordinal = self.ordinal(py)?;
         let extents = [sh.batch, sh.nblocks, sh.block, ncols];
         let missing = [!batched, false, false, single];
         Ok((self.device_array(rhs, "rhs", ordinal, extents, missing)?, extents, missing, ordinal))
@@ -348,7 +377,10 @@ impl PySolver {
 
     /// The ordinal of the solver's GPU, or an error on a CPU backend.
     fn ordinal(&self, py: Python<'_>) -> PyResult<usize> {
-        self.run(py, |any| with_solver!(Any, any, s, _T, s.gpu("a device array").map(|g| g.gpu().info().ordinal)))
+        match self.gpu_ordinal {
+            Some(ordinal) => Ok(ordinal),
+            None => Err(raise(needs_gpu("a device array", &self.backend(py)?))),
+        }
     }
 
     /// The device array behind a DLPack capsule, checked for the solver's precision (see
@@ -368,6 +400,41 @@ impl PySolver {
         }
         .map_err(raise)
     }
+}
+
+/// The diagonal and sub-diagonal tensors `d`, `u` of a matrix of `shape` as the solver's
+/// device arrays, checked (device `ordinal`, element type `T`, extents).
+fn torch_blocks<T: Scalar>(
+    d: &Tensor,
+    u: &Tensor,
+    shape: Shape,
+    batched: bool,
+    ordinal: usize,
+) -> blocktri::Result<(DeviceArray, DeviceArray)> {
+    let missing = [!batched, false, false, false];
+    let (s, nb, n) = (shape.batch, shape.nblocks, shape.block);
+    Ok((
+        dlpack::check::<T>(&d.view(), "diag", ordinal, [s, nb, n, n], missing)?,
+        dlpack::check::<T>(&u.view(), "sub", ordinal, [s, nb - 1, n, n], missing)?,
+    ))
+}
+
+/// `(k, rhs, out)`: the right-hand-side tensor `b` and the solution tensor `x` for the
+/// factored `shape` as the solver's device arrays, checked as [`torch_blocks`].
+fn torch_rhs<T: Scalar>(
+    b: &Tensor,
+    x: &Tensor,
+    shape: Shape,
+    batched: bool,
+    ordinal: usize,
+) -> blocktri::Result<(usize, DeviceArray, DeviceArray)> {
+    let (k, missing) = rhs_axes(b.shape(), shape, batched)?;
+    let extents = [shape.batch, shape.nblocks, shape.block, k];
+    Ok((
+        k,
+        dlpack::check::<T>(&b.view(), "rhs", ordinal, extents, missing)?,
+        dlpack::check::<T>(&x.view(), "out", ordinal, extents, missing)?,
+    ))
 }
 
 /// Solutions in a new device array, in either precision, with the GPU that holds them.
@@ -401,7 +468,19 @@ impl PySolver {
         let (inner, precision) = Locked::build(py, backend, precision, |backend, precision| {
             Ok(if precision == "f32" { Any::F32(Engine::new(backend)?) } else { Any::F64(Engine::new(backend)?) })
         })?;
-        Ok(PySolver { inner, precision })
+        let gpu_ordinal = inner.run(py, |any| {
+            Ok(with_solver!(
+                Any,
+                any,
+                s,
+                _T,
+                match s {
+                    Engine::Gpu(g) => Some(g.gpu().info().ordinal),
+                    Engine::Host(_) => None,
+                }
+            ))
+        })?;
+        Ok(PySolver { inner, precision, gpu_ordinal })
     }
 
     #[getter]
@@ -521,31 +600,93 @@ impl PySolver {
         }
     }
 
-    /// [`Self::solve_device`] into `out`, a device array of the right-hand sides' shape that
-    /// the Python half allocated with the caller's library (`torch.empty`: cheaper than
-    /// importing a new array), described as `rhs` is.
-    #[allow(clippy::too_many_arguments)] // two arrays, their shape and their stream
-    fn solve_device_into(
-        &self,
-        py: Python<'_>,
-        rhs: Bound<'_, PyAny>,
-        out: Bound<'_, PyAny>,
-        ncols: usize,
-        batched: bool,
-        single: bool,
-        producer_stream: Option<usize>,
-    ) -> PyResult<()> {
-        let (b, extents, missing, ordinal) = self.device_rhs(py, &rhs, ncols, batched, single)?;
-        let x = self.device_array(&out, "out", ordinal, extents, missing)?;
+    /// Factors the matrix held in two PyTorch CUDA tensors (`(N, n, n)` and
+    /// `(N-1, n, n)`, or batched `(S, ...)`, any strides): one call reads both tensors'
+    /// attributes and torch's current stream, orders the solver's stream after it and
+    /// factors. Returns whether the matrix is a batch.
+    fn factor_torch(&self, py: Python<'_>, diag: Bound<'_, PyAny>, sub: Bound<'_, PyAny>, refactor: bool) -> PyResult<bool> {
+        let ordinal = self.ordinal(py)?;
+        let (d, u) = (Tensor::read(&diag)?, Tensor::read(&sub)?);
+        let (sh, batched) = block_shape(d.shape()).map_err(raise)?;
+        let stream = d.producer_stream(py)?;
         self.run(py, |any| {
-            with_solver!(Any, any, s, _T, {
-                let g = s.gpu_after(producer_stream)?;
-                // SAFETY: both checked against the factored shape; `out` is a fresh array of
-                // the caller's library (distinct elements, no overlap with `rhs`), and both
-                // were produced on `producer_stream`, which our stream waits for.
-                unsafe { g.solve_device(b, ncols, x) }
+            with_solver!(Any, any, s, T, {
+                let (dv, uv) = torch_blocks::<T>(&d, &u, sh, batched, ordinal)?;
+                check_refactor(refactor, s.shape(), sh)?;
+                let g = s.gpu_after(Some(stream))?;
+                // SAFETY: `torch_blocks` checked device, element type and extents; our stream
+                // waits for torch's current stream, and the caller holds the tensors until
+                // this call returns, after the factorization.
+                unsafe { g.upload_device(sh, dv, uv)? };
+                g.factor_uploaded()
             })
-        })
+        })?;
+        Ok(batched)
+    }
+
+    /// Solves for the right-hand sides in a PyTorch CUDA tensor (`(N, n[, k])`, a leading
+    /// `S` when `batched`) into `out` (a tensor of the same shape, which may be `rhs`
+    /// itself) or a new C-contiguous tensor, returned.
+    fn solve_torch<'py>(
+        &self,
+        py: Python<'py>,
+        rhs: Bound<'py, PyAny>,
+        out: Option<Bound<'py, PyAny>>,
+        batched: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ordinal = self.ordinal(py)?;
+        let out = match out {
+            Some(out) => out,
+            None => torch::new_like(&rhs)?,
+        };
+        let (b, x) = (Tensor::read(&rhs)?, Tensor::read(&out)?);
+        let stream = b.producer_stream(py)?;
+        self.run(py, |any| {
+            with_solver!(Any, any, s, T, {
+                let sh = s.shape().ok_or(Error::NotFactored)?;
+                let (k, bv, xv) = torch_rhs::<T>(&b, &x, sh, batched, ordinal)?;
+                let g = s.gpu_after(Some(stream))?;
+                // SAFETY: both checked against the factored shape on this GPU; `out`'s
+                // elements are distinct (a tensor's are; `rhs` is read in full before `out`
+                // is written, so `out` may be `rhs`); our stream waits for torch's.
+                unsafe { g.solve_device(bv, k, xv) }
+            })
+        })?;
+        Ok(out)
+    }
+
+    /// `factor_torch` and `solve_torch` in one call, one graph launch and one wait before
+    /// the solutions are copied out (`out` untouched when the factorization fails).
+    /// Returns the solutions and whether the matrix is a batch.
+    #[allow(clippy::too_many_arguments)] // three tensors, the result and the refactor flag
+    fn factor_solve_torch<'py>(
+        &self,
+        py: Python<'py>,
+        diag: Bound<'py, PyAny>,
+        sub: Bound<'py, PyAny>,
+        rhs: Bound<'py, PyAny>,
+        out: Option<Bound<'py, PyAny>>,
+        refactor: bool,
+    ) -> PyResult<(Bound<'py, PyAny>, bool)> {
+        let ordinal = self.ordinal(py)?;
+        let out = match out {
+            Some(out) => out,
+            None => torch::new_like(&rhs)?,
+        };
+        let (d, u, b, x) = (Tensor::read(&diag)?, Tensor::read(&sub)?, Tensor::read(&rhs)?, Tensor::read(&out)?);
+        let (sh, batched) = block_shape(d.shape()).map_err(raise)?;
+        let stream = d.producer_stream(py)?;
+        self.run(py, |any| {
+            with_solver!(Any, any, s, T, {
+                let blocks = torch_blocks::<T>(&d, &u, sh, batched, ordinal)?;
+                let (k, bv, xv) = torch_rhs::<T>(&b, &x, sh, batched, ordinal)?;
+                check_refactor(refactor, s.shape(), sh)?;
+                let g = s.gpu_after(Some(stream))?;
+                // SAFETY: as in `factor_torch` and `solve_torch`.
+                unsafe { g.factor_solve_device(sh, blocks, bv, k, xv) }
+            })
+        })?;
+        Ok((out, batched))
     }
 
     /// Solves for the `ncols` right-hand sides at `rhs` (layout `(S, k, N n)`), writing `out`.
@@ -826,13 +967,14 @@ fn random_rhs(
     .map_err(raise)
 }
 
-/// Wall-clock microseconds `(factor, solve)` of each of `runs` factor + solve calls of the
-/// Rust API (after one warm-up call) on `generate::random_spd(batch, nblocks, block, seed)` and
-/// `generate::random_rhs(.., 1, seed)`, on the GPU: the reference against which
-/// `python/examples/call_overhead.py` measures the Python layer. `device = false`:
-/// `GpuCholesky::factor(&a)` + `solve(&b)` from host memory (a Rust caller with `Vec`s);
-/// `device = true`: `upload_device` + `factor_uploaded` + `solve_device` on C-order device
-/// buffers (a Rust caller whose data are on the GPU).
+/// Wall-clock microseconds `(factor, solve, factor + solve in one call)` of each of `runs`
+/// rounds of the Rust API (after one warm-up round) on
+/// `generate::random_spd(batch, nblocks, block, seed)` and `generate::random_rhs(.., 1, seed)`,
+/// on the GPU: the reference against which `python/examples/call_overhead.py` measures the
+/// Python layer. `device = false`: `GpuCholesky::factor(&a)`, `solve(&b)` and
+/// `factor_solve(&a, &b)` from host memory (a Rust caller with `Vec`s); `device = true`:
+/// `upload_device` + `factor_uploaded`, `solve_device` and `factor_solve_device` on C-order
+/// device buffers (a Rust caller whose data are on the GPU).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)] // a problem, a count and a path
 fn time_rust_factor_solve(
@@ -844,12 +986,16 @@ fn time_rust_factor_solve(
     seed: u64,
     runs: usize,
     device: bool,
-) -> PyResult<Vec<(f64, f64)>> {
+) -> PyResult<Vec<(f64, f64, f64)>> {
     py.detach(|| with_precision!(precision, T, time_factor_solve::<T>(Shape::new(batch, nblocks, block)?, seed, runs, device)))
         .map_err(raise)
 }
 
-fn time_factor_solve<T: Scalar>(shape: Shape, seed: u64, runs: usize, device: bool) -> blocktri::Result<Vec<(f64, f64)>> {
+fn micros(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn time_factor_solve<T: Scalar>(shape: Shape, seed: u64, runs: usize, device: bool) -> blocktri::Result<Vec<(f64, f64, f64)>> {
     let a = generate::random_spd::<T>(shape.batch, shape.nblocks, shape.block, seed)?;
     let b = generate::random_rhs::<T>(shape, 1, seed)?;
     let mut g = GpuCholesky::<T>::new()?;
@@ -860,8 +1006,10 @@ fn time_factor_solve<T: Scalar>(shape: Shape, seed: u64, runs: usize, device: bo
             g.factor(&a)?;
             let mid = std::time::Instant::now();
             std::hint::black_box(g.solve(&b)?);
+            let end = std::time::Instant::now();
+            std::hint::black_box(g.factor_solve(&a, &b)?);
             if i > 0 {
-                times.push(((mid - start).as_secs_f64() * 1e6, mid.elapsed().as_secs_f64() * 1e6));
+                times.push((micros(mid - start), micros(end - mid), micros(end.elapsed())));
             }
         }
         return Ok(times);
@@ -887,8 +1035,11 @@ fn time_factor_solve<T: Scalar>(shape: Shape, seed: u64, runs: usize, device: bo
         let mid = std::time::Instant::now();
         // SAFETY: as above.
         unsafe { g.solve_device(view(&r, nb, 1), 1, view(&x, nb, 1))? };
+        let end = std::time::Instant::now();
+        // SAFETY: as above.
+        unsafe { g.factor_solve_device(shape, (view(&d, nb, n), view(&u, nb - 1, n)), view(&r, nb, 1), 1, view(&x, nb, 1))? };
         if i > 0 {
-            times.push(((mid - start).as_secs_f64() * 1e6, mid.elapsed().as_secs_f64() * 1e6));
+            times.push((micros(mid - start), micros(end - mid), micros(end.elapsed())));
         }
     }
     Ok(times)

@@ -77,6 +77,12 @@ def test_strided_views_and_batched_device_solves(request):
     np.testing.assert_allclose(z.cpu().numpy(), ref, **close)
     with pytest.raises(blocktri.ShapeError, match="out"):
         solver.solve(r_t, out=y[:, :-1])
+    with pytest.raises(blocktri.ShapeError, match="out"):
+        solver.solve(r_t, out=np.empty(rhs.shape))
+    # factor + solve in one call (one graph launch, one wait), into a reused tensor.
+    y.fill_(np.nan)
+    assert solver.factor_solve(d_t, s_wide, r_t, out=y) is y
+    np.testing.assert_allclose(y.cpu().numpy(), ref, **close)
     a = dense(diag[2], sub[2])
     np.testing.assert_allclose(x[2].cpu().numpy().reshape(-1, 3), np.linalg.solve(a, rhs[2].reshape(-1, 3)), rtol=1e-10)
 
@@ -96,6 +102,12 @@ def test_device_errors_are_clear(request):
     with pytest.raises(blocktri.NotPositiveDefinite) as err:
         solver.factor(cuda(bad), cuda(sub))
     assert err.value.system == 1
+    # The same in one factor + solve call: the error, and the output left as it was.
+    kept = cuda(np.full((2, 30, 4), 7.0))
+    with pytest.raises(blocktri.NotPositiveDefinite) as err:
+        solver.factor_solve(cuda(bad), cuda(sub), cuda(np.ones((2, 30, 4))), out=kept)
+    assert err.value.system == 1 and err.value.block is not None
+    assert (kept.cpu().numpy() == 7.0).all()
     solver.factor(cuda(diag), cuda(sub))
     rhs = np.ones((2, 30, 4))
     rhs[1, 12, 2] = np.nan

@@ -146,26 +146,94 @@ impl<T: Scalar> GpuCholesky<T> {
     /// indexed elements must moreover be distinct and not overlap `rhs`.
     pub unsafe fn solve_device(&mut self, rhs: DeviceArray, k: usize, out: DeviceArray) -> Result<()> {
         let shape = self.factored_plan().ok_or(Error::NotFactored)?.bufs.shape;
+        // SAFETY: forwarded.
+        unsafe {
+            self.copy_rhs_in(shape, rhs, k)?;
+            self.launch_solve()?;
+            self.copy_solutions_out(shape, k, out)?;
+        }
+        self.check_solve()
+    }
+
+    /// [`Self::upload_device`], then the solve of `rhs` into `out` as
+    /// [`Self::solve_device`], in one graph launch with one wait before the solutions are
+    /// copied out: the device-array form of [`crate::Factorization::factor_solve`]. When
+    /// the factorization fails, `out` is left as it was.
+    ///
+    /// ```no_run
+    /// use blocktri::cuda::{DeviceArray, DeviceBuffer, GpuCholesky};
+    /// use blocktri::Shape;
+    /// let shape = Shape::new(1, 3, 2).unwrap();
+    /// let mut g = GpuCholesky::<f64>::new().unwrap();
+    /// let s = g.stream().clone();
+    /// let diag = DeviceBuffer::from_host(&s, &[4.0, 1.0, 1.0, 4.0].repeat(3)).unwrap();
+    /// let sub = DeviceBuffer::from_host(&s, &[1.0, 0.0, 0.5, 1.0].repeat(2)).unwrap();
+    /// let rhs = DeviceBuffer::from_host(&s, &[1.0; 6]).unwrap();
+    /// let x = DeviceBuffer::<f64>::poisoned(&s, 6).unwrap();
+    /// let view = |b: &DeviceBuffer<f64>, blocks, cols| DeviceArray::row_major(b.ptr().addr(), blocks, 2, cols);
+    /// // SAFETY: buffers of this solver's GPU, written on its stream, alive until it returns.
+    /// unsafe { g.factor_solve_device(shape, (view(&diag, 3, 2), view(&sub, 2, 2)), view(&rhs, 3, 1), 1, view(&x, 3, 1)) }.unwrap();
+    /// ```
+    ///
+    /// # Safety
+    /// As [`Self::upload_device`] for `diag` and `sub`, and as [`Self::solve_device`] for
+    /// `rhs` and `out` (`S x N x n x k` elements each).
+    pub unsafe fn factor_solve_device(
+        &mut self,
+        shape: Shape,
+        (diag, sub): (DeviceArray, DeviceArray),
+        rhs: DeviceArray,
+        k: usize,
+        out: DeviceArray,
+    ) -> Result<()> {
+        // SAFETY: forwarded.
+        unsafe {
+            self.upload_device(shape, diag, sub)?;
+            self.copy_rhs_in(shape, rhs, k)?;
+        }
+        self.launch_factor_solve()?;
+        self.check_factor()?;
+        // SAFETY: forwarded.
+        unsafe { self.copy_solutions_out(shape, k, out)? };
+        self.check_solve()
+    }
+
+    /// Enqueues the copy of `k` device right-hand sides (`S x N x n x k` of `shape`) into
+    /// the solver's right-hand-side buffer.
+    ///
+    /// # Safety
+    /// As [`Self::upload_device`] for `rhs`.
+    unsafe fn copy_rhs_in(&mut self, shape: Shape, rhs: DeviceArray, k: usize) -> Result<()> {
         if k == 0 {
             shape_err!("no right-hand side");
         }
         let (dst, _) = self.rhs_buffer(k)?;
         let extents = [shape.batch, shape.nblocks, shape.block, k];
-        let mine = rhs_strides(shape, k);
-        // SAFETY: the caller's contract for `rhs` and `out`; the right-hand-side buffer holds
+        // SAFETY: the caller's contract for `rhs`; the right-hand-side buffer holds
         // `S k N n` values at `rhs_strides`.
+        unsafe { self.launch_copy(rhs, dst, rhs_strides(shape, k), extents, shape.block) }
+    }
+
+    /// Enqueues the copy of the solutions (the right-hand-side buffer, `k` columns) into
+    /// `out`.
+    ///
+    /// # Safety
+    /// As [`Self::solve_device`] for `out`; the buffer holds `k` columns of `shape`.
+    unsafe fn copy_solutions_out(&self, shape: Shape, k: usize, out: DeviceArray) -> Result<()> {
+        let plan = self.plan.as_ref().ok_or(Error::NotFactored)?;
+        let src = plan.rhs.as_ref().expect("right-hand-side buffer").ptr();
+        let mine = rhs_strides(shape, k);
+        let extents = [shape.batch, shape.nblocks, shape.block, k];
+        // SAFETY: the caller's contract for `out`; the buffer holds `S k N n` values.
         unsafe {
-            self.launch_copy(rhs, dst, mine, extents, shape.block)?;
-            self.launch_solve()?;
             self.launch_copy(
-                DeviceArray { addr: dst.addr(), strides: mine },
+                DeviceArray { addr: src.addr(), strides: mine },
                 DevicePtr::from_addr(out.addr),
                 out.strides,
                 extents,
                 shape.block,
-            )?;
+            )
         }
-        self.check_solve()
     }
 
     /// Makes the solver's stream wait for the work enqueued so far on another CUDA stream
