@@ -16,9 +16,10 @@ use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{
     FactorArgs, INFO_OK, InfoCode, ROW_THREADS, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, decode_info, factor_blocked,
     factor_blocked_shared_bytes, factor_flag_words, factor_level, factor_panel, factor_panel_shared_bytes, factor_prep, factor_rows,
-    factor_rows_dataflow, factor_rows_shared_bytes, factor_shared_bytes, panel_size, panel_threads, row_size, solve_backward_level,
-    solve_backward_panel, solve_backward_rows, solve_flag_words, solve_forward_level, solve_forward_panel, solve_forward_rows,
-    solve_panel_shared_bytes, solve_rows_dataflow, solve_rows_shared_bytes, solve_shared_bytes,
+    factor_rows_dataflow, factor_rows_shared_bytes, factor_shared_bytes, panel_size, panel_solve_threads, panel_threads, row_size,
+    solve_backward_level, solve_backward_panel, solve_backward_rows, solve_flag_words, solve_forward_level, solve_forward_panel,
+    solve_forward_rows, solve_panel_dataflow_shared_bytes, solve_panel_shared_bytes, solve_rows_dataflow, solve_rows_shared_bytes,
+    solve_shared_bytes,
 };
 use blocktri_device::level::{factor_blocked_dataflow, nodes_from, solve_panel_dataflow};
 use blocktri_prims::emu;
@@ -282,7 +283,7 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
     };
     let (smem, threads) = match fam {
         Family::Rows | Family::RowsDataflow(_) => (solve_rows_shared_bytes(np, 8), ROW_THREADS),
-        Family::Panel | Family::Blocked | Family::BlockedDataflow(_) => (solve_panel_shared_bytes(pp, 8), panel_threads(pp)),
+        Family::Panel | Family::Blocked | Family::BlockedDataflow(_) => (solve_panel_shared_bytes(pp, 8), panel_solve_threads(pp)),
         Family::Generic(_) => (solve_shared_bytes(shape.block, chunk as usize, 8), 64),
         Family::Chain => (solve_chain_shared_bytes(shape.block, chunk as usize, 8), chain_threads(shape.block)),
         Family::ChainRows => (0, 32 * CHAIN_ROWS_WARPS),
@@ -332,7 +333,9 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         if matches!(fam, Family::RowsDataflow(_)) {
             unsafe { emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_rows_dataflow, &a)) };
         } else {
-            unsafe { emu::launch_unchecked(grid, threads, smem, || panel_kernel!(pp, solve_panel_dataflow, &a)) };
+            // The single launch stages the couplings, with the factor's thread count.
+            let smem = solve_panel_dataflow_shared_bytes(pp, 8);
+            unsafe { emu::launch_unchecked(grid, panel_threads(pp), smem, || panel_kernel!(pp, solve_panel_dataflow, &a)) };
         }
         assert_eq!(flags[0], grid, "every block took one ticket");
         assert_eq!(flags[1..].iter().filter(|&&f| f == 1).count(), grid as usize, "every node published");

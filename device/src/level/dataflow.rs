@@ -301,10 +301,13 @@ pub unsafe fn solve_rows_dataflow<T: Real, const NP: usize>(args: &SolveArgs<T>)
 ///
 /// # Safety
 /// As those kernels for each level from `args.level`, with the grid and flags of
-/// [`solve_rows_dataflow`].
+/// [`solve_rows_dataflow`], but [`super::panel_threads`]`(NP)` threads and
+/// [`super::solve_panel_dataflow_shared_bytes`] of shared memory (the couplings staged).
 pub unsafe fn solve_panel_dataflow<T: Real, const NP: usize>(args: &SolveArgs<T>) {
     // SAFETY: the caller's contract; each node runs after the nodes it reads.
-    unsafe { solve_sweeps(args, |a, nd| solve_forward_panel_node::<T, NP>(a, nd), |a, nd| solve_backward_panel_node::<T, NP>(a, nd)) }
+    unsafe {
+        solve_sweeps(args, |a, nd| solve_forward_panel_node::<T, NP, true>(a, nd), |a, nd| solve_backward_panel_node::<T, NP, true>(a, nd))
+    }
 }
 
 #[cfg(test)]

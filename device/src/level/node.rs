@@ -209,6 +209,22 @@ impl<T: Real> FactorBlocks<T> {
         FactorBlocks { diag, left: pick(left, nd.left.is_some()), right: pick(right, nd.right.is_some()), n, ld }
     }
 
+    /// Entry `(r, c)` of `L_ri` (`right`) or `L_li`, read from global memory; zero outside
+    /// `n x n` and for a missing (or not requested) coupling. Consecutive `r` on
+    /// consecutive lanes read consecutive addresses (column-major blocks).
+    ///
+    /// # Safety
+    /// As [`FactorBlocks::entry`].
+    #[inline(always)]
+    pub(crate) unsafe fn coupling(&self, right: bool, r: usize, c: usize) -> T {
+        let base = if right { self.right } else { self.left };
+        if r >= self.n || c >= self.n || base.is_null() {
+            return T::ZERO;
+        }
+        // SAFETY: r, c < n: inside the block.
+        unsafe { load_readonly(base.add(c * self.ld + r)) }
+    }
+
     /// Entry `(r, c)` of `(L_ii, L_li, L_ri)`; outside `n x n` identity / zero padding.
     ///
     /// # Safety

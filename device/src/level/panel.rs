@@ -32,8 +32,8 @@ pub const fn panel_groups(np: usize) -> usize {
     np / 16
 }
 
-/// Threads per block of the panel kernels of padded size `np` (factor and solve; the
-/// solves use the extra threads to load the tiles).
+/// Threads per block of the panel factor kernels of padded size `np` (the solves take
+/// [`panel_solve_threads`]).
 pub const fn panel_threads(np: usize) -> u32 {
     PANEL_THREADS * panel_groups(np) as u32
 }
@@ -48,9 +48,32 @@ pub const fn factor_panel_shared_bytes(np: usize, elem_bytes: usize) -> usize {
     (align_elems(3 * np * stride(np), elem_bytes) + 2 * align_elems(np, elem_bytes)) * elem_bytes + 16
 }
 
-/// Shared memory of [`solve_forward_panel`] / [`solve_backward_panel`] in bytes.
+/// Shared tiles of a solve node: `L_ii`, with `staged` also both couplings.
+const fn tiles_in_shared(staged: bool) -> usize {
+    if staged { 3 } else { 1 }
+}
+
+/// Shared memory of [`solve_forward_panel`] / [`solve_backward_panel`] in bytes: `L_ii`
+/// and four vectors (the couplings are read from global memory).
 pub const fn solve_panel_shared_bytes(np: usize, elem_bytes: usize) -> usize {
-    (align_elems(3 * np * stride(np), elem_bytes) + 4 * align_elems(np, elem_bytes)) * elem_bytes + 16
+    solve_panel_node_shared_bytes(np, false, elem_bytes)
+}
+
+/// Shared memory of the panel solve bodies in the single-launch sweeps
+/// ([`super::solve_panel_dataflow`]): the couplings staged too.
+pub const fn solve_panel_dataflow_shared_bytes(np: usize, elem_bytes: usize) -> usize {
+    solve_panel_node_shared_bytes(np, true, elem_bytes)
+}
+
+const fn solve_panel_node_shared_bytes(np: usize, staged: bool, elem_bytes: usize) -> usize {
+    (align_elems(tiles_in_shared(staged) * np * stride(np), elem_bytes) + 4 * align_elems(np, elem_bytes)) * elem_bytes + 16
+}
+
+/// Threads per block of the per-level panel solves of padded size `np`: warp 0 for the
+/// triangular loop and one warp per side and 32 rows of the coupling products (the
+/// single-launch sweeps take [`panel_threads`]: more threads stage the tiles faster).
+pub const fn panel_solve_threads(np: usize) -> u32 {
+    32 * (1 + 2 * (np / 32)) as u32
 }
 
 /// Eliminates one node with the shared-memory panel (see the module docs).
@@ -272,13 +295,21 @@ pub(super) unsafe fn store_factor_panel<T: Real, const NP: usize>(a: &FactorArgs
     });
 }
 
-/// Loads `L_ii`, `L_li`, `L_ri` of a node into three row-major shared tiles (padded) and
-/// `1 / L_jj` into `inv`. Ends with a barrier.
-unsafe fn load_tiles<T: Real, const NP: usize>(a: &SolveArgs<T>, nd: &Node, tiles: *mut T, inv: *mut T) {
+/// Loads `L_ii` of a node into a row-major shared tile (padded with identity), with
+/// `STAGED` also `L_li` and `L_ri` into the next two, and `1 / L_jj` into `inv`. Ends with
+/// a barrier.
+///
+/// Two ways to read the couplings, each where it is faster (perf-notes entry 35): staged
+/// in shared memory by the whole block at once (the shortest latency per node: the
+/// single-launch top levels, whose nodes wait for each other), or read once each straight
+/// from global memory inside the products, which leaves a node a third of the shared
+/// memory so that three times as many nodes share an SM and their loads overlap each
+/// other's serial triangular loops (the per-level launches over many nodes).
+unsafe fn load_tiles<T: Real, const NP: usize, const STAGED: bool>(a: &SolveArgs<T>, nd: &Node, tiles: *mut T, inv: *mut T) {
     let team = Block;
     let s = stride(NP);
     // SAFETY: forwarded from the caller.
-    let blocks = unsafe { FactorBlocks::of(a, nd, true) };
+    let blocks = unsafe { FactorBlocks::of(a, nd, STAGED) };
     copy_batched(
         team,
         NP,
@@ -286,8 +317,10 @@ unsafe fn load_tiles<T: Real, const NP: usize>(a: &SolveArgs<T>, nd: &Node, tile
         |r, c| unsafe { blocks.entry(r, c) },
         |r, c, (d, lv, rv)| unsafe {
             *tiles.add(r * s + c) = d;
-            *tiles.add((NP + r) * s + c) = lv;
-            *tiles.add((2 * NP + r) * s + c) = rv;
+            if STAGED {
+                *tiles.add((NP + r) * s + c) = lv;
+                *tiles.add((2 * NP + r) * s + c) = rv;
+            }
         },
     );
     team.sync();
@@ -295,16 +328,38 @@ unsafe fn load_tiles<T: Real, const NP: usize>(a: &SolveArgs<T>, nd: &Node, tile
     team.sync();
 }
 
+/// Entry `(r, c)` of `L_ri` (`right`) or `L_li`: from the staged tiles, or from global
+/// memory (see [`load_tiles`]); zero outside `n x n` and for a missing coupling.
+///
+/// # Safety
+/// `tiles` as [`load_tiles`] filled them, `blocks` of the same node.
+#[inline(always)]
+unsafe fn coupling_entry<T: Real, const NP: usize, const STAGED: bool>(
+    tiles: *const T,
+    blocks: &FactorBlocks<T>,
+    right: bool,
+    r: usize,
+    c: usize,
+) -> T {
+    if STAGED {
+        // SAFETY: r, c < NP: inside the tiles (padding rows and columns hold zeros).
+        unsafe { *tiles.add((NP * (1 + usize::from(right)) + r) * stride(NP) + c) }
+    } else {
+        // SAFETY: forwarded.
+        unsafe { blocks.coupling(right, r, c) }
+    }
+}
+
 /// Forward substitution of one level with shared-memory tiles: warp 0 solves
 /// `L_ii y = b_i` (lane `l` owns rows `l + 32 r`), warps 1 and 2 subtract `L_li y`, `L_ri y`
 /// from the neighbours.
 ///
 /// # Safety
-/// As [`super::solve_forward_level`], with [`panel_threads`]`(NP)` threads,
+/// As [`super::solve_forward_level`], with [`panel_solve_threads`]`(NP)` threads,
 /// [`solve_panel_shared_bytes`] of shared memory and `args.n <= NP`.
 pub unsafe fn solve_forward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>) {
     // SAFETY: forwarded from the caller; the node of this block.
-    unsafe { solve_forward_panel_node::<T, NP>(args, &node(args.nblocks, args.level)) }
+    unsafe { solve_forward_panel_node::<T, NP, false>(args, &node(args.nblocks, args.level)) }
 }
 
 /// [`solve_forward_panel`] for node `nd` of level `args.level` (the body shared with the single-launch
@@ -313,26 +368,31 @@ pub unsafe fn solve_forward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>)
 /// # Safety
 /// As [`solve_forward_panel`]; the forward sweep of `nd`'s lower levels is complete and visible to the
 /// block.
-pub(crate) unsafe fn solve_forward_panel_node<T: Real, const NP: usize>(args: &SolveArgs<T>, nd: &Node) {
+pub(crate) unsafe fn solve_forward_panel_node<T: Real, const NP: usize, const STAGED: bool>(args: &SolveArgs<T>, nd: &Node) {
     let team = Block;
     let a = *args;
     let coherent = !a.flags.is_null();
     let (n, k) = (a.n as usize, a.nrhs as usize);
     let s = stride(NP);
     let smem = shared::dynamic_shared::<T>();
-    let tiles = smem;
-    let inv = unsafe { smem.add(align_elems(3 * NP * s, T::BYTES)) };
+    let tile = smem;
+    let inv = unsafe { smem.add(align_elems(tiles_in_shared(STAGED) * NP * s, T::BYTES)) };
     let ybuf = unsafe { inv.add(align_elems(NP, T::BYTES)) };
-    unsafe { load_tiles::<T, NP>(&a, nd, tiles, inv) };
+    unsafe { load_tiles::<T, NP, STAGED>(&a, nd, tile, inv) };
+    // SAFETY: forwarded from the caller.
+    let blocks = unsafe { FactorBlocks::of(&a, nd, true) };
+    let coupling = |right, r, c| unsafe { coupling_entry::<T, NP, STAGED>(tile, &blocks, right, r, c) };
     let (warp, lane) = (warp_id() as usize, lane_id() as usize);
     let ldb = a.nblocks as usize * n;
     let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
     let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
     let rows_per_lane = NP / 32;
-    let target = match warp {
-        1 => nd.left,
-        2 => nd.right,
-        _ => None,
+    // Warps 1.. each take one side and 32 rows of the coupling products.
+    let (right, half) = ((warp + 1) % 2 == 1, warp.saturating_sub(1) / 2);
+    let target = match (warp, right) {
+        (0, _) => None,
+        (_, false) => nd.left,
+        (_, true) => nd.right,
     };
     for col in 0..k {
         if warp == 0 {
@@ -352,7 +412,7 @@ pub(crate) unsafe fn solve_forward_panel_node<T: Real, const NP: usize>(args: &S
                 for rr in 0..rows_per_lane {
                     let i = lane + 32 * rr;
                     if i > j {
-                        unsafe { *ybuf.add(i) = (-*tiles.add(i * s + j)).mul_add(y, *ybuf.add(i)) };
+                        unsafe { *ybuf.add(i) = (-*tile.add(i * s + j)).mul_add(y, *ybuf.add(i)) };
                     }
                 }
                 sync_warp();
@@ -365,19 +425,31 @@ pub(crate) unsafe fn solve_forward_panel_node<T: Real, const NP: usize>(args: &S
             }
         }
         team.sync();
-        if let Some(j) = target {
-            let tile = unsafe { tiles.add(warp * NP * s) };
+        // Row `pr` of `L_li y` (or `L_ri y`), summed over the columns in order by one lane:
+        // each neighbour entry gets one atomic add per side, as before the couplings were
+        // read from global memory.
+        let pr = lane + 32 * half;
+        if let (Some(j), true) = (target, pr < n) {
             let bj = unsafe { seg((j - 1) as usize).add(col * ldb) };
-            for rr in 0..rows_per_lane {
-                let pr = lane + 32 * rr;
-                if pr < n {
-                    let mut acc = T::ZERO;
-                    for c in 0..n {
-                        acc = unsafe { *tile.add(pr * s + c) }.mul_add(unsafe { *ybuf.add(c) }, acc);
-                    }
-                    unsafe { T::atomic_add_global(bj.add(pr), -acc) };
+            let mut acc = T::ZERO;
+            // Eight loads in flight per lane, then their products in column order (a fully
+            // unrolled `NP` loop hoists every load: 254 registers at NP = 64, one block per
+            // SM).
+            const BATCH: usize = 8;
+            let mut c0 = 0;
+            while c0 < n {
+                let mut l = [T::ZERO; BATCH];
+                for u in 0..BATCH {
+                    l[u] = coupling(right, pr, c0 + u);
                 }
+                for u in 0..BATCH {
+                    if c0 + u < n {
+                        acc = l[u].mul_add(unsafe { *ybuf.add(c0 + u) }, acc);
+                    }
+                }
+                c0 += BATCH;
             }
+            unsafe { T::atomic_add_global(bj.add(pr), -acc) };
         }
         team.sync();
     }
@@ -388,11 +460,11 @@ pub(crate) unsafe fn solve_forward_panel_node<T: Real, const NP: usize>(args: &S
 /// `L_ii^T x_i = z` from the last entry up, in warp 0.
 ///
 /// # Safety
-/// As [`super::solve_backward_level`], with [`panel_threads`]`(NP)` threads,
+/// As [`super::solve_backward_level`], with [`panel_solve_threads`]`(NP)` threads,
 /// [`solve_panel_shared_bytes`] of shared memory and `args.n <= NP`.
 pub unsafe fn solve_backward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>) {
     // SAFETY: forwarded from the caller; the node of this block.
-    unsafe { solve_backward_panel_node::<T, NP>(args, &node(args.nblocks, args.level)) }
+    unsafe { solve_backward_panel_node::<T, NP, false>(args, &node(args.nblocks, args.level)) }
 }
 
 /// [`solve_backward_panel`] for node `nd` of level `args.level` (the body shared with the single-launch
@@ -401,57 +473,83 @@ pub unsafe fn solve_backward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>
 /// # Safety
 /// As [`solve_backward_panel`]; the backward sweep of `nd`'s neighbours and `nd`'s forward substitution
 /// are complete and visible to the block.
-pub(crate) unsafe fn solve_backward_panel_node<T: Real, const NP: usize>(args: &SolveArgs<T>, nd: &Node) {
+pub(crate) unsafe fn solve_backward_panel_node<T: Real, const NP: usize, const STAGED: bool>(args: &SolveArgs<T>, nd: &Node) {
     let team = Block;
     let a = *args;
     let coherent = !a.flags.is_null();
     let (n, k) = (a.n as usize, a.nrhs as usize);
     let s = stride(NP);
     let smem = shared::dynamic_shared::<T>();
-    let tiles = smem;
-    let inv = unsafe { smem.add(align_elems(3 * NP * s, T::BYTES)) };
+    let tile = smem;
+    let inv = unsafe { smem.add(align_elems(tiles_in_shared(STAGED) * NP * s, T::BYTES)) };
     let xl = unsafe { inv.add(align_elems(NP, T::BYTES)) };
     let xr = unsafe { xl.add(align_elems(NP, T::BYTES)) };
     let z = unsafe { xr.add(align_elems(NP, T::BYTES)) };
-    unsafe { load_tiles::<T, NP>(&a, nd, tiles, inv) };
-    let (warp, lane) = (warp_id() as usize, lane_id() as usize);
+    unsafe { load_tiles::<T, NP, STAGED>(&a, nd, tile, inv) };
+    // SAFETY: forwarded from the caller.
+    let blocks = unsafe { FactorBlocks::of(&a, nd, true) };
+    let coupling = |right, r, c| unsafe { coupling_entry::<T, NP, STAGED>(tile, &blocks, right, r, c) };
+    let (warp, lane, warps) = (warp_id() as usize, lane_id() as usize, team.groups());
     let ldb = a.nblocks as usize * n;
     let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
     let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
     let rows_per_lane = NP / 32;
     let mut bad = false;
     for col in 0..k {
-        let (nb, dst) = match warp {
-            1 => (nd.left, xl),
-            2 => (nd.right, xr),
-            _ => (None, core::ptr::null_mut()),
+        let neighbour = |nb: Option<u32>, dst: *mut T| {
+            let src = nb.map(|j| unsafe { seg((j - 1) as usize).add(col * ldb) });
+            crate::tile::for_each_index(team, NP, |i| unsafe {
+                *dst.add(i) = match src {
+                    Some(src) if i < n => load_level_output(src.add(i), coherent),
+                    _ => T::ZERO,
+                }
+            });
         };
-        if let Some(j) = nb {
-            let src = unsafe { seg((j - 1) as usize).add(col * ldb) };
-            for rr in 0..rows_per_lane {
-                let i = lane + 32 * rr;
-                unsafe { *dst.add(i) = if i < n { load_level_output(src.add(i), coherent) } else { T::ZERO } };
-            }
-        }
+        neighbour(nd.left, xl);
+        neighbour(nd.right, xr);
         team.sync();
-        if warp == 0 {
-            let bi = unsafe { seg(nd.b).add(col * ldb) };
+        // z_c = y_c - (L_li^T x_l + L_ri^T x_r)_c.
+        let bi = unsafe { seg(nd.b).add(col * ldb) };
+        if STAGED && warp == 0 {
+            // From shared memory: each lane its own entries, in warp 0, which solves next.
             for rr in 0..rows_per_lane {
                 let c = lane + 32 * rr;
                 let mut v = if c < n { unsafe { load_level_output(bi.add(c), coherent) } } else { T::ZERO };
                 for pp in 0..n {
                     unsafe {
-                        if nd.left.is_some() {
-                            v = (-*tiles.add((NP + pp) * s + c)).mul_add(*xl.add(pp), v);
-                        }
-                        if nd.right.is_some() {
-                            v = (-*tiles.add((2 * NP + pp) * s + c)).mul_add(*xr.add(pp), v);
-                        }
+                        v = (-coupling(false, pp, c)).mul_add(*xl.add(pp), v);
+                        v = (-coupling(true, pp, c)).mul_add(*xr.add(pp), v);
                     }
                 }
                 unsafe { *z.add(c) = v };
             }
-            sync_warp();
+        }
+        // From global memory: column c of both couplings read by one warp along its rows
+        // (coalesced), a fixed shuffle tree for the sum; the warps take the columns in turn.
+        // (One column per pass: four in flight raised the registers from 40 to 86 and was
+        // slower, perf-notes entry 35.)
+        let mut c = if STAGED { n } else { warp };
+        while c < n {
+            let mut part = T::ZERO;
+            for rr in 0..rows_per_lane {
+                let pp = lane + 32 * rr;
+                unsafe {
+                    part = coupling(false, pp, c).mul_add(*xl.add(pp), part);
+                    part = coupling(true, pp, c).mul_add(*xr.add(pp), part);
+                }
+            }
+            let mut m = 16;
+            while m > 0 {
+                part += part.shfl_xor(m);
+                m /= 2;
+            }
+            if lane == 0 {
+                unsafe { *z.add(c) = load_level_output(bi.add(c), coherent) - part };
+            }
+            c += warps;
+        }
+        team.sync();
+        if warp == 0 {
             for jj in 0..n {
                 let j = n - 1 - jj;
                 if lane == j % 32 {
@@ -462,7 +560,7 @@ pub(crate) unsafe fn solve_backward_panel_node<T: Real, const NP: usize>(args: &
                 for rr in 0..rows_per_lane {
                     let c = lane + 32 * rr;
                     if c < j {
-                        unsafe { *z.add(c) = (-*tiles.add(j * s + c)).mul_add(x, *z.add(c)) };
+                        unsafe { *z.add(c) = (-*tile.add(j * s + c)).mul_add(x, *z.add(c)) };
                     }
                 }
                 sync_warp();

@@ -14,8 +14,8 @@ use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{
     FactorArgs, PANEL_SIZES, ROW_THREADS, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, factor_blocked_shared_bytes, factor_flag_words,
-    factor_panel_shared_bytes, factor_rows_shared_bytes, factor_shared_bytes, nodes_from, panel_size, panel_threads, row_size,
-    solve_flag_words, solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes,
+    factor_panel_shared_bytes, factor_rows_shared_bytes, factor_shared_bytes, nodes_from, panel_size, panel_solve_threads, panel_threads,
+    row_size, solve_flag_words, solve_panel_dataflow_shared_bytes, solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes,
 };
 
 /// The largest block size `KernelFamily::Auto` gives the panel kernels (with the blocked
@@ -87,8 +87,8 @@ impl Variant {
     fn min_smem(self, n: usize, elem: usize) -> usize {
         match self {
             Variant::Rows(np) => factor_rows_shared_bytes(np, 0, elem).max(solve_rows_shared_bytes(np, elem)),
-            Variant::Panel(np) => factor_panel_shared_bytes(np, elem).max(solve_panel_shared_bytes(np, elem)),
-            Variant::Blocked(np) => factor_blocked_shared_bytes(np, elem).max(solve_panel_shared_bytes(np, elem)),
+            Variant::Panel(np) => factor_panel_shared_bytes(np, elem).max(solve_panel_dataflow_shared_bytes(np, elem)),
+            Variant::Blocked(np) => factor_blocked_shared_bytes(np, elem).max(solve_panel_dataflow_shared_bytes(np, elem)),
             Variant::Generic => factor_shared_bytes(n, 0, elem).max(solve_shared_bytes(n, 1, elem)),
         }
     }
@@ -311,7 +311,7 @@ impl Fused {
             steps.push(Step::Launch {
                 kernel: &dataflow.solve,
                 level: m,
-                cfg: cfg(passes * nodes_from(nb, s, m)),
+                cfg: self.dataflow_solve_config::<T>(n, chunk, passes * nodes_from(nb, s, m)),
                 args: Args::Solve(SolveArgs { flags: target.flags, sweeps, ..args(m) }),
             });
         }
@@ -331,9 +331,20 @@ impl Fused {
         match self.variant {
             Variant::Rows(np) => LaunchConfig::linear(grid, ROW_THREADS, solve_rows_shared_bytes(np, T::BYTES) as u32),
             Variant::Panel(np) | Variant::Blocked(np) => {
-                LaunchConfig::linear(grid, panel_threads(np), solve_panel_shared_bytes(np, T::BYTES) as u32)
+                LaunchConfig::linear(grid, panel_solve_threads(np), solve_panel_shared_bytes(np, T::BYTES) as u32)
             }
             Variant::Generic => LaunchConfig::linear(grid, generic_solve_threads(n), solve_shared_bytes(n, chunk, T::BYTES) as u32),
+        }
+    }
+
+    /// The launch shape of the single-launch solve over `grid` node passes: the per-level
+    /// one, except the panel bodies, which stage the couplings there with more threads.
+    fn dataflow_solve_config<T: Scalar>(&self, n: usize, chunk: usize, grid: u32) -> LaunchConfig {
+        match self.variant {
+            Variant::Panel(np) | Variant::Blocked(np) => {
+                LaunchConfig::linear(grid, panel_threads(np), solve_panel_dataflow_shared_bytes(np, T::BYTES) as u32)
+            }
+            _ => self.solve_config::<T>(n, chunk, grid),
         }
     }
 
