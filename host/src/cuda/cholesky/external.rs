@@ -143,7 +143,9 @@ impl<T: Scalar> GpuCholesky<T> {
     ///
     /// # Safety
     /// As [`Self::upload_device`] for `rhs` (`S x N x n x k` elements) and for `out`, whose
-    /// indexed elements must moreover be distinct and not overlap `rhs`.
+    /// indexed elements must moreover be distinct. `out` may overlap `rhs` (even be the same
+    /// array): `rhs` is copied whole into the solver's buffer before `out` is written, in
+    /// the order of the solver's stream.
     pub unsafe fn solve_device(&mut self, rhs: DeviceArray, k: usize, out: DeviceArray) -> Result<()> {
         let shape = self.factored_plan().ok_or(Error::NotFactored)?.bufs.shape;
         // SAFETY: forwarded.
