@@ -472,7 +472,7 @@ class Solver(_Factored):
         """``factor`` then ``solve`` (``out`` as there). For torch CUDA tensors one call and
         one wait; a failed factorization leaves ``out`` as it was."""
         if _torch_cuda(diag, sub, rhs):
-            x, self._batched = _call(self._inner.factor_solve_torch, diag, sub, rhs, self._torch_out(out), False)
+            x, self._batched = _call(self._inner.factor_solve_torch, diag, sub, rhs, self._torch_out(out))
             return x
         self.factor(diag, sub)
         return self.solve(rhs, out)

@@ -635,10 +635,7 @@ impl PySolver {
         batched: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let ordinal = self.ordinal(py)?;
-        let out = match out {
-            Some(out) => out,
-            None => torch::new_like(&rhs)?,
-        };
+        let out = torch::output_like(out, &rhs)?;
         let (b, x) = (Tensor::read(&rhs)?, Tensor::read(&out)?);
         let stream = b.producer_stream(py)?;
         self.run(py, |any| {
@@ -658,7 +655,6 @@ impl PySolver {
     /// `factor_torch` and `solve_torch` in one call, one graph launch and one wait before
     /// the solutions are copied out (`out` untouched when the factorization fails).
     /// Returns the solutions and whether the matrix is a batch.
-    #[allow(clippy::too_many_arguments)] // three tensors, the result and the refactor flag
     fn factor_solve_torch<'py>(
         &self,
         py: Python<'py>,
@@ -666,13 +662,9 @@ impl PySolver {
         sub: Bound<'py, PyAny>,
         rhs: Bound<'py, PyAny>,
         out: Option<Bound<'py, PyAny>>,
-        refactor: bool,
     ) -> PyResult<(Bound<'py, PyAny>, bool)> {
         let ordinal = self.ordinal(py)?;
-        let out = match out {
-            Some(out) => out,
-            None => torch::new_like(&rhs)?,
-        };
+        let out = torch::output_like(out, &rhs)?;
         let (d, u, b, x) = (Tensor::read(&diag)?, Tensor::read(&sub)?, Tensor::read(&rhs)?, Tensor::read(&out)?);
         let (sh, batched) = block_shape(d.shape()).map_err(raise)?;
         let stream = d.producer_stream(py)?;
@@ -680,7 +672,6 @@ impl PySolver {
             with_solver!(Any, any, s, T, {
                 let blocks = torch_blocks::<T>(&d, &u, sh, batched, ordinal)?;
                 let (k, bv, xv) = torch_rhs::<T>(&b, &x, sh, batched, ordinal)?;
-                check_refactor(refactor, s.shape(), sh)?;
                 let g = s.gpu_after(Some(stream))?;
                 // SAFETY: as in `factor_torch` and `solve_torch`.
                 unsafe { g.factor_solve_device(sh, blocks, bv, k, xv) }

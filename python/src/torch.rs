@@ -91,10 +91,13 @@ impl Tensor {
     }
 }
 
-/// A new C-contiguous tensor like `t` (shape, dtype, device) for the solutions:
-/// `t.new_empty(t.shape)`.
-pub fn new_like<'py>(t: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    let py = t.py();
-    let shape = t.getattr(intern!(py, "shape"))?;
-    t.call_method1(intern!(py, "new_empty"), PyTuple::new(py, [shape])?)
+/// The tensor for the solutions: the caller's `out`, or else a new C-contiguous tensor
+/// like `rhs` (shape, dtype, device), `rhs.new_empty(rhs.shape)`.
+pub fn output_like<'py>(out: Option<Bound<'py, PyAny>>, rhs: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(out) = out {
+        return Ok(out);
+    }
+    let py = rhs.py();
+    let shape = rhs.getattr(intern!(py, "shape"))?;
+    rhs.call_method1(intern!(py, "new_empty"), PyTuple::new(py, [shape])?)
 }

@@ -387,8 +387,9 @@ pub(crate) unsafe fn solve_forward_panel_node<T: Real, const NP: usize, const ST
     let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
     let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
     let rows_per_lane = NP / 32;
-    // Warps 1.. each take one side and 32 rows of the coupling products.
-    let (right, half) = ((warp + 1) % 2 == 1, warp.saturating_sub(1) / 2);
+    // Warps 1.. each take one side (odd: left, even: right) and 32 rows of the coupling
+    // products.
+    let (right, half) = (warp % 2 == 0, warp.saturating_sub(1) / 2);
     let target = match (warp, right) {
         (0, _) => None,
         (_, false) => nd.left,
@@ -510,43 +511,46 @@ pub(crate) unsafe fn solve_backward_panel_node<T: Real, const NP: usize, const S
         team.sync();
         // z_c = y_c - (L_li^T x_l + L_ri^T x_r)_c.
         let bi = unsafe { seg(nd.b).add(col * ldb) };
-        if STAGED && warp == 0 {
+        if STAGED {
             // From shared memory: each lane its own entries, in warp 0, which solves next.
-            for rr in 0..rows_per_lane {
-                let c = lane + 32 * rr;
-                let mut v = if c < n { unsafe { load_level_output(bi.add(c), coherent) } } else { T::ZERO };
-                for pp in 0..n {
+            if warp == 0 {
+                for rr in 0..rows_per_lane {
+                    let c = lane + 32 * rr;
+                    let mut v = if c < n { unsafe { load_level_output(bi.add(c), coherent) } } else { T::ZERO };
+                    for pp in 0..n {
+                        unsafe {
+                            v = (-coupling(false, pp, c)).mul_add(*xl.add(pp), v);
+                            v = (-coupling(true, pp, c)).mul_add(*xr.add(pp), v);
+                        }
+                    }
+                    unsafe { *z.add(c) = v };
+                }
+            }
+        } else {
+            // From global memory: column c of both couplings read by one warp along its rows
+            // (coalesced), a fixed shuffle tree for the sum; the warps take the columns in
+            // turn. (One column per pass: four in flight raised the registers from 40 to 86
+            // and was slower, perf-notes entry 35.)
+            let mut c = warp;
+            while c < n {
+                let mut part = T::ZERO;
+                for rr in 0..rows_per_lane {
+                    let pp = lane + 32 * rr;
                     unsafe {
-                        v = (-coupling(false, pp, c)).mul_add(*xl.add(pp), v);
-                        v = (-coupling(true, pp, c)).mul_add(*xr.add(pp), v);
+                        part = coupling(false, pp, c).mul_add(*xl.add(pp), part);
+                        part = coupling(true, pp, c).mul_add(*xr.add(pp), part);
                     }
                 }
-                unsafe { *z.add(c) = v };
-            }
-        }
-        // From global memory: column c of both couplings read by one warp along its rows
-        // (coalesced), a fixed shuffle tree for the sum; the warps take the columns in turn.
-        // (One column per pass: four in flight raised the registers from 40 to 86 and was
-        // slower, perf-notes entry 35.)
-        let mut c = if STAGED { n } else { warp };
-        while c < n {
-            let mut part = T::ZERO;
-            for rr in 0..rows_per_lane {
-                let pp = lane + 32 * rr;
-                unsafe {
-                    part = coupling(false, pp, c).mul_add(*xl.add(pp), part);
-                    part = coupling(true, pp, c).mul_add(*xr.add(pp), part);
+                let mut m = 16;
+                while m > 0 {
+                    part += part.shfl_xor(m);
+                    m /= 2;
                 }
+                if lane == 0 {
+                    unsafe { *z.add(c) = load_level_output(bi.add(c), coherent) - part };
+                }
+                c += warps;
             }
-            let mut m = 16;
-            while m > 0 {
-                part += part.shfl_xor(m);
-                m /= 2;
-            }
-            if lane == 0 {
-                unsafe { *z.add(c) = load_level_output(bi.add(c), coherent) - part };
-            }
-            c += warps;
         }
         team.sync();
         if warp == 0 {
