@@ -17,9 +17,9 @@ use blocktri_device::level::{
     FactorArgs, INFO_OK, InfoCode, ROW_THREADS, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, decode_info, factor_blocked,
     factor_blocked_shared_bytes, factor_flag_words, factor_level, factor_panel, factor_panel_shared_bytes, factor_prep, factor_rows,
     factor_rows_dataflow, factor_rows_shared_bytes, factor_shared_bytes, panel_size, panel_solve_threads, panel_threads, row_size,
-    solve_backward_level, solve_backward_panel, solve_backward_rows, solve_flag_words, solve_forward_level, solve_forward_panel,
-    solve_forward_rows, solve_panel_dataflow_shared_bytes, solve_panel_shared_bytes, solve_rows_dataflow, solve_rows_shared_bytes,
-    solve_shared_bytes,
+    rows_nodes_per_block, rows_solve_nodes_per_block, solve_backward_level, solve_backward_panel, solve_backward_rows, solve_flag_words,
+    solve_forward_level, solve_forward_panel, solve_forward_rows, solve_panel_dataflow_shared_bytes, solve_panel_shared_bytes,
+    solve_rows_dataflow, solve_rows_shared_bytes, solve_shared_bytes,
 };
 use blocktri_device::level::{factor_blocked_dataflow, nodes_from, solve_panel_dataflow};
 use blocktri_prims::emu;
@@ -200,9 +200,13 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
                 (false, true, _) => factor_blocked_dataflow::<f64, 64>(args),
             }
         };
+        // The per-level rows kernel packs nodes into a block's lanes; the single launch
+        // takes one node per block.
+        let per = if rows { rows_nodes_per_block(np) } else { 1 };
         for m in 0..first {
             let args = factor_args(d, a, m, nrhs);
-            unsafe { emu::launch_unchecked(s * nodes_in_level(nb, m), threads, smem, || run(&args, false)) };
+            let grid = (s * nodes_in_level(nb, m)).div_ceil(per);
+            unsafe { emu::launch_unchecked(grid, threads, smem * per as usize, || run(&args, false)) };
         }
         let mut flags = vec![0u32; factor_flag_words(shape.batch, shape.nblocks)];
         let args = FactorArgs { flags: flags.as_mut_ptr(), ..factor_args(d, a, first, nrhs) };
@@ -217,8 +221,9 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
         let grid = s * nodes_in_level(nb, m);
         match fam {
             Family::Rows => {
-                let smem = factor_rows_shared_bytes(np, nrhs as usize, 8);
-                unsafe { emu::launch_unchecked(grid, ROW_THREADS, smem, || rows_kernel!(np, factor_rows, &args)) };
+                let per = rows_nodes_per_block(np);
+                let smem = per as usize * factor_rows_shared_bytes(np, nrhs as usize, 8);
+                unsafe { emu::launch_unchecked(grid.div_ceil(per), ROW_THREADS, smem, || rows_kernel!(np, factor_rows, &args)) };
             }
             Family::Panel => {
                 assert_eq!(nrhs, 0, "the panel kernels do not interlace right-hand sides");
@@ -290,12 +295,14 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         Family::ChainInverse => (solve_chain_shared_bytes(shape.block, chunk as usize, 8), chain_threads(shape.block)),
         Family::ChainStrips => unreachable!("mapped to its solves above"),
     };
+    // The per-level rows solves pack nodes into a block's lanes up to padded size 8.
+    let per = rows_solve_nodes_per_block(np);
     let launch = |a: &SolveArgs<f64>, grid: u32, forward: bool| match (fam, forward) {
         (Family::Rows | Family::RowsDataflow(_), true) => unsafe {
-            emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_forward_rows, a))
+            emu::launch_unchecked(grid.div_ceil(per), threads, per as usize * smem, || rows_kernel!(np, solve_forward_rows, a))
         },
         (Family::Rows | Family::RowsDataflow(_), false) => unsafe {
-            emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_backward_rows, a))
+            emu::launch_unchecked(grid.div_ceil(per), threads, per as usize * smem, || rows_kernel!(np, solve_backward_rows, a))
         },
         (Family::Panel | Family::Blocked | Family::BlockedDataflow(_), true) => unsafe {
             emu::launch_unchecked(grid, threads, smem, || panel_kernel!(pp, solve_forward_panel, a))
@@ -456,11 +463,20 @@ fn emulated_failures_name_the_system_and_block() {
 }
 
 /// The register-resident chain kernels run two to eight systems per warp (a lane group
-/// each): a system that fails must not stop or disturb the others of its warp, and the
-/// groups past the last system must not write. Every padded size below 32, batches that
-/// end inside a warp, with and without the interlaced forward substitution.
+/// each), the per-level rows kernels two to eight nodes per block: a system that fails
+/// must not stop or disturb the others of its warp, and the groups past the last system
+/// (node) must not write. Every padded size below 32, batches that end inside a warp,
+/// with and without the interlaced forward substitution.
 #[test]
-fn emulated_chain_rows_groups_survive_a_failing_neighbour() {
+fn emulated_lane_groups_survive_a_failing_neighbour() {
+    for fam in [CHAIN_ROWS, ROWS] {
+        check_lane_groups_survive(fam);
+    }
+}
+
+fn check_lane_groups_survive(fam: Family) {
+    // The chain kernels record every failure on level 0; 0-based block 3 is on level 2.
+    let level = if fam == CHAIN_ROWS { 0 } else { 2 };
     let seed = fresh_seed();
     // (S, N, n, failing system, factor with the interlaced forward substitution: one
     // right-hand side, the kernel's contract)
@@ -472,21 +488,21 @@ fn emulated_chain_rows_groups_survive_a_failing_neighbour() {
         let reference = dense_solution(&a, &b);
         a.set_diag(failing, 3, n - 1, n - 1, -1e3);
         let mut d = upload(&a, &b, n.div_ceil(8) * 8);
-        run_factor(&mut d, &a, CHAIN_ROWS, if interlaced { 1 } else { 0 });
+        run_factor(&mut d, &a, fam, if interlaced { 1 } else { 0 });
         for (sys, &info) in d.info.iter().enumerate() {
             if sys == failing {
-                assert_eq!(decode_info(info), Some((0, InfoCode::NotPositiveDefinite as u32, 3)), "n={n} system {sys}");
+                assert_eq!(decode_info(info), Some((level, InfoCode::NotPositiveDefinite as u32, 3)), "{fam:?} n={n} system {sys}");
             } else {
-                assert_eq!(info, INFO_OK, "n={n} system {sys}");
+                assert_eq!(info, INFO_OK, "{fam:?} n={n} system {sys}");
             }
         }
-        run_solve(&mut d, &a, k, 2, !interlaced, CHAIN_ROWS);
+        run_solve(&mut d, &a, k, 2, !interlaced, fam);
         // The other systems' solutions against their references (the failing system's
         // values are replaced by its reference: its factor is incomplete).
         let mut x = BlockVec::from_vec(a.shape(), k, d.rhs.clone()).unwrap();
         x.system_mut(failing).copy_from_slice(reference.system(failing));
         let err = error_vs_reference(&x, &reference);
-        assert!(err < 1e-11, "S={s} N={nb} n={n}: {err:e} (seed {seed})");
+        assert!(err < 1e-11, "{fam:?} S={s} N={nb} n={n}: {err:e} (seed {seed})");
     }
 }
 

@@ -61,6 +61,50 @@ impl Team for Block {
     }
 }
 
+/// The same `width` lanes of every warp of a 1-D CUDA block (`width` divides 32): thread
+/// `lane` of warp `w` is rank `w * width + lane % width` of team `lane / width`. Several
+/// teams (the rows kernels' packed nodes) share the block's warps; their barrier is the
+/// block's, so every team of the block passes each [`Team::sync`] together. `width = 32`
+/// is [`Block`].
+#[derive(Clone, Copy, Debug)]
+pub struct LaneSlice {
+    /// Lanes of each warp in the team.
+    pub width: usize,
+}
+
+impl Team for LaneSlice {
+    #[inline(always)]
+    fn rank(&self) -> usize {
+        let tid = gpu::thread_idx_x() as usize;
+        // `width` is a constant where this inlines: the whole-warp case is `Block`'s rank.
+        if self.width == 32 { tid } else { tid / 32 * self.width + tid % 32 % self.width }
+    }
+    #[inline(always)]
+    fn size(&self) -> usize {
+        gpu::block_dim_x() as usize / 32 * self.width
+    }
+    #[inline(always)]
+    fn sync(&self) {
+        gpu::sync_threads()
+    }
+    #[inline(always)]
+    fn lane(&self) -> usize {
+        gpu::thread_idx_x() as usize % 32 % self.width
+    }
+    #[inline(always)]
+    fn lanes(&self) -> usize {
+        self.width
+    }
+    #[inline(always)]
+    fn group(&self) -> usize {
+        gpu::thread_idx_x() as usize / 32
+    }
+    #[inline(always)]
+    fn groups(&self) -> usize {
+        gpu::block_dim_x() as usize / 32
+    }
+}
+
 /// One thread doing all the work (CPU reference use of the tile routines).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Solo;

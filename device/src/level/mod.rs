@@ -24,7 +24,10 @@ pub use panel::{
     PANEL_THREADS, factor_panel, factor_panel_shared_bytes, panel_groups, panel_solve_threads, panel_threads, solve_backward_panel,
     solve_forward_panel, solve_panel_dataflow_shared_bytes, solve_panel_shared_bytes,
 };
-pub use rows::{ROW_THREADS, factor_rows, factor_rows_shared_bytes, solve_backward_rows, solve_forward_rows, solve_rows_shared_bytes};
+pub use rows::{
+    ROW_THREADS, factor_rows, factor_rows_shared_bytes, rows_nodes_per_block, rows_solve_nodes_per_block, solve_backward_rows,
+    solve_forward_rows, solve_rows_shared_bytes,
+};
 pub use solve::{SolveArgs, solve_backward_level, solve_forward_level, solve_shared_bytes};
 
 /// Status word of a system: `u64::MAX` while no problem was found; otherwise the smallest

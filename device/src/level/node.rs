@@ -4,10 +4,10 @@
 
 use super::{FactorArgs, INFO_OK, InfoCode, info_key};
 use crate::layout::{left_of, node_number, nodes_in_level, right_of};
-use crate::team::{Block, Team};
+use crate::team::Team;
 use crate::tile::{copy_batched, for_each_rc};
 use blocktri_prims::memory::{load_coherent, load_readonly};
-use blocktri_prims::{Real, atomic, block_idx_x};
+use blocktri_prims::{Real, atomic, block_idx_x, lane_id};
 
 /// The node of this thread block: system `s`, 0-based block `b`, its 1-based neighbours at
 /// this level.
@@ -24,6 +24,20 @@ pub(crate) fn node(nblocks: u32, level: u32) -> Node {
     let nodes = nodes_in_level(nblocks, level);
     let bx = block_idx_x();
     node_at(nblocks, level, bx / nodes, bx % nodes)
+}
+
+/// The node of this thread's lane slice when `per` nodes share each thread block (the
+/// packed rows kernels): node `block * per + lane / (32 / per)` of the level, counted over
+/// all systems as in [`node`]; `false` for a slot past the last node (its node is then
+/// the last one, never written to).
+#[inline(always)]
+pub(crate) fn packed_node(nblocks: u32, systems: u32, level: u32, per: u32) -> (Node, bool) {
+    let nodes = nodes_in_level(nblocks, level);
+    let total = systems * nodes;
+    let g = block_idx_x() * per + lane_id() / (32 / per);
+    let live = g < total;
+    let g = g.min(total - 1);
+    (node_at(nblocks, level, g / nodes, g % nodes), live)
 }
 
 /// Node `t` of level `level` of system `s`.
@@ -136,13 +150,19 @@ pub(crate) fn entry_status<T: Real>(d: T, lv: T, rv: T, mirror: T, drr: T, dcc: 
 /// level of the system already failed; then checks every entry of the `n x n` block, read
 /// back through `entry` (`D` alone through `d`), with [`entry_status`], and records the
 /// first problem in the system's status word (then also `false`). `status` is one word of
-/// shared memory. Contains its barriers; every thread of the block calls it.
+/// shared memory. Contains its barriers (two, whatever the outcome): every thread of the
+/// block calls it, as one of the block's teams ([`Block`], or a [`crate::team::LaneSlice`]
+/// per packed node). A team with `live` false (a packed slot past the last node) only
+/// passes the barriers and gets `false`.
 ///
 /// # Safety
-/// `a` satisfies [`super::factor_level`]'s contract and `nd` is this block's node; `store`
-/// writes where `entry` and `d` read, in shared memory.
+/// `a` satisfies [`super::factor_level`]'s contract and `nd` is the team's node; `store`
+/// writes where `entry` and `d` read, in the team's shared memory.
 #[inline(always)]
-pub(crate) unsafe fn load_checked<T: Real, const NP: usize>(
+#[allow(clippy::too_many_arguments)] // the team, its node and the three accessors of its layout
+pub(crate) unsafe fn load_checked<T: Real, const NP: usize, M: Team>(
+    team: M,
+    live: bool,
     a: &FactorArgs<T>,
     nd: &Node,
     status: *mut u32,
@@ -150,28 +170,33 @@ pub(crate) unsafe fn load_checked<T: Real, const NP: usize>(
     entry: impl Fn(usize, usize) -> (T, T, T),
     d: impl Fn(usize, usize) -> T,
 ) -> bool {
-    let team = Block;
     let (n, m) = (a.n as usize, a.level);
     let info = unsafe { a.info.add(nd.s) };
-    // SAFETY: the node of this block, `a` as the caller guarantees.
+    // SAFETY: the team's node, `a` as the caller guarantees.
     let src = unsafe { Sources::of(a, nd) };
     if team.rank() == 0 {
         unsafe { *status = u32::MAX };
     }
     let recorded = unsafe { core::ptr::read_volatile(info) };
-    copy_batched(team, NP, NP, |r, c| unsafe { src.entry(r, c) }, store);
+    let earlier_failed = recorded != INFO_OK && (recorded >> 40) < m as u64;
+    if live {
+        copy_batched(team, NP, NP, |r, c| unsafe { src.entry(r, c) }, store);
+    }
     team.sync();
-    if recorded != INFO_OK && (recorded >> 40) < m as u64 {
+    let check = live && !earlier_failed;
+    if check {
+        for_each_rc(team, n, n, |r, c| {
+            let (dv, lv, rv) = entry(r, c);
+            let code = entry_status(dv, lv, rv, d(c, r), d(r, r), d(c, c), r, c, a.sym_tol);
+            if code != u32::MAX {
+                unsafe { atomic::atomic_min_u32(status, code) };
+            }
+        });
+    }
+    team.sync();
+    if !check {
         return false;
     }
-    for_each_rc(team, n, n, |r, c| {
-        let (dv, lv, rv) = entry(r, c);
-        let code = entry_status(dv, lv, rv, d(c, r), d(r, r), d(c, c), r, c, a.sym_tol);
-        if code != u32::MAX {
-            unsafe { atomic::atomic_min_u32(status, code) };
-        }
-    });
-    team.sync();
     let input_status = unsafe { *status };
     if input_status != u32::MAX {
         if team.rank() == 0 {

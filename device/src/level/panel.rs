@@ -256,7 +256,9 @@ pub(super) unsafe fn load_checked_panel<T: Real, const NP: usize>(
     let at = |row: usize, col: usize| unsafe { p.add(row * s + col) };
     // SAFETY: as the caller guarantees; `at` stays inside the panel.
     unsafe {
-        load_checked::<T, NP>(
+        load_checked::<T, NP, _>(
+            Block,
+            true,
             a,
             nd,
             status,

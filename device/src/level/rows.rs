@@ -3,7 +3,12 @@
 //!
 //! A node's panel `[D; L_li; L_ri]` is spread over three warps, **one panel row per lane,
 //! held in registers**: warp 0 has the rows of `D_i` (then `L_ii`), warp 1 those of
-//! `A[l, i]` (then `L_li`), warp 2 those of `A[r, i]` (then `L_ri`). With `NP` known at
+//! `A[l, i]` (then `L_li`), warp 2 those of `A[r, i]` (then `L_ri`). The per-level
+//! factor packs [`rows_nodes_per_block`]`(NP) = 32 / NP` nodes into a block (the solves
+//! [`rows_solve_nodes_per_block`]: the same up to `NP = 8`), node `s` on
+//! lanes `s NP .. (s + 1) NP` of each warp (its own shared region, its shuffles within
+//! those lanes, the block's barriers shared); the single-launch sweeps run one node per
+//! block on lanes `0 .. NP`. With `NP` known at
 //! compile time every loop unrolls and every register index is a constant, so the
 //! instruction stream is almost only the arithmetic; the generic kernels of
 //! [`super::factor`] spend most instructions on index arithmetic and loop control at
@@ -21,10 +26,10 @@
 //! Storage, arguments and status words are those of [`super::factor`] and
 //! [`super::solve`], so both kernel families interoperate.
 
-use super::node::{FactorBlocks, Node, load_checked, load_level_output, node};
+use super::node::{FactorBlocks, Node, load_checked, load_level_output, node, packed_node};
 use super::{FactorArgs, InfoCode, SolveArgs, align_elems, info_key};
 use crate::layout::fill_slot;
-use crate::team::{Block, Team};
+use crate::team::{LaneSlice, Team};
 use crate::tile::copy_batched;
 use blocktri_prims::{Real, atomic, lane_id, shared, sync_warp, warp_id};
 
@@ -37,7 +42,73 @@ const fn ldt(np: usize) -> usize {
     np + 1
 }
 
-/// Shared memory of [`factor_rows`] in bytes for `NP` and `nrhs` interlaced columns.
+/// Nodes per thread block of the per-level rows factor ([`factor_rows`]): `32 / NP` for
+/// `NP <= 16`, one at `NP = 32`. Node `sub` of a block holds lanes
+/// `sub * NP .. (sub + 1) * NP` of each of the three warps, so no lane carries padding
+/// rows (a lone node left `32 - NP` lanes of every warp idle, and registers, not lanes,
+/// bound how many blocks an SM holds: `docs/perf-notes.md`, entry 36). The single-launch
+/// sweeps run one node per block ([`super::dataflow`]).
+pub const fn rows_nodes_per_block(np: usize) -> u32 {
+    if np >= 32 { 1 } else { (32 / np) as u32 }
+}
+
+/// Nodes per thread block of the per-level rows solves ([`solve_forward_rows`],
+/// [`solve_backward_rows`]): as the factor for `NP <= 8`, one above. A packed solve node
+/// loads its three blocks with half (or fewer) of the block's threads, and at `NP = 16`
+/// that latency cost more than the extra nodes per SM gained (H100: f32, N = 16384
+/// solve 0.157 -> 0.200 ms; `docs/perf-notes.md`, entry 36).
+pub const fn rows_solve_nodes_per_block(np: usize) -> u32 {
+    if np <= 8 { rows_nodes_per_block(np) } else { 1 }
+}
+
+/// Where a node sits in its thread block: lanes `sub * width .. (sub + 1) * width` of each
+/// warp (`width = 32 / nodes per block`); `live` false for a packed slot past the last
+/// node, which only passes the block's barriers.
+#[derive(Clone, Copy)]
+struct Slot {
+    width: usize,
+    sub: usize,
+    live: bool,
+}
+
+impl Slot {
+    /// The only node of its block.
+    const WHOLE: Slot = Slot { width: 32, sub: 0, live: true };
+
+    /// The node and slot of this thread in a per-level launch with `per` nodes per block
+    /// ([`Slot::WHOLE`] and the block's node for `per = 1`, so that nothing of the
+    /// packing is left in those kernels).
+    #[inline(always)]
+    fn of_level(nblocks: u32, systems: u32, level: u32, per: u32) -> (Node, Slot) {
+        if per == 1 {
+            return (node(nblocks, level), Slot::WHOLE);
+        }
+        let (nd, live) = packed_node(nblocks, systems, level, per);
+        let width = 32 / per as usize;
+        (nd, Slot { width, sub: lane_id() as usize / width, live })
+    }
+
+    /// The team of the slot's threads (`width` lanes of each warp).
+    #[inline(always)]
+    fn team(self) -> LaneSlice {
+        LaneSlice { width: self.width }
+    }
+
+    /// First lane of the slot in each warp: shuffles read `base + row`.
+    #[inline(always)]
+    fn base(self) -> u32 {
+        (self.sub * self.width) as u32
+    }
+
+    /// This thread's row within the node (its lane within the slot).
+    #[inline(always)]
+    fn row(self) -> usize {
+        lane_id() as usize % self.width
+    }
+}
+
+/// Shared memory of [`factor_rows`] in bytes for one node, `NP` and `nrhs` interlaced
+/// columns (a per-level block holds [`rows_nodes_per_block`] of these).
 pub const fn factor_rows_shared_bytes(np: usize, nrhs: usize, elem_bytes: usize) -> usize {
     (3 * align_elems(ldt(np) * np, elem_bytes) + align_elems(np, elem_bytes) + align_elems(np * nrhs, elem_bytes)) * elem_bytes + 16
 }
@@ -47,25 +118,40 @@ pub const fn solve_rows_shared_bytes(np: usize, elem_bytes: usize) -> usize {
     (3 * align_elems(ldt(np) * np, elem_bytes) + 4 * align_elems(np, elem_bytes)) * elem_bytes + 16
 }
 
-/// Eliminates one node (see the module docs); with `nrhs > 0` also performs its forward
-/// substitution like [`super::factor_level`].
+/// Eliminates [`rows_nodes_per_block`]`(NP)` nodes of a level (see the module docs);
+/// with `nrhs > 0` also performs their forward substitution like [`super::factor_level`].
 ///
 /// # Safety
-/// As [`super::factor_level`], with a block of [`ROW_THREADS`] threads,
-/// [`factor_rows_shared_bytes`] of shared memory and `args.n <= NP <= 32`.
+/// As [`super::factor_level`], but with a grid of `ceil(systems * nodes_in_level /`
+/// [`rows_nodes_per_block`]`(NP))` blocks of [`ROW_THREADS`] threads,
+/// `rows_nodes_per_block(NP) *` [`factor_rows_shared_bytes`] of shared memory and
+/// `args.n <= NP <= 32`.
 pub unsafe fn factor_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) {
-    // SAFETY: forwarded from the caller; the node of this block.
-    unsafe { factor_rows_node::<T, NP>(args, &node(args.nblocks, args.level)) }
+    let (nd, slot) = Slot::of_level(args.nblocks, args.systems, args.level, rows_nodes_per_block(NP));
+    // SAFETY: forwarded from the caller; the node of this lane slice.
+    unsafe { factor_rows_slot::<T, NP>(args, &nd, slot) }
 }
 
-/// [`factor_rows`] for node `nd` of level `args.level` (the body shared with the
-/// single-launch sweep, [`super::dataflow`]).
+/// [`factor_rows`] for node `nd` of level `args.level`, the block's only node (the body
+/// shared with the single-launch sweep, [`super::dataflow`]).
 ///
 /// # Safety
-/// As [`factor_rows`]; `nd` is a node of `args.level` whose lower levels are complete and
-/// visible to the block.
+/// As [`factor_rows`] with one node per block; `nd` is a node of `args.level` whose lower
+/// levels are complete and visible to the block.
 pub(crate) unsafe fn factor_rows_node<T: Real, const NP: usize>(args: &FactorArgs<T>, nd: &Node) {
-    let team = Block;
+    // SAFETY: forwarded from the caller.
+    unsafe { factor_rows_slot::<T, NP>(args, nd, Slot::WHOLE) }
+}
+
+/// The node body: node `nd` on the lanes of `slot`. Every thread of the block calls it
+/// (every slot passes the same barriers, whether its node failed or is absent).
+///
+/// # Safety
+/// As [`factor_rows_node`] for `nd` when `slot.live`; the block's shared memory holds a
+/// [`factor_rows_shared_bytes`] region per slot.
+#[inline(always)]
+unsafe fn factor_rows_slot<T: Real, const NP: usize>(args: &FactorArgs<T>, nd: &Node, slot: Slot) {
+    let team = slot.team();
     let a = *args;
     let (n, ld) = (a.n as usize, a.ld as usize);
     let coherent = !a.flags.is_null();
@@ -77,19 +163,22 @@ pub(crate) unsafe fn factor_rows_node<T: Real, const NP: usize>(args: &FactorArg
     let block = |base: *mut T, idx: usize| unsafe { base.add((sys_blocks + idx) * blk) };
     let t = ldt(NP);
     let tile = align_elems(t * NP, T::BYTES);
-    let smem = shared::dynamic_shared::<T>();
+    let region = factor_rows_shared_bytes(NP, a.nrhs as usize, T::BYTES) / T::BYTES;
+    let smem = unsafe { shared::dynamic_shared::<T>().add(slot.sub * region) };
     let (sd, sl, sr) = (smem, unsafe { smem.add(tile) }, unsafe { smem.add(2 * tile) });
     let inv_diag = unsafe { smem.add(3 * tile) };
     let ybuf = unsafe { inv_diag.add(align_elems(NP, T::BYTES)) };
     let status = unsafe { ybuf.add(align_elems(NP * a.nrhs as usize, T::BYTES)) } as *mut u32;
-    let (warp, lane) = (warp_id() as usize, lane_id() as usize);
+    let (warp, lane, base) = (warp_id() as usize, slot.row(), slot.base());
 
     // 1.-2. Coalesced loads into the tiles (padding: identity in D, zero in the
     //    couplings), then the checks: finite values, symmetric D.
     let at = |tile: *mut T, r: usize, c: usize| unsafe { tile.add(c * t + r) };
-    // SAFETY: as the caller guarantees; `at` stays inside the tiles.
-    let go_on = unsafe {
-        load_checked::<T, NP>(
+    // SAFETY: as the caller guarantees; `at` stays inside the slot's tiles.
+    let mut live = unsafe {
+        load_checked::<T, NP, _>(
+            team,
+            slot.live,
             &a,
             nd,
             status,
@@ -102,13 +191,10 @@ pub(crate) unsafe fn factor_rows_node<T: Real, const NP: usize>(args: &FactorArg
             |r, c| *at(sd, r, c),
         )
     };
-    if !go_on {
-        return;
-    }
 
     // 3. Each lane takes its panel row into registers.
     let mut row = [T::ZERO; NP];
-    let active = lane < NP;
+    let active = live && lane < NP;
     if active {
         for c in 0..NP {
             row[c] = unsafe {
@@ -123,25 +209,26 @@ pub(crate) unsafe fn factor_rows_node<T: Real, const NP: usize>(args: &FactorArg
     }
     team.sync();
 
-    // 4. Warp 0: Cholesky of D, one column per step, broadcasts by shuffles.
+    // 4. Warp 0: Cholesky of D, one column per step, broadcasts by shuffles (every lane
+    //    of the warp takes part; the slots' shuffles read within their own lanes).
     if warp == 0 {
         let mut failed = u32::MAX;
         for k in 0..NP {
-            let d = row[k].shfl_idx(k as u32);
+            let d = row[k].shfl_idx(base + k as u32);
             if !(d > T::ZERO && d.is_finite()) && failed == u32::MAX {
                 failed = k as u32;
             }
             let rs = d.rsqrt_fast();
             let l = row[k] * rs; // l_ik for lanes below k; sqrt(d) on lane k
             row[k] = l;
-            if lane == k {
+            if active && lane == k {
                 unsafe { *inv_diag.add(k) = rs };
             }
             // Rectangular loop with a condition, not `k + 1..NP`: a trip count that depends on
             // the outer index stops LLVM from unrolling the nest completely.
             for j in 0..NP {
                 if j > k {
-                    let ljk = l.shfl_idx(j as u32);
+                    let ljk = l.shfl_idx(base + j as u32);
                     row[j] = (-l).mul_add(ljk, row[j]);
                 }
             }
@@ -152,21 +239,22 @@ pub(crate) unsafe fn factor_rows_node<T: Real, const NP: usize>(args: &FactorArg
                 unsafe { *sd.add(c * t + lane) = if c <= lane { row[c] } else { T::ZERO } };
             }
         }
-        if lane == 0 && failed != u32::MAX {
+        if live && lane == 0 && failed != u32::MAX {
             unsafe { *status = failed };
         }
         sync_warp();
     }
     team.sync();
-    if unsafe { *status } != u32::MAX {
+    if live && unsafe { *status } != u32::MAX {
         if team.rank() == 0 {
             unsafe { atomic::atomic_min_u64(info, info_key(m, InfoCode::NotPositiveDefinite, b as u32)) };
         }
-        return;
+        live = false;
     }
+    let active = live && lane < NP;
 
     // 5. Warps 1, 2: row <- row L^-T (forward substitution along the row).
-    if warp > 0 && ((warp == 1 && has_l) || (warp == 2 && has_r)) {
+    if live && warp > 0 && ((warp == 1 && has_l) || (warp == 2 && has_r)) {
         for c in 0..NP {
             let x = row[c] * unsafe { *inv_diag.add(c) };
             row[c] = x;
@@ -186,7 +274,7 @@ pub(crate) unsafe fn factor_rows_node<T: Real, const NP: usize>(args: &FactorArg
         2 if has_r => (Some(block(a.right, b)), false),
         _ => (None, false),
     };
-    if let (Some(base), true) = (dst, lane < n) {
+    if let (Some(base), true) = (dst, live && lane < n) {
         for c in 0..NP {
             if c < n {
                 let v = if lower_only && c > lane { T::ZERO } else { row[c] };
@@ -215,6 +303,7 @@ pub(crate) unsafe fn factor_rows_node<T: Real, const NP: usize>(args: &FactorArg
         _ => None,
     };
     if let Some((dst, rows_of, cols_of, atomic_sub)) = job
+        && live
         && lane < n
     {
         let mut mine = [T::ZERO; NP];
@@ -269,16 +358,16 @@ pub(crate) unsafe fn factor_rows_node<T: Real, const NP: usize>(args: &FactorArg
         }
         let bi = seg(b);
         for col in 0..k {
-            let mut v = if lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
+            let mut v = if live && lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
             for j in 0..NP {
-                let y = (v * unsafe { *inv_diag.add(j) }).shfl_idx(j as u32);
+                let y = (v * unsafe { *inv_diag.add(j) }).shfl_idx(base + j as u32);
                 if lane == j {
                     v = y;
                 } else if lane > j {
                     v = (-lrow[j]).mul_add(y, v);
                 }
             }
-            if lane < n {
+            if live && lane < n {
                 unsafe { *bi.add(col * ldb + lane) = v };
             }
             if active {
@@ -293,6 +382,7 @@ pub(crate) unsafe fn factor_rows_node<T: Real, const NP: usize>(args: &FactorArg
         _ => None,
     };
     if let Some(j) = target
+        && live
         && lane < n
     {
         let tile_k = if warp == 1 { sl } else { sr };
@@ -312,58 +402,96 @@ pub(crate) unsafe fn factor_rows_node<T: Real, const NP: usize>(args: &FactorArg
 }
 
 /// Loads the node's `L_ii` (and, for the backward sweep, `L_li`, `L_ri`) into shared
-/// tiles (padded: identity / zero) and `1 / L_jj` into `inv_diag`. Ends with a barrier.
-unsafe fn load_factor<T: Real, const NP: usize>(a: &SolveArgs<T>, nd: &Node, couplings: bool, tiles: [*mut T; 3], inv_diag: *mut T) {
-    let team = Block;
+/// tiles (padded: identity / zero) and `1 / L_jj` into `inv_diag`, for the lanes of
+/// `slot` (nothing for a slot without a node). Ends with a barrier; every thread of the
+/// block calls it.
+unsafe fn load_factor<T: Real, const NP: usize>(
+    a: &SolveArgs<T>,
+    nd: &Node,
+    slot: Slot,
+    couplings: bool,
+    tiles: [*mut T; 3],
+    inv_diag: *mut T,
+) {
+    let team = slot.team();
     let t = ldt(NP);
     // SAFETY: forwarded from the caller.
     let blocks = unsafe { FactorBlocks::of(a, nd, couplings) };
-    copy_batched(
-        team,
-        NP,
-        NP,
-        |r, c| unsafe { blocks.entry(r, c) },
-        |r, c, (d, lv, rv)| unsafe {
-            *tiles[0].add(c * t + r) = d;
-            *tiles[1].add(c * t + r) = lv;
-            *tiles[2].add(c * t + r) = rv;
-        },
-    );
+    if slot.live {
+        copy_batched(
+            team,
+            NP,
+            NP,
+            |r, c| unsafe { blocks.entry(r, c) },
+            |r, c, (d, lv, rv)| unsafe {
+                *tiles[0].add(c * t + r) = d;
+                *tiles[1].add(c * t + r) = lv;
+                *tiles[2].add(c * t + r) = rv;
+            },
+        );
+    }
     team.sync();
-    crate::tile::for_each_index(team, NP, |j| unsafe { *inv_diag.add(j) = T::ONE / *tiles[0].add(j * t + j) });
+    if slot.live {
+        crate::tile::for_each_index(team, NP, |j| unsafe { *inv_diag.add(j) = T::ONE / *tiles[0].add(j * t + j) });
+    }
     team.sync();
+}
+
+/// The shared tiles `[L_ii, L_li, L_ri]` and the four vectors after them of a solve
+/// slot's region ([`solve_rows_shared_bytes`] each).
+#[inline(always)]
+fn solve_region<T: Real, const NP: usize>(slot: Slot) -> ([*mut T; 3], [*mut T; 4]) {
+    let tile = align_elems(ldt(NP) * NP, T::BYTES);
+    let vec = align_elems(NP, T::BYTES);
+    let region = solve_rows_shared_bytes(NP, T::BYTES) / T::BYTES;
+    // SAFETY (all `add`s): inside the slot's region of the block's dynamic shared memory.
+    let smem = unsafe { shared::dynamic_shared::<T>().add(slot.sub * region) };
+    let tiles = [smem, unsafe { smem.add(tile) }, unsafe { smem.add(2 * tile) }];
+    let v0 = unsafe { smem.add(3 * tile) };
+    (tiles, [v0, unsafe { v0.add(vec) }, unsafe { v0.add(2 * vec) }, unsafe { v0.add(3 * vec) }])
 }
 
 /// Forward substitution of one level (register-resident counterpart of
-/// [`super::solve_forward_level`]): warp 0 solves `L_ii y = b_i` with shuffles, warps 1
-/// and 2 subtract `L_li y` and `L_ri y` from the neighbours (atomic adds).
+/// [`super::solve_forward_level`]), [`rows_solve_nodes_per_block`]`(NP)` nodes per block: warp
+/// 0 solves `L_ii y = b_i` with shuffles, warps 1 and 2 subtract `L_li y` and `L_ri y`
+/// from the neighbours (atomic adds).
 ///
 /// # Safety
-/// As [`super::solve_forward_level`], with [`ROW_THREADS`] threads,
-/// [`solve_rows_shared_bytes`] of shared memory and `args.n <= NP <= 32`.
+/// As [`super::solve_forward_level`], with a grid of `ceil(systems * nodes_in_level /`
+/// [`rows_solve_nodes_per_block`]`(NP))` blocks of [`ROW_THREADS`] threads,
+/// `rows_solve_nodes_per_block(NP) *` [`solve_rows_shared_bytes`] of shared memory and
+/// `args.n <= NP <= 32`.
 pub unsafe fn solve_forward_rows<T: Real, const NP: usize>(args: &SolveArgs<T>) {
-    // SAFETY: forwarded from the caller; the node of this block.
-    unsafe { solve_forward_rows_node::<T, NP>(args, &node(args.nblocks, args.level)) }
+    let (nd, slot) = Slot::of_level(args.nblocks, args.systems, args.level, rows_solve_nodes_per_block(NP));
+    // SAFETY: forwarded from the caller; the node of this lane slice.
+    unsafe { solve_forward_rows_slot::<T, NP>(args, &nd, slot) }
 }
 
-/// [`solve_forward_rows`] for node `nd` of level `args.level`.
+/// [`solve_forward_rows`] for node `nd` of level `args.level`, the block's only node.
 ///
 /// # Safety
-/// As [`solve_forward_rows`]; the forward sweep of `nd`'s lower levels is complete and
-/// visible to the block.
+/// As [`solve_forward_rows`] with one node per block; the forward sweep of `nd`'s lower
+/// levels is complete and visible to the block.
 pub(crate) unsafe fn solve_forward_rows_node<T: Real, const NP: usize>(args: &SolveArgs<T>, nd: &Node) {
-    let team = Block;
+    // SAFETY: forwarded from the caller.
+    unsafe { solve_forward_rows_slot::<T, NP>(args, nd, Slot::WHOLE) }
+}
+
+/// The forward node body on the lanes of `slot`; every thread of the block calls it.
+///
+/// # Safety
+/// As [`solve_forward_rows_node`] for `nd` when `slot.live`; a
+/// [`solve_rows_shared_bytes`] region per slot.
+#[inline(always)]
+unsafe fn solve_forward_rows_slot<T: Real, const NP: usize>(args: &SolveArgs<T>, nd: &Node, slot: Slot) {
+    let team = slot.team();
     let a = *args;
     let (n, k) = (a.n as usize, a.nrhs as usize);
     let coherent = !a.flags.is_null();
     let t = ldt(NP);
-    let tile = align_elems(t * NP, T::BYTES);
-    let smem = shared::dynamic_shared::<T>();
-    let tiles = [smem, unsafe { smem.add(tile) }, unsafe { smem.add(2 * tile) }];
-    let inv_diag = unsafe { smem.add(3 * tile) };
-    let ybuf = unsafe { inv_diag.add(align_elems(NP, T::BYTES)) };
-    unsafe { load_factor::<T, NP>(&a, nd, true, tiles, inv_diag) };
-    let (warp, lane) = (warp_id() as usize, lane_id() as usize);
+    let (tiles, [inv_diag, ybuf, _, _]) = solve_region::<T, NP>(slot);
+    unsafe { load_factor::<T, NP>(&a, nd, slot, true, tiles, inv_diag) };
+    let (warp, lane, base, live) = (warp_id() as usize, slot.row(), slot.base(), slot.live);
     let ldb = a.nblocks as usize * n;
     let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
     let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
@@ -374,7 +502,7 @@ pub(crate) unsafe fn solve_forward_rows_node<T: Real, const NP: usize>(args: &So
         1 => tiles[1],
         _ => tiles[2],
     };
-    if lane < NP {
+    if live && lane < NP {
         for c in 0..NP {
             row[c] = unsafe { *mine.add(c * t + lane) };
         }
@@ -387,24 +515,24 @@ pub(crate) unsafe fn solve_forward_rows_node<T: Real, const NP: usize>(args: &So
     for col in 0..k {
         if warp == 0 {
             let bi = seg(nd.b);
-            let mut v = if lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
+            let mut v = if live && lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
             for j in 0..NP {
-                let y = (v * unsafe { *inv_diag.add(j) }).shfl_idx(j as u32);
+                let y = (v * unsafe { *inv_diag.add(j) }).shfl_idx(base + j as u32);
                 if lane == j {
                     v = y;
                 } else if lane > j {
                     v = (-row[j]).mul_add(y, v);
                 }
             }
-            if lane < n {
+            if live && lane < n {
                 unsafe { *bi.add(col * ldb + lane) = v };
             }
-            if lane < NP {
+            if live && lane < NP {
                 unsafe { *ybuf.add(lane) = v };
             }
         }
         team.sync();
-        if let (Some(j), true) = (target, lane < n) {
+        if let (Some(j), true) = (target, live && lane < n) {
             let mut acc = T::ZERO;
             for c in 0..NP {
                 acc = row[c].mul_add(unsafe { *ybuf.add(c) }, acc);
@@ -416,43 +544,52 @@ pub(crate) unsafe fn solve_forward_rows_node<T: Real, const NP: usize>(args: &So
 }
 
 /// Backward substitution of one level (register-resident counterpart of
-/// [`super::solve_backward_level`]): `z = y_i - L_li^T x_l - L_ri^T x_r`, lane `c` forming
-/// entry `c`; then `L_ii^T x_i = z` in warp 0 with shuffles.
+/// [`super::solve_backward_level`]), [`rows_solve_nodes_per_block`]`(NP)` nodes per block:
+/// `z = y_i - L_li^T x_l - L_ri^T x_r`, lane `c` forming entry `c`; then `L_ii^T x_i = z`
+/// in warp 0 with shuffles.
 ///
 /// # Safety
-/// As [`super::solve_backward_level`], with [`ROW_THREADS`] threads,
-/// [`solve_rows_shared_bytes`] of shared memory and `args.n <= NP <= 32`.
+/// As [`super::solve_backward_level`], with the grid, threads and shared memory of
+/// [`solve_forward_rows`] and `args.n <= NP <= 32`.
 pub unsafe fn solve_backward_rows<T: Real, const NP: usize>(args: &SolveArgs<T>) {
-    // SAFETY: forwarded from the caller; the node of this block.
-    unsafe { solve_backward_rows_node::<T, NP>(args, &node(args.nblocks, args.level)) }
+    let (nd, slot) = Slot::of_level(args.nblocks, args.systems, args.level, rows_solve_nodes_per_block(NP));
+    // SAFETY: forwarded from the caller; the node of this lane slice.
+    unsafe { solve_backward_rows_slot::<T, NP>(args, &nd, slot) }
 }
 
-/// [`solve_backward_rows`] for node `nd` of level `args.level`.
+/// [`solve_backward_rows`] for node `nd` of level `args.level`, the block's only node.
 ///
 /// # Safety
-/// As [`solve_backward_rows`]; the backward sweep of `nd`'s neighbours (the levels above)
-/// and `nd`'s forward substitution are complete and visible to the block.
+/// As [`solve_backward_rows`] with one node per block; the backward sweep of `nd`'s
+/// neighbours (the levels above) and `nd`'s forward substitution are complete and
+/// visible to the block.
 pub(crate) unsafe fn solve_backward_rows_node<T: Real, const NP: usize>(args: &SolveArgs<T>, nd: &Node) {
-    let team = Block;
+    // SAFETY: forwarded from the caller.
+    unsafe { solve_backward_rows_slot::<T, NP>(args, nd, Slot::WHOLE) }
+}
+
+/// The backward node body on the lanes of `slot`; every thread of the block calls it.
+///
+/// # Safety
+/// As [`solve_backward_rows_node`] for `nd` when `slot.live`; a
+/// [`solve_rows_shared_bytes`] region per slot.
+#[inline(always)]
+unsafe fn solve_backward_rows_slot<T: Real, const NP: usize>(args: &SolveArgs<T>, nd: &Node, slot: Slot) {
+    let team = slot.team();
     let a = *args;
     let (n, k) = (a.n as usize, a.nrhs as usize);
     let coherent = !a.flags.is_null();
     let t = ldt(NP);
-    let tile = align_elems(t * NP, T::BYTES);
-    let smem = shared::dynamic_shared::<T>();
-    let tiles = [smem, unsafe { smem.add(tile) }, unsafe { smem.add(2 * tile) }];
-    let inv_diag = unsafe { smem.add(3 * tile) };
-    let xl = unsafe { inv_diag.add(align_elems(NP, T::BYTES)) };
-    let xr = unsafe { xl.add(align_elems(NP, T::BYTES)) };
-    unsafe { load_factor::<T, NP>(&a, nd, true, tiles, inv_diag) };
-    let (warp, lane) = (warp_id() as usize, lane_id() as usize);
+    let (tiles, [inv_diag, xl, xr, _]) = solve_region::<T, NP>(slot);
+    unsafe { load_factor::<T, NP>(&a, nd, slot, true, tiles, inv_diag) };
+    let (warp, lane, base, live) = (warp_id() as usize, slot.row(), slot.base(), slot.live);
     let t_ = tiles;
     let ldb = a.nblocks as usize * n;
     let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
     let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
     // Lane c of warp 0 keeps column c of L (row c of L^T).
     let mut lcol = [T::ZERO; NP];
-    if warp == 0 && lane < NP {
+    if live && warp == 0 && lane < NP {
         for j in 0..NP {
             lcol[j] = unsafe { *t_[0].add(lane * t + j) };
         }
@@ -460,7 +597,7 @@ pub(crate) unsafe fn solve_backward_rows_node<T: Real, const NP: usize>(args: &S
     let mut bad = false;
     for col in 0..k {
         // Neighbour solutions into shared memory (warps 1, 2), coalesced.
-        if lane < NP {
+        if live && lane < NP {
             let (nb, dst) = match warp {
                 1 => (nd.left, xl),
                 2 => (nd.right, xr),
@@ -475,8 +612,8 @@ pub(crate) unsafe fn solve_backward_rows_node<T: Real, const NP: usize>(args: &S
         team.sync();
         if warp == 0 {
             let bi = seg(nd.b);
-            let mut z = if lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
-            if lane < NP {
+            let mut z = if live && lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
+            if live && lane < NP {
                 // z_c -= sum_p K_l[p][c] x_l[p] + K_r[p][c] x_r[p].
                 if nd.left.is_some() {
                     for p in 0..NP {
@@ -492,14 +629,14 @@ pub(crate) unsafe fn solve_backward_rows_node<T: Real, const NP: usize>(args: &S
             // L^T x = z, last row first: x_j = z_j / L_jj, then z_c -= L[j][c] x_j (c < j).
             for jj in 0..NP {
                 let j = NP - 1 - jj;
-                let x = (z * unsafe { *inv_diag.add(j) }).shfl_idx(j as u32);
+                let x = (z * unsafe { *inv_diag.add(j) }).shfl_idx(base + j as u32);
                 if lane == j {
                     z = x;
                 } else if lane < j {
                     z = (-lcol[j]).mul_add(x, z);
                 }
             }
-            if lane < n {
+            if live && lane < n {
                 bad |= !z.is_finite();
                 unsafe { *bi.add(col * ldb + lane) = z };
             }

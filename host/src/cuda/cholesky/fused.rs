@@ -15,7 +15,8 @@ use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{
     FactorArgs, PANEL_SIZES, ROW_THREADS, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, factor_blocked_shared_bytes, factor_flag_words,
     factor_panel_shared_bytes, factor_rows_shared_bytes, factor_shared_bytes, nodes_from, panel_size, panel_solve_threads, panel_threads,
-    row_size, solve_flag_words, solve_panel_dataflow_shared_bytes, solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes,
+    row_size, rows_nodes_per_block, rows_solve_nodes_per_block, solve_flag_words, solve_panel_dataflow_shared_bytes,
+    solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes,
 };
 
 /// The largest block size `KernelFamily::Auto` gives the panel kernels (with the blocked
@@ -72,7 +73,17 @@ impl Variant {
         !matches!(self, Variant::Panel(_) | Variant::Blocked(_))
     }
 
-    /// Shared memory of the factor kernel with `nrhs` interlaced right-hand-side columns.
+    /// Nodes per thread block of the per-level factor kernel (the rows kernels pack
+    /// `32 / np` nodes into a block's lanes; the single-launch sweeps take one).
+    fn nodes_per_block(self) -> u32 {
+        match self {
+            Variant::Rows(np) => rows_nodes_per_block(np),
+            _ => 1,
+        }
+    }
+
+    /// Shared memory of the factor kernel with `nrhs` interlaced right-hand-side columns,
+    /// for one node.
     pub(super) fn factor_smem(self, n: usize, nrhs: usize, elem: usize) -> u32 {
         (match self {
             Variant::Rows(np) => factor_rows_shared_bytes(np, nrhs, elem),
@@ -233,7 +244,7 @@ impl Fused {
 
     /// Whether the factor kernels can also do the forward substitution of `nrhs` columns.
     pub(super) fn interlaces(&self, n: usize, nrhs: usize, elem: usize) -> bool {
-        self.variant.interlaces() && self.variant.factor_smem(n, nrhs, elem) <= self.max_shared
+        self.variant.interlaces() && self.variant.factor_smem(n, nrhs, elem) * self.variant.nodes_per_block() <= self.max_shared
     }
 
     /// The first level of the single-launch sweep for a shape (`None`: every level
@@ -262,12 +273,13 @@ impl Fused {
             args: Args::Factor(b.factor_args(0, rhs)),
         }];
         let first = self.dataflow_from(nb, s);
+        let per = self.variant.nodes_per_block();
         for m in 0..first.unwrap_or(levels(nb)) {
-            let grid = s * nodes_in_level(nb, m);
+            let grid = (s * nodes_in_level(nb, m)).div_ceil(per);
             steps.push(Step::Launch {
                 kernel: &self.factor,
                 level: m,
-                cfg: LaunchConfig::linear(grid, self.factor_threads, smem),
+                cfg: LaunchConfig::linear(grid, self.factor_threads, smem * per),
                 args: Args::Factor(b.factor_args(m, rhs)),
             });
         }
@@ -326,10 +338,14 @@ impl Fused {
 }
 
 impl Fused {
-    /// The launch shape of a solve kernel over `grid` nodes (`chunk` columns at a time).
+    /// The launch shape of a per-level solve kernel over `grid` nodes (`chunk` columns at
+    /// a time; the rows kernels pack several nodes into a block).
     fn solve_config<T: Scalar>(&self, n: usize, chunk: usize, grid: u32) -> LaunchConfig {
         match self.variant {
-            Variant::Rows(np) => LaunchConfig::linear(grid, ROW_THREADS, solve_rows_shared_bytes(np, T::BYTES) as u32),
+            Variant::Rows(np) => {
+                let per = rows_solve_nodes_per_block(np);
+                LaunchConfig::linear(grid.div_ceil(per), ROW_THREADS, per * solve_rows_shared_bytes(np, T::BYTES) as u32)
+            }
             Variant::Panel(np) | Variant::Blocked(np) => {
                 LaunchConfig::linear(grid, panel_solve_threads(np), solve_panel_shared_bytes(np, T::BYTES) as u32)
             }
@@ -337,10 +353,12 @@ impl Fused {
         }
     }
 
-    /// The launch shape of the single-launch solve over `grid` node passes: the per-level
-    /// one, except the panel bodies, which stage the couplings there with more threads.
+    /// The launch shape of the single-launch solve over `grid` node passes, one node per
+    /// block: the per-level one, except the panel bodies, which stage the couplings there
+    /// with more threads.
     fn dataflow_solve_config<T: Scalar>(&self, n: usize, chunk: usize, grid: u32) -> LaunchConfig {
         match self.variant {
+            Variant::Rows(np) => LaunchConfig::linear(grid, ROW_THREADS, solve_rows_shared_bytes(np, T::BYTES) as u32),
             Variant::Panel(np) | Variant::Blocked(np) => {
                 LaunchConfig::linear(grid, panel_threads(np), solve_panel_dataflow_shared_bytes(np, T::BYTES) as u32)
             }
@@ -403,6 +421,18 @@ mod tests {
         assert!(matches!(Variant::choose(KernelFamily::Blocked, 65), Err(Error::Unsupported(_))));
         assert!(!Variant::Panel(64).interlaces() && !Variant::Blocked(32).interlaces());
         assert!(Variant::Rows(8).interlaces() && Variant::Generic.interlaces());
+    }
+
+    #[test]
+    fn rows_blocks_fill_their_lanes_with_nodes() {
+        // The per-level factor packs 32 / np nodes (no padding lanes), the solves up to np = 8.
+        assert_eq!([4, 8, 16, 32].map(|np| Variant::Rows(np).nodes_per_block()), [8, 4, 2, 1]);
+        assert_eq!([4, 8, 16, 32].map(rows_solve_nodes_per_block), [8, 4, 1, 1]);
+        for np in blocktri_device::level::ROW_SIZES {
+            assert_eq!(rows_nodes_per_block(np) as usize * np, 32);
+        }
+        assert_eq!(Variant::Blocked(32).nodes_per_block(), 1);
+        assert_eq!(Variant::Generic.nodes_per_block(), 1);
     }
 
     #[test]
