@@ -35,11 +35,15 @@ fn main() {
         // blocks per multiprocessor (176 per thread as allocated); 168 lets four share one
         // (N = 16384, n = 16: 734 -> 430 us on the H100, docs/perf-notes.md entry 18).
         .max_registers("factor_rows_dataflow16", 168)
-        // The per-level rows factor at padded size 16 (two nodes per block since entry 36)
-        // takes 184 unconstrained (3 blocks); 168 lets four share one, spill-free.
+        // The per-level rows factor at padded size 16 (two nodes per block since entry 36):
+        // at most 168 registers, so that four 96-thread blocks share a multiprocessor (a
+        // first build of the packing took 184: three).
         .max_registers("factor_rows16", 168)
-        // The per-level rows solves at padded size 16 (96 threads): 72 unconstrained, 64
-        // (spill-free) lets ten blocks share a multiprocessor instead of nine.
+        // The per-level rows solves at padded size 16 (96 threads): f64 72 unconstrained, 64
+        // (spill-free) lets ten blocks share a multiprocessor instead of nine; f32 61-63,
+        // 56 as before the packing (eleven blocks; entry 36).
+        .max_registers("solve_forward_rows16_f32", 56)
+        .max_registers("solve_backward_rows16_f32", 56)
         .max_registers("solve_forward_rows16", 64)
         .max_registers("solve_backward_rows16", 64)
         // The staged selected inversion (128- or 256-thread blocks): 128 registers let four
