@@ -61,7 +61,7 @@ const fn staged_ld(n: usize) -> usize {
 
 /// Shared memory of the block-per-system chain solves ([`solve_forward_chain`],
 /// [`solve_forward_chain_inverse`] and their backward sweeps) in bytes: the block's
-/// diagonal operand and coupling (column stride [`staged_ld`]), `n` reciprocal pivots,
+/// diagonal operand and coupling (column stride `staged_ld`), `n` reciprocal pivots,
 /// three `n x chunk` right-hand-side tiles.
 pub const fn solve_chain_shared_bytes(n: usize, chunk: usize, elem_bytes: usize) -> usize {
     (2 * align_elems(n * staged_ld(n), elem_bytes) + align_elems(n, elem_bytes) + 3 * align_elems(n * chunk, elem_bytes)) * elem_bytes

@@ -55,7 +55,7 @@ pub const fn chain_strip_threads(np: usize) -> u32 {
 
 /// Padded size from which [`factor_chain_strips`] also writes `W_bb = L_bb^-1` (to `left`,
 /// for [`super::solve_forward_chain_inverse`] / [`super::solve_backward_chain_inverse`]): the block is one
-/// `64 x 64` tile of the tiled engine's inverse ([`invert_factor`]). Below, the solves run
+/// `64 x 64` tile of the tiled engine's inverse (`invert_factor`). Below, the solves run
 /// a lane group per system with the factor's rows in registers and need no inverse.
 pub const CHAIN_INVERSE_SIZE: usize = 64;
 
@@ -77,7 +77,7 @@ pub const fn factor_chain_strips_shared_bytes(np: usize, elem_bytes: usize) -> u
 /// 1. `D_b` is in the panel's top (the input block for `b = 0`, else computed by step
 ///    `b - 1`), its input checked (finite, symmetric within `sym_tol`); the coupling
 ///    `A[b+1, b]` is loaded below it and checked (finite);
-/// 2. [`factor_strips`] gives `L_bb` and `L_{b+1,b} = A[b+1, b] L_bb^-T`, stored to
+/// 2. `factor_strips` gives `L_bb` and `L_{b+1,b} = A[b+1, b] L_bb^-T`, stored to
 ///    `diag[b]` and `right[b]`;
 /// 3. at `NP = 64`, `W_bb = L_bb^-1` to `left[b]` (zero above the diagonal);
 /// 4. `A_{b+1,b+1}` is loaded into the top and checked, then `L_{b+1,b} L_{b+1,b}^T`

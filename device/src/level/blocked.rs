@@ -6,7 +6,7 @@
 //! store per multiply-add on every column of the `3 NP x NP` panel, and its three
 //! neighbour products run on scalar FMAs: at `n = 64` a lone node takes ~70 µs, bound by
 //! the shared-memory pipe (`docs/perf-notes.md`, entry 15). Here the panel is factored in
-//! 8-column strips by [`crate::tile::strip8::factor_strips`] (an `8 x 8` diagonal tile per
+//! 8-column strips by `crate::tile::strip8::factor_strips` (an `8 x 8` diagonal tile per
 //! strip in one warp's registers, the strip rows one thread each, the trailing update in
 //! `8 x 8` tensor-core tiles with a look-ahead warp on the next diagonal tile).
 //!

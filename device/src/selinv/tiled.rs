@@ -18,7 +18,7 @@
 //! diagonal are written as zeros, so every product runs over whole rows and columns.
 //!
 //! Products: FP64 tensor-core fragments straight from global memory
-//! ([`warp_product_sum`], `2 x 4` fragment tiles per warp, 8 warps per `64 x 64` tile)
+//! (`warp_product_sum`, `2 x 4` fragment tiles per warp, 8 warps per `64 x 64` tile)
 //! when the tile's sizes are multiples of 8 (every tile when `n` is); scalar tile
 //! products accumulated in shared memory otherwise. Each output entry is written by one
 //! thread: no atomics, the same bits on every run.

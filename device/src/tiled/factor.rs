@@ -2,7 +2,7 @@
 //!
 //! Grids: [`potrf`] one block per node (`x` = `systems * nodes of the level`, block
 //! `s * nodes + t` is node `t` of system `s`); the product kernels `x` = that times the
-//! node's tiles (pairs), tiles fastest ([`TiledArgs::node_and_tile`]). [`prep`]: `x` = block, `y` = column tile. Blocks whose tile
+//! node's tiles (pairs), tiles fastest (`TiledArgs::node_and_tile`). [`prep`]: `x` = block, `y` = column tile. Blocks whose tile
 //! does not exist for their node (no left neighbour, say) return at once; blocks of a
 //! system that already recorded a failure return after one barrier.
 
@@ -205,7 +205,7 @@ unsafe fn band<T: Real>(a: &TiledArgs<T>, s: usize, b: usize, which: usize, pres
 }
 
 /// Blocks per node of a launch over the panel's row tiles of `h` engine tiles each
-/// ([`panel_tile`]): those of `D_i` from row tile `first`, then every one of the left and
+/// (`panel_tile`): those of `D_i` from row tile `first`, then every one of the left and
 /// of the right coupling.
 pub const fn panel_blocks(n: usize, first: usize, h: usize) -> u32 {
     let nt = tiles(n);

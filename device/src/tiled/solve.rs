@@ -30,7 +30,7 @@ const WARPS: usize = THREADS / 32;
 const LDW: usize = TILE + 1;
 
 /// Shared memory of [`forward_diag`] / [`backward_diag`]: a diagonal-tile inverse and a
-/// tile of `L_ii` (leading dimension [`LDW`]), a right-hand-side tile and a temporary
+/// tile of `L_ii` (leading dimension `LDW`), a right-hand-side tile and a temporary
 /// ([`MAX_CHUNK`] columns each).
 pub const fn diag_solve_shared_bytes(elem_bytes: usize) -> usize {
     (2 * TILE * LDW + 2 * TILE * MAX_CHUNK) * elem_bytes
@@ -43,7 +43,7 @@ const COUPLE_GROUPS: usize = COUPLE_THREADS as usize / TILE;
 /// Threads of a [`forward_couple`] launch of `blocks` blocks on a device with
 /// `multiprocessors` SMs. Each of a tile's 64 rows is split over `threads / 64` threads:
 /// with at most one block per SM (the top levels) [`COUPLE_THREADS`], so that a block
-/// waits for few load passes (`n / 8` terms per thread, [`IN_FLIGHT`] per pass); below,
+/// waits for few load passes (`n / 8` terms per thread, `IN_FLIGHT` per pass); below,
 /// [`SOLVE_THREADS`], which lets three blocks share an SM (measured on the H100:
 /// 512 threads everywhere took the top-level launches at n = 1024 from 77 to 52 µs but
 /// level 0 from 540 to 929 µs, one 512-thread block per SM by registers).
@@ -272,7 +272,7 @@ unsafe fn move_rhs<T: Real>(g: *mut T, ldb: usize, z: *mut T, rows: usize, kc: u
 }
 
 /// Loads `rows x cols` of the column-major `src` (leading dimension `lds`) into `dst`
-/// (leading dimension [`LDW`]). Ends with a barrier.
+/// (leading dimension `LDW`). Ends with a barrier.
 #[inline(always)]
 unsafe fn load_tile<T: Real>(src: *const T, lds: usize, dst: *mut T, rows: usize, cols: usize) {
     // SAFETY: rows, cols <= TILE (caller's contract).

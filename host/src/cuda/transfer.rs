@@ -273,7 +273,7 @@ pub(crate) fn parallel_copy<T: Copy + Send + Sync>(src: &[T], dst: &mut [T]) {
 }
 
 /// Bytes the solvers have moved between host and device memory in this process: matrices,
-/// right-hand sides and results through [`Staging`] (staged or direct), not the few status
+/// right-hand sides and results through `Staging` (staged or direct), not the few status
 /// words each call reads back. Calls on data that stay on the device (device arrays,
 /// `DeviceArray`) leave it unchanged, which is how tests check that no host round trip
 /// happened.
