@@ -7,7 +7,7 @@ use crate::layout::{left_of, node_number, nodes_in_level, right_of};
 use crate::team::Team;
 use crate::tile::{copy_batched, for_each_rc};
 use blocktri_prims::memory::{load_coherent, load_readonly};
-use blocktri_prims::{Real, atomic, block_idx_x, lane_id};
+use blocktri_prims::{Real, atomic, block_idx_x};
 
 /// The node of this thread block: system `s`, 0-based block `b`, its 1-based neighbours at
 /// this level.
@@ -26,15 +26,15 @@ pub(crate) fn node(nblocks: u32, level: u32) -> Node {
     node_at(nblocks, level, bx / nodes, bx % nodes)
 }
 
-/// The node of this thread's lane slice when `per` nodes share each thread block (the
-/// packed rows kernels): node `block * per + lane / (32 / per)` of the level, counted over
-/// all systems as in [`node`]; `false` for a slot past the last node (its node is then
-/// the last one, never written to).
+/// The node of slot `sub` of this thread block when `per` nodes share each block (the
+/// packed rows kernels): node `block * per + sub` of the level, counted over all systems
+/// as in [`node`]; `false` for a slot past the last node (its node is then the last one,
+/// never written to).
 #[inline(always)]
-pub(crate) fn packed_node(nblocks: u32, systems: u32, level: u32, per: u32) -> (Node, bool) {
+pub(crate) fn packed_node(nblocks: u32, systems: u32, level: u32, per: u32, sub: u32) -> (Node, bool) {
     let nodes = nodes_in_level(nblocks, level);
     let total = systems * nodes;
-    let g = block_idx_x() * per + lane_id() / (32 / per);
+    let g = block_idx_x() * per + sub;
     let live = g < total;
     let g = g.min(total - 1);
     (node_at(nblocks, level, g / nodes, g % nodes), live)

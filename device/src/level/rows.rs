@@ -83,9 +83,10 @@ impl Slot {
         if per == 1 {
             return (node(nblocks, level), Slot::WHOLE);
         }
-        let (nd, live) = packed_node(nblocks, systems, level, per);
         let width = 32 / per as usize;
-        (nd, Slot { width, sub: lane_id() as usize / width, live })
+        let sub = lane_id() as usize / width;
+        let (nd, live) = packed_node(nblocks, systems, level, per, sub as u32);
+        (nd, Slot { width, sub, live })
     }
 
     /// The team of the slot's threads (`width` lanes of each warp).

@@ -75,7 +75,7 @@ impl Variant {
 
     /// Nodes per thread block of the per-level factor kernel (the rows kernels pack
     /// `32 / np` nodes into a block's lanes; the single-launch sweeps take one).
-    fn nodes_per_block(self) -> u32 {
+    fn factor_nodes_per_block(self) -> u32 {
         match self {
             Variant::Rows(np) => rows_nodes_per_block(np),
             _ => 1,
@@ -244,7 +244,7 @@ impl Fused {
 
     /// Whether the factor kernels can also do the forward substitution of `nrhs` columns.
     pub(super) fn interlaces(&self, n: usize, nrhs: usize, elem: usize) -> bool {
-        self.variant.interlaces() && self.variant.factor_smem(n, nrhs, elem) * self.variant.nodes_per_block() <= self.max_shared
+        self.variant.interlaces() && self.variant.factor_smem(n, nrhs, elem) * self.variant.factor_nodes_per_block() <= self.max_shared
     }
 
     /// The first level of the single-launch sweep for a shape (`None`: every level
@@ -273,7 +273,7 @@ impl Fused {
             args: Args::Factor(b.factor_args(0, rhs)),
         }];
         let first = self.dataflow_from(nb, s);
-        let per = self.variant.nodes_per_block();
+        let per = self.variant.factor_nodes_per_block();
         for m in 0..first.unwrap_or(levels(nb)) {
             let grid = (s * nodes_in_level(nb, m)).div_ceil(per);
             steps.push(Step::Launch {
@@ -426,13 +426,13 @@ mod tests {
     #[test]
     fn rows_blocks_fill_their_lanes_with_nodes() {
         // The per-level factor packs 32 / np nodes (no padding lanes), the solves up to np = 8.
-        assert_eq!([4, 8, 16, 32].map(|np| Variant::Rows(np).nodes_per_block()), [8, 4, 2, 1]);
+        assert_eq!([4, 8, 16, 32].map(|np| Variant::Rows(np).factor_nodes_per_block()), [8, 4, 2, 1]);
         assert_eq!([4, 8, 16, 32].map(rows_solve_nodes_per_block), [8, 4, 1, 1]);
         for np in blocktri_device::level::ROW_SIZES {
             assert_eq!(rows_nodes_per_block(np) as usize * np, 32);
         }
-        assert_eq!(Variant::Blocked(32).nodes_per_block(), 1);
-        assert_eq!(Variant::Generic.nodes_per_block(), 1);
+        assert_eq!(Variant::Blocked(32).factor_nodes_per_block(), 1);
+        assert_eq!(Variant::Generic.factor_nodes_per_block(), 1);
     }
 
     #[test]
