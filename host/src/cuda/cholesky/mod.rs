@@ -31,7 +31,7 @@ use super::context::Gpu;
 use super::graph::Graph;
 use super::launch::{DevicePtr, LaunchConfig};
 use super::memory::DeviceBuffer;
-use super::transfer::{Columns, Staging};
+use super::transfer::{Columns, Staging, Upload};
 use crate::error::{Error, Result, shape_err};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use crate::scalar::Scalar;
@@ -712,16 +712,15 @@ impl<T: Scalar> GpuCholesky<T> {
         let plan = self.plan.as_ref().expect("plan exists");
         let n = plan_shape.block;
         let cols = |blocks: usize| systems * blocks * n;
-        let mut staging = self.staging();
-        for (src, blocks, dst) in [(diag, plan_shape.nblocks, &plan.bufs.diag_in), (sub, plan_shape.nblocks - 1, &plan.bufs.sub_in)] {
-            let from = Columns { width: n, cols: cols(blocks), ld };
-            let to = Columns { ld: plan.bufs.ld, ..from };
-            // SAFETY: destinations are plan buffers sized for `plan_shape` (at least
-            // `systems` systems) at pitch `ld`; without `wait`, `with_inputs` keeps the
-            // sources borrowed until it has synchronized the stream.
-            unsafe { staging.upload_then(&self.stream, src, from, dst.ptr().addr(), to, wait)? };
-        }
-        Ok(())
+        let jobs =
+            [(diag, plan_shape.nblocks, &plan.bufs.diag_in), (sub, plan_shape.nblocks - 1, &plan.bufs.sub_in)].map(|(src, blocks, dst)| {
+                let from = Columns { width: n, cols: cols(blocks), ld };
+                Upload { src, from, dst: dst.ptr().addr(), to: Columns { ld: plan.bufs.ld, ..from } }
+            });
+        // SAFETY: destinations are plan buffers sized for `plan_shape` (at least `systems`
+        // systems) at pitch `ld`; without `wait`, `with_inputs` keeps the sources borrowed
+        // until it has synchronized the stream.
+        unsafe { self.staging().upload_all(&self.stream, &jobs, wait) }
     }
 
     /// The device input buffers of a plan for `shape` (created when the shape is new):

@@ -2,10 +2,11 @@
 //!
 //! Copies from ordinary (pageable) host memory are staged by the driver through a small
 //! bounce buffer and run at a fraction of the link (H100: 7 GB/s in, 13 GB/s out against
-//! 52 GB/s pinned). [`Staging`] does that staging itself, faster: a ring of reusable
-//! page-locked chunks, filled by several CPU threads at once while the DMA engine moves
-//! the previous chunk, with the pitch conversion between host and device layouts done in
-//! the same pass. Data that are already page-locked ([`PinnedBuffer`], or memory the
+//! 52 GB/s pinned). [`Staging`] does that staging itself, faster, with the pitch
+//! conversion between host and device layouts done in the same pass: uploads go through
+//! one page-locked ring filled by several CPU threads while a single thread sends the
+//! filled runs to the DMA engine ([`ring`]); downloads through per-worker pairs of
+//! page-locked slots. Data that are already page-locked ([`PinnedBuffer`], or memory the
 //! caller registered with CUDA) skip the staging and go straight to the DMA engine.
 
 use super::context::Gpu;
@@ -15,6 +16,9 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaStream, result, sys};
 use rayon::prelude::*;
 use std::ptr::NonNull;
 use std::sync::Arc;
+
+mod ring;
+pub(crate) use ring::Upload;
 
 /// Element types a [`PinnedBuffer`] may hold: plain values for which all-zero bytes are
 /// a valid value (the buffer starts zeroed).
@@ -322,6 +326,13 @@ const SLOTS_PER_WORKER: usize = 2;
 /// threads). 16 on the 16-core H100 machine: 1 GiB copies from DRAM 30-34 GB/s with 8,
 /// 40-41 with 16 (docs/perf-notes.md, entry 14).
 const STAGING_WORKERS: usize = 16;
+/// The upload ring holds this many slots' worth of bytes (32 MiB with the default slot).
+const RING_SLOTS: usize = 16;
+/// Largest piece of a ring upload: a worker's copy of it (~100 µs) is the first DMA's wait.
+const MAX_RING_PIECE_BYTES: usize = 1 << 20;
+/// Uploads below this run on the calling thread alone: waking the pool's threads costs
+/// up to ~0.5 ms on the H100 machine's VM (`docs/perf-notes.md`, entry 14).
+const POOL_MIN_BYTES: usize = 512 << 10;
 /// Pieces are no smaller than this unless the whole copy is: the driver's per-copy cost
 /// (a few µs) stays small against a piece's time on the link (~5 µs at 256 KiB).
 const MIN_PIECE_BYTES: usize = 256 << 10;
@@ -473,14 +484,18 @@ fn split_output<'a, T>(out: &'a mut [T], pieces: &[Piece], runs: &[std::ops::Ran
     parts
 }
 
-/// Page-locked slots for staged copies, owned by one solver and reused by every call
-/// (allocated on first use). A copy is split into pieces of at most a slot; each of up to
-/// [`STAGING_WORKERS`] rayon tasks moves its own contiguous run of pieces through its own
-/// two slots: the CPU copy of one piece overlaps the DMA of the previous, and the workers'
-/// copies overlap each other. One parallel region per call: the rayon threads wake once,
-/// not once per piece (the first design, one ring whose every piece was a rayon join, ran
-/// at 10-30 GB/s on the H100 machine, where a ring with spinning copy threads reaches ~40;
-/// `docs/perf-notes.md`, entry 13).
+/// Page-locked staging memory, owned by one solver and reused by every call (allocated on
+/// first use).
+///
+/// - Uploads: one ring of [`RING_SLOTS`] slots' worth of bytes ([`ring`]). Rayon workers
+///   copy pieces of a few hundred KiB into it in order; the calling thread sends each run
+///   of finished pieces as one DMA and is the only thread that calls the driver. An upload
+///   continues where the last one left the ring, so it does not wait for the last one's
+///   copies; a matrix's diagonal and sub-diagonal blocks go in one pass.
+/// - Downloads: each of up to [`STAGING_WORKERS`] rayon tasks moves its own contiguous run
+///   of pieces through its own two slots, the CPU copy of one piece overlapping the DMA of
+///   the previous. One parallel region per call: the rayon threads wake once, not once per
+///   piece (`docs/perf-notes.md`, entries 13 and 37).
 pub(crate) struct Staging {
     ctx: Arc<CudaContext>,
     slot_bytes: usize,
@@ -488,6 +503,17 @@ pub(crate) struct Staging {
     /// Non-temporal stores into the slots ([`copy_streaming`]).
     streaming: bool,
     slots: Vec<Slot>,
+    /// The upload ring ([`ring`]), allocated on the first staged upload.
+    ring: Option<PinnedBuffer<u8>>,
+    /// Stream position in the ring where the next upload starts (each continues the
+    /// last, so it need not wait for the last one's copies).
+    ring_pos: usize,
+    /// Every ring byte before this stream position is free.
+    ring_freed: usize,
+    /// `(event, end)` of the ring copies not known to have finished, oldest first.
+    in_flight: std::collections::VecDeque<(usize, usize)>,
+    /// Fences of the ring's copies, reused once passed.
+    events: Vec<CudaEvent>,
 }
 
 impl std::fmt::Debug for Staging {
@@ -503,7 +529,18 @@ impl Staging {
 
     /// Slots of `slot_bytes` (tests force small slots to exercise the pipeline).
     pub fn with_chunk(ctx: &Arc<CudaContext>, slot_bytes: usize) -> Self {
-        Staging { ctx: ctx.clone(), slot_bytes: slot_bytes.max(64), workers: STAGING_WORKERS, streaming: true, slots: Vec::new() }
+        Staging {
+            ctx: ctx.clone(),
+            slot_bytes: slot_bytes.max(64),
+            workers: STAGING_WORKERS,
+            streaming: true,
+            slots: Vec::new(),
+            ring: None,
+            ring_pos: 0,
+            ring_freed: 0,
+            in_flight: Default::default(),
+            events: Vec::new(),
+        }
     }
 
     /// The pieces of a copy with device layout `dev` of `T` and the workers' runs of them
@@ -549,43 +586,98 @@ impl Staging {
         to: Columns,
         wait: bool,
     ) -> Result<()> {
-        check_layouts(src.len(), from, to)?;
-        if from.cols == 0 || from.width == 0 {
-            return Ok(());
-        }
-        count_transfer(from.cols * from.width * std::mem::size_of::<T>());
-        if is_page_locked(src) {
-            // Straight to the DMA engine; with `wait`, `src` is free when we return.
-            unsafe { copy_columns_htod(stream, src, from, dst, to)? };
-            if wait {
-                stream.synchronize()?;
+        // SAFETY: forwarded.
+        unsafe { self.upload_all(stream, &[Upload { src, from, dst, to }], wait) }
+    }
+
+    /// [`Self::upload_then`] for several arrays in one pass: page-locked ones go straight
+    /// to the DMA engine, the others through the ring together ([`ring`]), so the link
+    /// stays busy from the first array to the last.
+    ///
+    /// # Safety
+    /// As [`Self::upload_then`], for every upload.
+    pub unsafe fn upload_all<T: Scalar>(&mut self, stream: &CudaStream, jobs: &[Upload<'_, T>], wait: bool) -> Result<()> {
+        let mut staged = Vec::with_capacity(jobs.len());
+        let mut direct = false;
+        for job in jobs {
+            check_layouts(job.src.len(), job.from, job.to)?;
+            if job.from.cols == 0 || job.from.width == 0 {
+                continue;
             }
-            return Ok(());
-        }
-        let (pieces, runs) = self.plan::<T>(to)?;
-        let (size, streaming) = (std::mem::size_of::<T>(), self.streaming);
-        let parts = vec![(); runs.len()];
-        self.run_workers(runs, parts, |slots, run, ()| {
-            for (i, &piece) in pieces[run].iter().enumerate() {
-                let slot = &mut slots[i % SLOTS_PER_WORKER];
-                slot.wait()?;
-                // SAFETY: the slot is free (waited); a piece fits in it (plan_pieces).
-                let values = fill_piece(src, from, to, piece, unsafe { slot.values::<T>(piece_room(to, piece)) }, streaming);
-                // SAFETY: the destination run lies inside the caller's range (`to`'s span);
-                // the slot stays untouched until its event, recorded right after, completes.
-                unsafe {
-                    sys::cuMemcpyHtoDAsync_v2(
-                        dst + (piece.offset(to.ld) * size) as u64,
-                        slot.buf.as_ptr() as *const _,
-                        values * size,
-                        stream.cu_stream(),
-                    )
-                    .result()?;
-                }
-                slot.record(stream)?;
+            count_transfer(job.from.cols * job.from.width * std::mem::size_of::<T>());
+            if is_page_locked(job.src) {
+                // SAFETY: the caller's contract; waited for below when asked.
+                unsafe { copy_columns_htod(stream, job.src, job.from, job.dst, job.to)? };
+                direct = true;
+            } else {
+                staged.push(*job);
             }
-            Ok(())
-        })
+        }
+        if !staged.is_empty() {
+            self.upload_staged(stream, &staged)?;
+        }
+        if direct && wait {
+            // With `wait`, page-locked sources are free when we return.
+            stream.synchronize()?;
+        }
+        Ok(())
+    }
+
+    /// Uploads pageable `jobs` through the ring: returns once every source value is in
+    /// the ring (the caller may change the sources); the copies finish in stream order.
+    fn upload_staged<T: Scalar>(&mut self, stream: &CudaStream, jobs: &[Upload<'_, T>]) -> Result<()> {
+        let size = std::mem::size_of::<T>();
+        let capacity = RING_SLOTS * self.slot_bytes.next_multiple_of(8);
+        let total: usize = jobs.iter().map(|j| j.to.span() * size).sum();
+        let threads = self.workers.min(rayon::current_num_threads());
+        let piece = (total / (16 * threads.max(1))).clamp(MIN_PIECE_BYTES, MAX_RING_PIECE_BYTES).min(self.slot_bytes).min(capacity / 4);
+        if self.ring.as_ref().is_none_or(|r| r.len() != capacity) {
+            self.drain_ring();
+            self.ring = None;
+            self.ring = Some(PinnedBuffer::zeroed_in(&self.ctx, capacity)?);
+        }
+        let layout: Vec<_> = jobs.iter().map(|j| (j.to, j.dst)).collect();
+        let pieces = ring::plan_ring(&layout, size, piece, capacity, self.ring_pos);
+        // Small copies stay on the calling thread: waking the pool costs more.
+        let workers = if total < POOL_MIN_BYTES { 0 } else { threads.min(pieces.len() / 2) };
+        self.ctx.bind_to_thread()?;
+        let ring = self.ring.as_mut().expect("ring allocated");
+        let memory = ring::RingMemory { base: ring.as_mut_ptr(), capacity };
+        // SAFETY: the ring is page-aligned and `capacity` bytes long; the copies that may
+        // still read it are those of `in_flight`, handed to the dispatcher; `pieces` were
+        // planned for it from where the last upload ended.
+        let pipeline = unsafe { ring::Pipeline::new(jobs, &pieces, memory, self.streaming, self.ring_freed) };
+        let busy: std::collections::HashSet<usize> = self.in_flight.iter().map(|&(e, _)| e).collect();
+        let free = (0..self.events.len()).filter(|e| !busy.contains(e)).collect();
+        let mut link = CudaLink { stream, ring: memory, events: &mut self.events, free };
+        let in_flight = &mut self.in_flight;
+        let sent = rayon::in_place_scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|_| pipeline.work());
+            }
+            pipeline.dispatch(&mut link, capacity / 8, in_flight)
+        });
+        match sent {
+            Ok(freed) => {
+                self.ring_freed = freed;
+                self.ring_pos = pieces.last().map_or(self.ring_pos, |p| p.end());
+                Ok(())
+            }
+            Err(e) => {
+                // Start over from an idle ring.
+                self.drain_ring();
+                Err(e)
+            }
+        }
+    }
+
+    /// Waits for every copy that may read the ring and starts the next upload at its
+    /// beginning.
+    fn drain_ring(&mut self) {
+        for (event, _) in self.in_flight.drain(..) {
+            let _ = self.events[event].synchronize();
+        }
+        (self.ring_pos, self.ring_freed) = (0, 0);
     }
 
     /// Runs `work(slots, run, part)` for each run of pieces with its own slots and its
@@ -675,11 +767,53 @@ impl Staging {
 
 impl Drop for Staging {
     fn drop(&mut self) {
-        // A slot may still be the source or target of a copy: let those finish before the
-        // pinned memory is freed.
+        // A slot or the ring may still be the source or target of a copy: let those
+        // finish before the pinned memory is freed.
         for slot in &mut self.slots {
             let _ = slot.wait();
         }
+        self.drain_ring();
+    }
+}
+
+/// The ring's [`ring::Link`] on a CUDA stream: copies with `cuMemcpyHtoDAsync`, fences
+/// are events (reused once passed).
+struct CudaLink<'a> {
+    stream: &'a CudaStream,
+    ring: ring::RingMemory,
+    events: &'a mut Vec<CudaEvent>,
+    /// Events not behind an unfinished fence.
+    free: Vec<usize>,
+}
+
+impl ring::Link for CudaLink<'_> {
+    fn send(&mut self, at: usize, dev: u64, bytes: usize) -> Result<()> {
+        debug_assert!(at + bytes <= self.ring.capacity);
+        // SAFETY: the ring bytes are page-locked and stay unchanged until the fence
+        // recorded after this copy has passed (the pipeline's room rule); the device range
+        // lies in an upload's destination (plan_ring, the caller's contract).
+        unsafe { sys::cuMemcpyHtoDAsync_v2(dev, self.ring.base.add(at) as *const _, bytes, self.stream.cu_stream()).result()? };
+        Ok(())
+    }
+
+    fn fence(&mut self) -> Result<usize> {
+        let i = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.events.push(self.stream.context().new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?);
+                self.events.len() - 1
+            }
+        };
+        self.events[i].record(self.stream)?;
+        Ok(i)
+    }
+
+    fn passed(&mut self, fence: usize) -> Result<bool> {
+        let done = self.events[fence].try_is_complete()?;
+        if done {
+            self.free.push(fence);
+        }
+        Ok(done)
     }
 }
 
@@ -992,49 +1126,20 @@ mod tests {
         }
     }
 
-    /// Layouts the staged copies meet: dense, padded on either side, columns longer than
-    /// a slot, a single flat column; with slots from tiny to the default.
+    /// `(width, cols, host ld, device ld)` of the layouts the staged copies meet: dense,
+    /// padded on either side, columns longer than a slot, a single flat column.
+    pub(super) const STAGING_LAYOUTS: [(usize, usize, usize, usize); 6] =
+        [(8, 40, 11, 8), (65, 30, 65, 72), (16, 64, 16, 16), (130, 9, 130, 136), (5000, 1, 5000, 5000), (3, 1000, 5, 4)];
+
+    /// [`STAGING_LAYOUTS`] with slots from tiny to the default.
     fn staging_cases() -> Vec<(Columns, Columns, usize, usize)> {
         let mut cases = Vec::new();
-        for (width, cols, host_ld, dev_ld) in [
-            (8usize, 40usize, 11usize, 8usize),
-            (65, 30, 65, 72),
-            (16, 64, 16, 16),
-            (130, 9, 130, 136),
-            (5000, 1, 5000, 5000),
-            (3, 1000, 5, 4),
-        ] {
+        for (width, cols, host_ld, dev_ld) in STAGING_LAYOUTS {
             for (slot_bytes, workers) in [(64usize, 3usize), (512, 8), (4096, 2), (1 << 16, 8), (SLOT_BYTES, 8), (SLOT_BYTES, 1)] {
                 cases.push((Columns { width, cols, ld: host_ld }, Columns { width, cols, ld: dev_ld }, slot_bytes, workers));
             }
         }
         cases
-    }
-
-    #[test]
-    fn staged_uploads_deliver_every_value_in_the_device_layout() {
-        // The upload's loops with the DMA replaced by a copy into a host "device" array.
-        for (host, dev, slot_bytes, workers) in staging_cases() {
-            let src: Vec<f64> = (0..host.span()).map(|v| v as f64 + 0.5).collect();
-            let (pieces, runs) = plan_copy(dev, 8, workers, slot_bytes);
-            assert!(runs.len() <= workers);
-            let mut device = vec![f64::NAN; dev.span()];
-            let mut slot = vec![f64::NAN; slot_bytes / 8];
-            for (run, streaming) in runs.iter().zip([true, false].into_iter().cycle()) {
-                for &piece in &pieces[run.clone()] {
-                    let room = piece_room(dev, piece);
-                    let values = fill_piece(&src, host, dev, piece, &mut slot[..room], streaming);
-                    assert_eq!(values, piece_values(dev, piece));
-                    let at = piece.offset(dev.ld);
-                    device[at..at + values].copy_from_slice(&slot[..values]);
-                }
-            }
-            for c in 0..dev.cols {
-                for r in 0..dev.width {
-                    assert_eq!(device[c * dev.ld + r], src[c * host.ld + r], "{host:?} {dev:?} slot {slot_bytes}: ({r}, {c})");
-                }
-            }
-        }
     }
 
     #[test]
