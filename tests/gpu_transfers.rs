@@ -53,6 +53,29 @@ fn staged_uploads_with_tiny_chunks_match_the_default_path() {
 }
 
 #[test]
+fn staged_uploads_from_inside_a_busy_pool_finish() {
+    use rayon::prelude::*;
+    let Some(g) = gpu() else { return };
+    let seed = fresh_seed();
+    // Solvers called from the tasks of a two-thread pool: each upload (4 MB, enough to
+    // ask for staging workers) spawns its workers onto the same two threads, both busy
+    // dispatching their own uploads, so the dispatchers must copy the pieces themselves.
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let worst = pool.install(|| {
+        (0..6u64)
+            .into_par_iter()
+            .map(|i| {
+                let (a, b) = problem::<f64>(1, 1000 + 100 * i as usize, 16, 1, seed + i);
+                let mut gpu_solver = solver::<f64>(&g, KernelFamily::Auto, None);
+                let x = gpu_solver.factor_solve(&a, &b).unwrap();
+                residual::accuracy(&a, &x, &b).unwrap().relative_residual
+            })
+            .reduce(|| 0.0, f64::max)
+    });
+    assert!(worst < 1e-12, "worst residual {worst:e} (seed {seed})");
+}
+
+#[test]
 fn page_locked_inputs_take_the_direct_path() {
     let Some(g) = gpu() else { return };
     let seed = fresh_seed();
