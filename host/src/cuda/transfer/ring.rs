@@ -126,6 +126,8 @@ pub(super) struct Pipeline<'a, T> {
     freed: AtomicUsize,
     /// The dispatcher has returned (every piece sent) or failed: workers stop.
     abort: AtomicBool,
+    /// A worker panicked: the dispatcher stops waiting for its piece.
+    worker_panicked: AtomicBool,
 }
 
 impl<'a, T: Scalar> Pipeline<'a, T> {
@@ -145,6 +147,7 @@ impl<'a, T: Scalar> Pipeline<'a, T> {
             ready: (0..pieces.len()).map(|_| AtomicBool::new(false)).collect(),
             freed: AtomicUsize::new(freed),
             abort: AtomicBool::new(false),
+            worker_panicked: AtomicBool::new(false),
         }
     }
 
@@ -174,6 +177,17 @@ impl<'a, T: Scalar> Pipeline<'a, T> {
 
     /// A worker: claims pieces in order and copies each into the ring once there is room.
     pub fn work(&self) {
+        /// Tells the dispatcher when this worker unwinds, so that it does not wait forever
+        /// for the piece the worker held (the scope then re-raises the panic).
+        struct FlagOnPanic<'a>(&'a AtomicBool);
+        impl Drop for FlagOnPanic<'_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    self.0.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        let _flag = FlagOnPanic(&self.worker_panicked);
         let mut spins = 0u32;
         while !self.abort.load(Ordering::Relaxed) {
             let i = self.next.fetch_add(1, Ordering::Relaxed);
@@ -260,6 +274,9 @@ impl<'a, T: Scalar> Pipeline<'a, T> {
                 in_flight.push_back((link.fence()?, pieces.get(last + 1).map_or(end.end(), |p| p.pos)));
                 sent = last + 1;
                 spins = 0;
+            } else if self.worker_panicked.load(Ordering::Relaxed) {
+                // Never seen by the caller: the scope re-raises the worker's panic.
+                return Err(crate::Error::Cuda("a staging worker panicked".into()));
             } else if !self.help() {
                 backoff(&mut spins);
             }
@@ -415,6 +432,37 @@ mod tests {
                 upload_through_ring(host, dev, capacity, piece, workers, batch);
             }
         }
+    }
+
+    #[test]
+    #[should_panic(expected = "out of range")]
+    fn a_panicking_worker_is_re_raised_not_waited_for() {
+        // A source shorter than its layout (upload_all checks this; the pipeline alone
+        // does not): the piece that reads past its end panics, in a worker or in the
+        // dispatcher, and the upload must end in that panic instead of waiting forever.
+        let src: Vec<f64> = (0..10_000).map(|v| v as f64).collect();
+        let flat = Columns::flat(20_000);
+        let jobs = [Upload { src: &src[..], from: flat, dst: 0, to: flat }];
+        let pieces = plan_ring(&[(flat, 0)], 8, 512, 4096, 0);
+        let mut ring = vec![0u64; 512];
+        let memory = RingMemory { base: ring.as_mut_ptr() as *mut u8, capacity: 4096 };
+        let mut link = HostLink {
+            ring: memory,
+            device: vec![0; 20_000 * 8],
+            queued: VecDeque::new(),
+            arrays: std::iter::once(0..20_000 * 8).collect(),
+            fences: Vec::new(),
+            done: 0,
+            copies: 0,
+        };
+        // SAFETY: as above.
+        let pipeline = unsafe { Pipeline::new(&jobs, &pieces, memory, false, 0) };
+        let _ = rayon::in_place_scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|_| pipeline.work());
+            }
+            pipeline.dispatch(&mut link, 4096, &mut VecDeque::new())
+        });
     }
 
     #[test]
