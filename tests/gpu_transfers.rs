@@ -7,7 +7,7 @@ mod common;
 use blocktri::cuda::{Gpu, GpuCholesky, GpuOptions, GpuTridiagInverse, KernelFamily, PinnedBuffer, is_page_locked};
 use blocktri::tridiag::{Tridiagonal, inverse_error};
 use blocktri::{BlockVec, Error, Factorization, Scalar, Shape, residual};
-use common::{fresh_seed, gpu, problem};
+use common::{fresh_seed, gpu, problem, worst_in_pool};
 use std::sync::Arc;
 
 fn solver<T: Scalar>(g: &Arc<Gpu>, kernels: KernelFamily, chunk_systems: Option<usize>) -> GpuCholesky<T> {
@@ -54,23 +54,16 @@ fn staged_uploads_with_tiny_chunks_match_the_default_path() {
 
 #[test]
 fn staged_uploads_from_inside_a_busy_pool_finish() {
-    use rayon::prelude::*;
     let Some(g) = gpu() else { return };
     let seed = fresh_seed();
     // Solvers called from the tasks of a two-thread pool: each upload (4 MB, enough to
     // ask for staging workers) spawns its workers onto the same two threads, both busy
     // dispatching their own uploads, so the dispatchers must copy the pieces themselves.
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
-    let worst = pool.install(|| {
-        (0..6u64)
-            .into_par_iter()
-            .map(|i| {
-                let (a, b) = problem::<f64>(1, 1000 + 100 * i as usize, 16, 1, seed + i);
-                let mut gpu_solver = solver::<f64>(&g, KernelFamily::Auto, None);
-                let x = gpu_solver.factor_solve(&a, &b).unwrap();
-                residual::accuracy(&a, &x, &b).unwrap().relative_residual
-            })
-            .reduce(|| 0.0, f64::max)
+    let worst = worst_in_pool(2, 6, |i| {
+        let (a, b) = problem::<f64>(1, 1000 + 100 * i as usize, 16, 1, seed + i);
+        let mut gpu_solver = solver::<f64>(&g, KernelFamily::Auto, None);
+        let x = gpu_solver.factor_solve(&a, &b).unwrap();
+        residual::accuracy(&a, &x, &b).unwrap().relative_residual
     });
     assert!(worst < 1e-12, "worst residual {worst:e} (seed {seed})");
 }

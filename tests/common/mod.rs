@@ -62,3 +62,12 @@ pub fn fresh_seed() -> u64 {
 pub fn gpu() -> Option<std::sync::Arc<blocktri::cuda::Gpu>> {
     blocktri::cuda::Gpu::shared().map_err(|e| eprintln!("skipping: {e}")).ok()
 }
+
+/// The largest of `task(0)`, ..., `task(tasks - 1)`, run as the tasks of a pool of
+/// `threads` threads of its own (not rayon's global pool): for library calls made from
+/// inside a caller's rayon pool.
+pub fn worst_in_pool(threads: usize, tasks: u64, task: impl Fn(u64) -> f64 + Send + Sync) -> f64 {
+    use rayon::prelude::*;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+    pool.install(|| (0..tasks).into_par_iter().map(task).reduce(|| 0.0, f64::max))
+}

@@ -423,19 +423,14 @@ fn plan_copy(dev: Columns, size: usize, workers: usize, slot_bytes: usize) -> (V
     (pieces, runs)
 }
 
-/// Fills a slot with `piece` of host `src` (layout `from`) in the device layout `to`;
-/// returns how many values of the slot the DMA engine must move (padding after the last
-/// column excluded).
-fn fill_piece<T: Scalar>(src: &[T], from: Columns, to: Columns, piece: Piece, slot: &mut [T], streaming: bool) -> usize {
+/// Fills a slot with `piece` of host `src` (layout `from`) in the device layout `to`
+/// (the DMA engine then moves [`piece_values`] of it).
+fn fill_piece<T: Scalar>(src: &[T], from: Columns, to: Columns, piece: Piece, slot: &mut [T], streaming: bool) {
     match piece {
-        Piece::Columns { first, count } => {
-            pack_columns(&src[first * from.ld..], from, slot, to, count, streaming);
-            (count - 1) * to.ld + to.width
-        }
+        Piece::Columns { first, count } => pack_columns(&src[first * from.ld..], from, slot, to, count, streaming),
         Piece::Part { col, start, len } => {
             let at = col * from.ld + start;
             copy_values(&src[at..at + len], &mut slot[..len], streaming);
-            len
         }
     }
 }

@@ -315,6 +315,11 @@ mod tests {
     }
 
     impl HostLink {
+        /// A link into a "device" of `bytes` bytes (all `0xAB`) holding `arrays`.
+        fn new(ring: RingMemory, bytes: usize, arrays: Vec<std::ops::Range<usize>>) -> Self {
+            HostLink { ring, device: vec![0xAB; bytes], queued: VecDeque::new(), arrays, fences: Vec::new(), done: 0, copies: 0 }
+        }
+
         /// Performs the oldest queued copy.
         fn complete_one(&mut self) {
             if let Some((at, dev, bytes)) = self.queued.pop_front() {
@@ -373,15 +378,7 @@ mod tests {
         let mut ring = vec![0u64; capacity / 8];
         let memory = RingMemory { base: ring.as_mut_ptr() as *mut u8, capacity };
         for calls in [&[&jobs[..]][..], &[&jobs[..1], &jobs[1..]]] {
-            let mut link = HostLink {
-                ring: memory,
-                device: vec![0xAB; second_at * 2 + 64],
-                queued: VecDeque::new(),
-                arrays: vec![0..second_at, second_at..2 * second_at],
-                fences: Vec::new(),
-                done: 0,
-                copies: 0,
-            };
+            let mut link = HostLink::new(memory, second_at * 2 + 64, vec![0..second_at, second_at..2 * second_at]);
             let (mut start, mut freed, mut in_flight) = (0usize, 0usize, VecDeque::new());
             for call in calls {
                 let layout: Vec<_> = call.iter().map(|j| (j.to, j.dst)).collect();
@@ -446,15 +443,7 @@ mod tests {
         let pieces = plan_ring(&[(flat, 0)], 8, 512, 4096, 0);
         let mut ring = vec![0u64; 512];
         let memory = RingMemory { base: ring.as_mut_ptr() as *mut u8, capacity: 4096 };
-        let mut link = HostLink {
-            ring: memory,
-            device: vec![0; 20_000 * 8],
-            queued: VecDeque::new(),
-            arrays: std::iter::once(0..20_000 * 8).collect(),
-            fences: Vec::new(),
-            done: 0,
-            copies: 0,
-        };
+        let mut link = HostLink::new(memory, 20_000 * 8, std::iter::once(0..20_000 * 8).collect());
         // SAFETY: as above.
         let pipeline = unsafe { Pipeline::new(&jobs, &pieces, memory, false, 0) };
         let _ = rayon::in_place_scope(|s| {
