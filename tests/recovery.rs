@@ -51,6 +51,17 @@ fn recovers(solver: &mut dyn Factorization<f64>, seed: u64) {
     assert!(matches!(solver.refactor(&other), Err(Error::ShapeChanged { .. })), "{name}");
     solves(solver, &a, &b, "wrong shapes");
 
+    // A non-finite right-hand side (system 2, block 13, second column): refused by the
+    // solves, which leave it untouched; the factorization in place survives.
+    let mut nan = b.clone();
+    nan.set(2, 13 * n + 1, 1, f64::NAN);
+    assert!(matches!(solver.solve(&nan), Err(Error::NonFinite { system: 2, block: 13, .. })), "{name}");
+    let mut in_place = nan.clone();
+    assert!(matches!(solver.solve_in_place(&mut in_place), Err(Error::NonFinite { system: 2, block: 13, .. })), "{name}");
+    let bits = |v: &BlockVec<f64>| v.as_slice().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&in_place), bits(&nan), "{name}: a rejected right-hand side was changed");
+    solves(solver, &a, &b, "a non-finite right-hand side");
+
     // A new shape after all that.
     let (a, b) = problem::<f64>(2, 17, 9, 1, seed + 6);
     solver.factor(&a).unwrap();
@@ -68,7 +79,20 @@ fn cpu_solvers_recover_after_every_failure() {
 fn gpu_solver_recovers_after_every_failure() {
     let Some(g) = gpu() else { return };
     let seed = fresh_seed();
-    recovers(&mut GpuCholesky::<f64>::with_gpu(g, Default::default()).unwrap(), seed);
+    let mut solver = GpuCholesky::<f64>::with_gpu(g, Default::default()).unwrap();
+    recovers(&mut solver, seed);
+
+    // factor + solve with a non-finite right-hand side: refused before the new matrix
+    // replaces anything, so the factorization in place still solves (the GPU checks the
+    // right-hand side in its upload, ahead of the matrices).
+    let (a, b) = problem::<f64>(2, 33, 6, 1, seed + 7);
+    solver.factor(&a).unwrap();
+    let (other, mut nan) = problem::<f64>(2, 33, 6, 1, seed + 8);
+    nan.set(1, 20 * 6 + 3, 0, f64::INFINITY);
+    assert!(matches!(solver.factor_solve(&other, &nan), Err(Error::NonFinite { system: 1, block: 20, .. })));
+    let mut in_place = nan.clone();
+    assert!(matches!(solver.factor_solve_in_place(&other, &mut in_place), Err(Error::NonFinite { system: 1, block: 20, .. })));
+    solves(&mut solver, &a, &b, "a non-finite right-hand side in factor + solve");
 }
 
 #[test]

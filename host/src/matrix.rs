@@ -642,8 +642,14 @@ pub(crate) fn check_block_arrays(shape: Shape, ld: usize, diag: usize, sub: usiz
 pub(crate) fn check_rhs_finite<T: Scalar>(shape: Shape, k: usize, values: &[T]) -> Result<()> {
     match first_non_finite(values) {
         None => Ok(()),
-        Some(p) => Err(Error::NonFinite { what: "right-hand side", system: p / (shape.dim() * k), block: (p % shape.dim()) / shape.block }),
+        Some(p) => Err(rhs_non_finite(shape, k, p)),
     }
+}
+
+/// The error for a non-finite value at index `p` of right-hand sides of `shape` with `k`
+/// columns (laid out as in a [`BlockVec`]).
+pub(crate) fn rhs_non_finite(shape: Shape, k: usize, p: usize) -> Error {
+    Error::NonFinite { what: "right-hand side", system: p / (shape.dim() * k), block: (p % shape.dim()) / shape.block }
 }
 
 /// The index of the first non-finite value of `values`, if any. Chunks are scanned

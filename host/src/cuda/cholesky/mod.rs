@@ -670,11 +670,22 @@ impl<T: Scalar> GpuCholesky<T> {
             }
         }
         let wait = WaitOnDrop(self.stream.clone());
+        // `b` is checked in its upload's own pass when the plan already has its shape: then
+        // it goes first, so that a rejected `b` leaves the matrices and the factorization
+        // as they were. Otherwise (a new shape) on the host before anything changes.
+        let plan_shape = self.plan.as_ref().map(|p| p.bufs.shape);
+        let b_first = b.filter(|b| plan_shape == Some(b.shape()) && a.is_none_or(|a| a.shape() == b.shape()));
+        if let Some(b) = b_first {
+            // SAFETY: `b` stays borrowed until `wait` has synchronized the stream.
+            timed("upload rhs and checks (enqueued)", || unsafe { self.upload_rhs_checked(b, false) })?;
+        } else if let Some(b) = b {
+            timed("rhs checks", || b.validate())?;
+        }
         if let Some(a) = a {
             timed("upload (enqueued)", || self.upload_systems(a.shape(), a.ld(), a.diag(), a.sub(), a.shape().batch, false))?;
         }
-        if let Some(b) = b {
-            // SAFETY: `b` stays borrowed until `wait` has synchronized the stream.
+        if let (Some(b), None) = (b, b_first) {
+            // SAFETY: as above.
             timed("upload rhs (enqueued)", || unsafe { self.upload_rhs_then(b, false) })?;
         }
         let out = then(self)?;
@@ -715,12 +726,13 @@ impl<T: Scalar> GpuCholesky<T> {
         let jobs =
             [(diag, plan_shape.nblocks, &plan.bufs.diag_in), (sub, plan_shape.nblocks - 1, &plan.bufs.sub_in)].map(|(src, blocks, dst)| {
                 let from = Columns { width: n, cols: cols(blocks), ld };
-                Upload { src, from, dst: dst.ptr().addr(), to: Columns { ld: plan.bufs.ld, ..from } }
+                Upload::new(src, from, dst.ptr().addr(), Columns { ld: plan.bufs.ld, ..from })
             });
         // SAFETY: destinations are plan buffers sized for `plan_shape` (at least `systems`
         // systems) at pitch `ld`; without `wait`, `with_inputs` keeps the sources borrowed
         // until it has synchronized the stream.
-        unsafe { self.staging().upload_all(&self.stream, &jobs, wait) }
+        // The device checks the matrices (the factor's first kernels): no host scan.
+        unsafe { self.staging().upload_all(&self.stream, &jobs, wait) }.map(|_| ())
     }
 
     /// The device input buffers of a plan for `shape` (created when the shape is new):
@@ -755,12 +767,35 @@ impl<T: Scalar> GpuCholesky<T> {
     /// # Safety
     /// Without `wait`, `b` stays alive and unchanged until the stream has been synchronized.
     unsafe fn upload_rhs_then(&mut self, b: &BlockVec<T>, wait: bool) -> Result<()> {
+        self.check_rhs_shape(b)?;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.upload_rhs_values(b.as_slice(), b.ncols(), wait) }
+    }
+
+    fn check_rhs_shape(&self, b: &BlockVec<T>) -> Result<()> {
         let shape = self.plan.as_ref().ok_or(Error::NotFactored)?.bufs.shape;
         if b.shape() != shape {
             shape_err!("right-hand side shape {} does not match the factorization {shape}", b.shape());
         }
+        Ok(())
+    }
+
+    /// [`Self::upload_rhs_then`] for a solve: a non-finite value of `b` is an error
+    /// (`Error::NonFinite` with its system and block, as `BlockVec::validate`), found by
+    /// the staging workers in the upload's own pass over `b`. The right-hand-side buffer
+    /// may then hold part of `b`; nothing else changed.
+    ///
+    /// # Safety
+    /// As [`Self::upload_rhs_then`].
+    unsafe fn upload_rhs_checked(&mut self, b: &BlockVec<T>, wait: bool) -> Result<()> {
+        self.check_rhs_shape(b)?;
+        self.ensure_rhs(b.ncols())?;
+        let rhs = self.plan.as_ref().expect("plan exists").rhs.as_ref().expect("rhs buffer");
         // SAFETY: forwarded from the caller.
-        unsafe { self.upload_rhs_values(b.as_slice(), b.ncols(), wait) }
+        match unsafe { self.stage_into(b.as_slice(), rhs, wait, true) }? {
+            Some(at) => Err(crate::matrix::rhs_non_finite(b.shape(), b.ncols(), at)),
+            None => Ok(()),
+        }
     }
 
     /// Copies right-hand sides from the caller's buffer (`k` columns per system, laid
@@ -814,12 +849,23 @@ impl<T: Scalar> GpuCholesky<T> {
     /// Without `wait`, `values` stays alive and unchanged until the stream has been
     /// synchronized.
     unsafe fn upload_to_then(&self, values: &[T], dst: &DeviceBuffer<T>, wait: bool) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.stage_into(values, dst, wait, false) }.map(|_| ())
+    }
+
+    /// [`Self::upload_to_then`], with `check_finite` also the index of the first
+    /// non-finite value of `values` (found in the staging pass).
+    ///
+    /// # Safety
+    /// As [`Self::upload_to_then`].
+    unsafe fn stage_into(&self, values: &[T], dst: &DeviceBuffer<T>, wait: bool, check_finite: bool) -> Result<Option<usize>> {
         if values.len() > dst.len() {
             shape_err!("{} values for a device buffer of {}", values.len(), dst.len());
         }
         let cols = Columns::flat(values.len());
+        let job = Upload { check_finite, ..Upload::new(values, cols, dst.ptr().addr(), cols) };
         // SAFETY: inside the buffer (checked); the rest is the caller's contract.
-        unsafe { self.staging().upload_then(&self.stream, values, cols, dst.ptr().addr(), cols, wait) }
+        Ok(unsafe { self.staging().upload_all(&self.stream, &[job], wait) }?.map(|(_, at)| at))
     }
 
     /// Copies the first `out.len()` values of `src` (whose producers are on this solver's
@@ -853,8 +899,8 @@ impl<T: Scalar> GpuCholesky<T> {
         if !self.factored {
             return Err(Error::NotFactored);
         }
-        timed("solve: checks", || b.validate())?;
-        timed("solve: upload", || self.upload_rhs(b))?;
+        // SAFETY: waited for.
+        timed("solve: upload and checks", || unsafe { self.upload_rhs_checked(b, true) })?;
         timed("solve: launch", || self.launch_solve())
     }
 
@@ -948,11 +994,10 @@ impl<T: Scalar> GpuCholesky<T> {
         if a.shape() != b.shape() {
             shape_err!("right-hand side shape {} does not match the matrix {}", b.shape(), a.shape());
         }
-        let chunks = timed("factor+solve: checks, chunk plan", || {
-            b.validate()?;
-            self.chunk_plan(a.shape(), b.ncols())
-        })?;
+        let chunks = timed("factor+solve: chunk plan", || self.chunk_plan(a.shape(), b.ncols()))?;
         if chunks.chunks > 1 {
+            // The chunks upload `b` piece by piece: check it whole first.
+            timed("factor+solve: checks", || b.validate())?;
             return Ok(Some(chunks));
         }
         self.with_inputs(Some(a), Some(b), |s| {

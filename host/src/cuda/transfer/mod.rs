@@ -5,8 +5,8 @@
 //! 52 GB/s pinned). [`Staging`] does that staging itself, faster, with the pitch
 //! conversion between host and device layouts done in the same pass: uploads go through
 //! one page-locked ring filled by several CPU threads while a single thread sends the
-//! filled runs to the DMA engine ([`ring`]); downloads through per-worker pairs of
-//! page-locked slots. Data that are already page-locked ([`PinnedBuffer`], or memory the
+//! filled runs to the DMA engine, downloads the other way through the same ring
+//! ([`ring`]). Data that are already page-locked ([`PinnedBuffer`], or memory the
 //! caller registered with CUDA) skip the staging and go straight to the DMA engine.
 
 use super::context::Gpu;
@@ -320,11 +320,9 @@ impl Columns {
 
 /// Bytes of one staging slot: the largest piece a worker moves at once.
 pub(crate) const SLOT_BYTES: usize = 2 << 20;
-/// Slots per worker: one filled (or emptied) by the CPU while the other is on the link.
-const SLOTS_PER_WORKER: usize = 2;
-/// Workers of one staged copy, each a rayon task with its own slots (at most the pool's
-/// threads). 16 on the 16-core H100 machine: 1 GiB copies from DRAM 30-34 GB/s with 8,
-/// 40-41 with 16 (docs/perf-notes.md, entry 14).
+/// Workers of one staged copy, rayon tasks (at most the pool's threads). 16 on the
+/// 16-core H100 machine: 1 GiB copies from DRAM 30-34 GB/s with 8, 40-41 with 16
+/// (docs/perf-notes.md, entry 14).
 const STAGING_WORKERS: usize = 16;
 /// The upload ring holds this many slots' worth of bytes (32 MiB with the default slot).
 const RING_SLOTS: usize = 16;
@@ -336,42 +334,6 @@ const POOL_MIN_BYTES: usize = 512 << 10;
 /// Pieces are no smaller than this unless the whole copy is: the driver's per-copy cost
 /// (a few µs) stays small against a piece's time on the link (~5 µs at 256 KiB).
 const MIN_PIECE_BYTES: usize = 256 << 10;
-
-/// A page-locked slot and the event that says when the copy using it has finished.
-struct Slot {
-    buf: PinnedBuffer<u8>,
-    done: CudaEvent,
-    pending: bool,
-}
-
-impl Slot {
-    /// Waits until the slot's last copy has finished, so that it may be reused.
-    fn wait(&mut self) -> Result<()> {
-        if self.pending {
-            self.done.synchronize()?;
-            self.pending = false;
-        }
-        Ok(())
-    }
-
-    /// Marks the slot busy until the work enqueued on `stream` so far has finished.
-    fn record(&mut self, stream: &CudaStream) -> Result<()> {
-        self.done.record(stream)?;
-        self.pending = true;
-        Ok(())
-    }
-
-    /// The first `len` values of the slot.
-    ///
-    /// # Safety
-    /// The slot is not the source or target of an unfinished copy ([`Slot::wait`]);
-    /// `len * size_of::<T>()` fits in it.
-    unsafe fn values<T: Scalar>(&mut self, len: usize) -> &mut [T] {
-        debug_assert!(len * std::mem::size_of::<T>() <= self.buf.len());
-        // SAFETY: page-aligned allocation of at least that many bytes; any bits are a valid T.
-        unsafe { std::slice::from_raw_parts_mut(self.buf.as_mut_ptr() as *mut T, len) }
-    }
-}
 
 /// One piece of a staged copy: whole columns, or a part of one column longer than a slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -405,24 +367,6 @@ fn plan_pieces(width: usize, cols: usize, ld: usize, max_values: usize) -> Vec<P
     }
 }
 
-/// `pieces` split into at most `workers` contiguous runs of nearly equal length.
-fn share_out(pieces: usize, workers: usize) -> Vec<std::ops::Range<usize>> {
-    let workers = workers.clamp(1, pieces.max(1));
-    (0..workers).map(|w| pieces * w / workers..pieces * (w + 1) / workers).filter(|r| !r.is_empty()).collect()
-}
-
-/// The pieces of a copy with device layout `dev` (values of `size` bytes) through slots of
-/// `slot_bytes`, and their runs for at most `workers` workers: enough pieces for every
-/// worker to pipeline a few, each at least [`MIN_PIECE_BYTES`] (unless a slot is smaller)
-/// and at most a slot.
-fn plan_copy(dev: Columns, size: usize, workers: usize, slot_bytes: usize) -> (Vec<Piece>, Vec<std::ops::Range<usize>>) {
-    let workers = workers.max(1);
-    let target = (dev.span() * size / (3 * workers)).clamp(MIN_PIECE_BYTES, slot_bytes.max(MIN_PIECE_BYTES)).min(slot_bytes);
-    let pieces = plan_pieces(dev.width, dev.cols, dev.ld, target / size);
-    let runs = share_out(pieces.len(), workers);
-    (pieces, runs)
-}
-
 /// Fills a slot with `piece` of host `src` (layout `from`) in the device layout `to`
 /// (the DMA engine then moves [`piece_values`] of it).
 fn fill_piece<T: Scalar>(src: &[T], from: Columns, to: Columns, piece: Piece, slot: &mut [T], streaming: bool) {
@@ -452,68 +396,47 @@ fn piece_values(dev: Columns, piece: Piece) -> usize {
     }
 }
 
-/// Copies `piece`, downloaded into `slot` in the device layout `from`, into `out` (the
-/// host layout `to`, starting at the host offset `base`).
-fn empty_piece<T: Scalar>(slot: &[T], from: Columns, to: Columns, piece: Piece, out: &mut [T], base: usize) {
-    let at = piece.offset(to.ld) - base;
+/// Copies `piece`, downloaded into `slot` in the device layout `from`, into `dst`: the
+/// piece's own stretch of the host layout `to` (from its first value to its last, with
+/// non-temporal stores when `streaming`).
+fn empty_piece<T: Scalar>(slot: &[T], from: Columns, to: Columns, piece: Piece, dst: &mut [T], streaming: bool) {
     match piece {
-        Piece::Columns { count, .. } => pack_columns(slot, from, &mut out[at..], to, count, false),
-        Piece::Part { len, .. } => out[at..at + len].copy_from_slice(&slot[..len]),
+        Piece::Columns { count, .. } => pack_columns(slot, from, dst, to, count, streaming),
+        Piece::Part { len, .. } => copy_values(&slot[..len], &mut dst[..len], streaming),
     }
-}
-
-/// `out` (host layout `host`) cut into the parts the runs of `pieces` write: from a run's
-/// first piece to the next run's, the last to the end of the layout (nothing after it is
-/// touched, not even the last column's padding). Each part comes with its host offset.
-fn split_output<'a, T>(out: &'a mut [T], pieces: &[Piece], runs: &[std::ops::Range<usize>], host: Columns) -> Vec<(usize, &'a mut [T])> {
-    let ld = host.ld;
-    let mut parts = Vec::with_capacity(runs.len());
-    let (mut rest, mut consumed) = (&mut out[..host.span()], 0);
-    for (w, run) in runs.iter().enumerate() {
-        let start = pieces[run.start].offset(ld);
-        let end = runs.get(w + 1).map_or(consumed + rest.len(), |next| pieces[next.start].offset(ld));
-        let (head, tail) = std::mem::take(&mut rest).split_at_mut(end - consumed);
-        parts.push((start, &mut head[start - consumed..]));
-        (rest, consumed) = (tail, end);
-    }
-    parts
 }
 
 /// Page-locked staging memory, owned by one solver and reused by every call (allocated on
-/// first use).
-///
-/// - Uploads: one ring of [`RING_SLOTS`] slots' worth of bytes ([`ring`]). Rayon workers
-///   copy pieces of a few hundred KiB into it in order; the calling thread sends each run
-///   of finished pieces as one DMA and is the only thread that calls the driver. An upload
-///   continues where the last one left the ring, so it does not wait for the last one's
-///   copies; a matrix's diagonal and sub-diagonal blocks go in one pass.
-/// - Downloads: each of up to [`STAGING_WORKERS`] rayon tasks moves its own contiguous run
-///   of pieces through its own two slots, the CPU copy of one piece overlapping the DMA of
-///   the previous. One parallel region per call: the rayon threads wake once, not once per
-///   piece (`docs/perf-notes.md`, entries 13 and 37).
+/// first use): one ring of [`RING_SLOTS`] slots' worth of bytes ([`ring`]) for both
+/// directions. Rayon workers move pieces of a few hundred KiB between the ring and host
+/// memory; the calling thread is the only one that calls the driver. Each copy continues
+/// where the last one left the ring, so it does not wait for the last one's DMAs; a
+/// matrix's diagonal and sub-diagonal blocks go up in one pass (`docs/perf-notes.md`,
+/// entries 13, 37 and 38).
 pub(crate) struct Staging {
     ctx: Arc<CudaContext>,
     slot_bytes: usize,
     workers: usize,
-    /// Non-temporal stores into the slots ([`copy_streaming`]).
+    /// Non-temporal stores into the ring ([`copy_streaming`]).
     streaming: bool,
-    slots: Vec<Slot>,
-    /// The upload ring ([`ring`]), allocated on the first staged upload.
+    /// Non-temporal stores from the ring into the caller's memory.
+    streaming_out: bool,
+    /// The ring ([`ring`]), allocated on the first staged copy.
     ring: Option<PinnedBuffer<u8>>,
-    /// Stream position in the ring where the next upload starts (each continues the
-    /// last, so it need not wait for the last one's copies).
+    /// Stream position in the ring where the next copy starts (each continues the last,
+    /// so it need not wait for the last one's DMAs).
     ring_pos: usize,
     /// Every ring byte before this stream position is free.
     ring_freed: usize,
-    /// `(event, end)` of the ring copies not known to have finished, oldest first.
+    /// `(event, end)` of the ring's DMAs not known to have finished, oldest first.
     in_flight: std::collections::VecDeque<(usize, usize)>,
-    /// Fences of the ring's copies, reused once passed.
+    /// Fences of the ring's DMAs, reused once passed.
     events: Vec<CudaEvent>,
 }
 
 impl std::fmt::Debug for Staging {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Staging").field("slot_bytes", &self.slot_bytes).field("slots", &self.slots.len()).finish()
+        f.debug_struct("Staging").field("slot_bytes", &self.slot_bytes).field("ring_pos", &self.ring_pos).finish()
     }
 }
 
@@ -522,14 +445,15 @@ impl Staging {
         Self::with_chunk(ctx, SLOT_BYTES)
     }
 
-    /// Slots of `slot_bytes` (tests force small slots to exercise the pipeline).
+    /// Pieces of at most `slot_bytes` in a ring of [`RING_SLOTS`] of them (tests force
+    /// small ones to exercise the pipeline).
     pub fn with_chunk(ctx: &Arc<CudaContext>, slot_bytes: usize) -> Self {
         Staging {
             ctx: ctx.clone(),
             slot_bytes: slot_bytes.max(64),
             workers: STAGING_WORKERS,
             streaming: true,
-            slots: Vec::new(),
+            streaming_out: false,
             ring: None,
             ring_pos: 0,
             ring_freed: 0,
@@ -538,19 +462,43 @@ impl Staging {
         }
     }
 
-    /// The pieces of a copy with device layout `dev` of `T` and the workers' runs of them
-    /// ([`plan_copy`]), with a pair of slots for every run.
-    fn plan<T: Scalar>(&mut self, dev: Columns) -> Result<(Vec<Piece>, Vec<std::ops::Range<usize>>)> {
-        let workers = self.workers.min(rayon::current_num_threads());
-        let (pieces, runs) = plan_copy(dev, std::mem::size_of::<T>(), workers, self.slot_bytes);
-        while self.slots.len() < SLOTS_PER_WORKER * runs.len() {
-            self.slots.push(Slot {
-                buf: PinnedBuffer::zeroed_in(&self.ctx, self.slot_bytes)?,
-                done: self.ctx.new_event(None)?,
-                pending: false,
-            });
+    /// The ring (allocated on first use), with the context current on this thread.
+    fn ring_memory(&mut self) -> Result<ring::RingMemory> {
+        let capacity = RING_SLOTS * self.slot_bytes.next_multiple_of(8);
+        if self.ring.as_ref().is_none_or(|r| r.len() != capacity) {
+            self.drain_ring();
+            self.ring = None;
+            self.ring = Some(PinnedBuffer::zeroed_in(&self.ctx, capacity)?);
         }
-        Ok((pieces, runs))
+        self.ctx.bind_to_thread()?;
+        let ring = self.ring.as_mut().expect("ring allocated");
+        Ok(ring::RingMemory { base: ring.as_mut_ptr(), capacity })
+    }
+
+    /// Piece size for a copy of `total` bytes: about sixteen per worker, within
+    /// [`MIN_PIECE_BYTES`] ..= [`MAX_RING_PIECE_BYTES`], a slot and a quarter of the ring.
+    fn piece_bytes(&self, total: usize) -> usize {
+        let threads = self.workers.min(rayon::current_num_threads()).max(1);
+        let capacity = RING_SLOTS * self.slot_bytes.next_multiple_of(8);
+        (total / (16 * threads)).clamp(MIN_PIECE_BYTES, MAX_RING_PIECE_BYTES).min(self.slot_bytes).min(capacity / 4)
+    }
+
+    /// Workers for a copy of `total` bytes in `pieces` pieces: none below
+    /// [`POOL_MIN_BYTES`] (waking the pool costs more), else up to one per two pieces.
+    fn workers_for(&self, total: usize, pieces: usize) -> usize {
+        if total < POOL_MIN_BYTES { 0 } else { self.workers.min(rayon::current_num_threads()).min(pieces / 2) }
+    }
+
+    /// The ring's fences on `stream`: every event not behind an unfinished DMA is free.
+    fn link<'a>(
+        stream: &'a CudaStream,
+        ring: ring::RingMemory,
+        events: &'a mut Vec<CudaEvent>,
+        in_flight: &std::collections::VecDeque<(usize, usize)>,
+    ) -> CudaLink<'a> {
+        let busy: std::collections::HashSet<usize> = in_flight.iter().map(|&(e, _)| e).collect();
+        let free = (0..events.len()).filter(|e| !busy.contains(e)).collect();
+        CudaLink { stream, ring, events, free }
     }
 
     /// Copies host `src` (layout `from`) to the device address `dst` (layout `to`, same
@@ -582,81 +530,88 @@ impl Staging {
         wait: bool,
     ) -> Result<()> {
         // SAFETY: forwarded.
-        unsafe { self.upload_all(stream, &[Upload { src, from, dst, to }], wait) }
+        unsafe { self.upload_all(stream, &[Upload::new(src, from, dst, to)], wait) }.map(|_| ())
     }
 
     /// [`Self::upload_then`] for several arrays in one pass: page-locked ones go straight
     /// to the DMA engine, the others through the ring together ([`ring`]), so the link
-    /// stays busy from the first array to the last.
+    /// stays busy from the first array to the last. Returns the first job (in order) with
+    /// a non-finite value among those with `check_finite`, and the value's host index.
     ///
     /// # Safety
     /// As [`Self::upload_then`], for every upload.
-    pub unsafe fn upload_all<T: Scalar>(&mut self, stream: &CudaStream, jobs: &[Upload<'_, T>], wait: bool) -> Result<()> {
-        let mut staged = Vec::with_capacity(jobs.len());
+    pub unsafe fn upload_all<T: Scalar>(
+        &mut self,
+        stream: &CudaStream,
+        jobs: &[Upload<'_, T>],
+        wait: bool,
+    ) -> Result<Option<(usize, usize)>> {
+        let (mut staged, mut staged_jobs) = (Vec::with_capacity(jobs.len()), Vec::with_capacity(jobs.len()));
         let mut direct = false;
-        for job in jobs {
+        let mut non_finite = None;
+        for (i, job) in jobs.iter().enumerate() {
             check_layouts(job.src.len(), job.from, job.to)?;
             if job.from.cols == 0 || job.from.width == 0 {
                 continue;
             }
             count_transfer(job.from.cols * job.from.width * std::mem::size_of::<T>());
             if is_page_locked(job.src) {
+                if job.check_finite && non_finite.is_none() {
+                    // No copy pass to scan in: a scan of its own, as before the ring.
+                    let from = job.from;
+                    non_finite = (0..from.cols)
+                        .find_map(|c| {
+                            crate::matrix::first_non_finite(&job.src[c * from.ld..c * from.ld + from.width]).map(|r| c * from.ld + r)
+                        })
+                        .map(|at| (i, at));
+                }
                 // SAFETY: the caller's contract; waited for below when asked.
                 unsafe { copy_columns_htod(stream, job.src, job.from, job.dst, job.to)? };
                 direct = true;
             } else {
                 staged.push(*job);
+                staged_jobs.push(i);
             }
         }
         if !staged.is_empty() {
-            self.upload_staged(stream, &staged)?;
+            let found = self.upload_staged(stream, &staged)?.map(|(j, at)| (staged_jobs[j], at));
+            non_finite = non_finite.into_iter().chain(found).min();
         }
         if direct && wait {
             // With `wait`, page-locked sources are free when we return.
             stream.synchronize()?;
         }
-        Ok(())
+        Ok(non_finite)
     }
 
     /// Uploads pageable `jobs` through the ring: returns once every source value is in
-    /// the ring (the caller may change the sources); the copies finish in stream order.
-    fn upload_staged<T: Scalar>(&mut self, stream: &CudaStream, jobs: &[Upload<'_, T>]) -> Result<()> {
+    /// the ring (the caller may change the sources), with the first non-finite value the
+    /// scanned jobs hold (job, host index); the copies finish in stream order.
+    fn upload_staged<T: Scalar>(&mut self, stream: &CudaStream, jobs: &[Upload<'_, T>]) -> Result<Option<(usize, usize)>> {
         let size = std::mem::size_of::<T>();
-        let capacity = RING_SLOTS * self.slot_bytes.next_multiple_of(8);
         let total: usize = jobs.iter().map(|j| j.to.span() * size).sum();
-        let threads = self.workers.min(rayon::current_num_threads());
-        let piece = (total / (16 * threads.max(1))).clamp(MIN_PIECE_BYTES, MAX_RING_PIECE_BYTES).min(self.slot_bytes).min(capacity / 4);
-        if self.ring.as_ref().is_none_or(|r| r.len() != capacity) {
-            self.drain_ring();
-            self.ring = None;
-            self.ring = Some(PinnedBuffer::zeroed_in(&self.ctx, capacity)?);
-        }
+        let memory = self.ring_memory()?;
         let layout: Vec<_> = jobs.iter().map(|j| (j.to, j.dst)).collect();
-        let pieces = ring::plan_ring(&layout, size, piece, capacity, self.ring_pos);
-        // Small copies stay on the calling thread: waking the pool costs more.
-        let workers = if total < POOL_MIN_BYTES { 0 } else { threads.min(pieces.len() / 2) };
-        self.ctx.bind_to_thread()?;
-        let ring = self.ring.as_mut().expect("ring allocated");
-        let memory = ring::RingMemory { base: ring.as_mut_ptr(), capacity };
+        let pieces = ring::plan_ring(&layout, size, self.piece_bytes(total), memory.capacity, self.ring_pos);
+        let workers = self.workers_for(total, pieces.len());
         // SAFETY: the ring is page-aligned and `capacity` bytes long; the copies that may
         // still read it are those of `in_flight`, handed to the dispatcher; `pieces` were
         // planned for it from where the last upload ended.
-        let pipeline = unsafe { ring::Pipeline::new(jobs, &pieces, memory, self.streaming, self.ring_freed) };
-        let busy: std::collections::HashSet<usize> = self.in_flight.iter().map(|&(e, _)| e).collect();
-        let free = (0..self.events.len()).filter(|e| !busy.contains(e)).collect();
-        let mut link = CudaLink { stream, ring: memory, events: &mut self.events, free };
+        let pipeline = unsafe { ring::UploadPipeline::new(jobs, &pieces, memory, self.streaming, self.ring_freed) };
+        let mut link = Self::link(stream, memory, &mut self.events, &self.in_flight);
         let in_flight = &mut self.in_flight;
         let sent = rayon::in_place_scope(|s| {
             for _ in 0..workers {
                 s.spawn(|_| pipeline.work());
             }
-            pipeline.dispatch(&mut link, capacity / 8, in_flight)
+            pipeline.dispatch(&mut link, memory.capacity / 8, in_flight)
         });
         match sent {
             Ok(freed) => {
                 self.ring_freed = freed;
                 self.ring_pos = pieces.last().map_or(self.ring_pos, |p| p.end());
-                Ok(())
+                // The scope has joined every worker: all scans are done.
+                Ok(pipeline.first_non_finite())
             }
             Err(e) => {
                 // Start over from an idle ring.
@@ -666,7 +621,7 @@ impl Staging {
         }
     }
 
-    /// Waits for every copy that may read the ring and starts the next upload at its
+    /// Waits for every DMA that may use the ring and starts the next copy at its
     /// beginning.
     fn drain_ring(&mut self) {
         for (event, _) in self.in_flight.drain(..) {
@@ -675,32 +630,9 @@ impl Staging {
         (self.ring_pos, self.ring_freed) = (0, 0);
     }
 
-    /// Runs `work(slots, run, part)` for each run of pieces with its own slots and its
-    /// part (one per run), the context current on the worker's thread: on the calling
-    /// thread for one run, else as rayon tasks.
-    fn run_workers<P: Send>(
-        &mut self,
-        runs: Vec<std::ops::Range<usize>>,
-        parts: Vec<P>,
-        work: impl Fn(&mut [Slot], std::ops::Range<usize>, P) -> Result<()> + Sync,
-    ) -> Result<()> {
-        assert_eq!(runs.len(), parts.len(), "one part per run");
-        let ctx = &self.ctx;
-        let work = |slots: &mut [Slot], run, part| -> Result<()> {
-            ctx.bind_to_thread()?;
-            work(slots, run, part)
-        };
-        let slots = &mut self.slots[..SLOTS_PER_WORKER * runs.len()];
-        if let ([run], [_]) = (&runs[..], &parts[..]) {
-            // Small copies: no wake-up of the pool.
-            return work(slots, run.clone(), parts.into_iter().next().expect("one part"));
-        }
-        slots.par_chunks_mut(SLOTS_PER_WORKER).zip(runs.into_par_iter().zip(parts)).try_for_each(|(s, (run, part))| work(s, run, part))
-    }
-
     /// Copies the device data at `src` (layout `from`) into host `out` (layout `to`) and
-    /// waits for them. Each worker keeps its two slots on the link while it copies the
-    /// previous piece out of one of them.
+    /// waits for them: pageable `out` through the ring (the DMA of later pieces overlaps
+    /// the workers' copies of earlier ones out of it), page-locked dense `out` directly.
     ///
     /// # Safety
     /// `src` must be valid for `from.span()` elements of `T`, and its producers enqueued on
@@ -720,59 +652,50 @@ impl Staging {
             stream.synchronize()?;
             return Ok(());
         }
-        let (pieces, runs) = self.plan::<T>(from)?;
-        // Each worker writes only its own part of `out`.
-        let parts = split_output(out, &pieces, &runs, to);
-        let enqueue = |slot: &mut Slot, piece: Piece| -> Result<()> {
-            // SAFETY: the source run lies inside `from`'s span; the slot is free and holds
-            // a piece (plan_pieces); it is not read until its event, recorded right after,
-            // completes.
-            unsafe {
-                sys::cuMemcpyDtoHAsync_v2(
-                    slot.buf.as_mut_ptr() as *mut _,
-                    src + (piece.offset(from.ld) * size) as u64,
-                    piece_values(from, piece) * size,
-                    stream.cu_stream(),
-                )
-                .result()?;
+        let total = from.span() * size;
+        let memory = self.ring_memory()?;
+        let pieces = ring::plan_ring(&[(from, src)], size, self.piece_bytes(total), memory.capacity, self.ring_pos);
+        let workers = self.workers_for(total, pieces.len());
+        // SAFETY: the ring as for uploads (page-aligned, `capacity` bytes, the DMAs that may
+        // still read it behind `in_flight`); the device range is the caller's contract.
+        let pipeline = unsafe { ring::DownloadPipeline::new(&pieces, memory, from, out, to, self.streaming_out) };
+        let mut link = Self::link(stream, memory, &mut self.events, &self.in_flight);
+        let (in_flight, freed) = (&mut self.in_flight, self.ring_freed);
+        // One DMA per piece: the workers start on the first piece after ~5 µs of link time.
+        let max_batch = self.slot_bytes;
+        let done = rayon::in_place_scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|_| pipeline.work());
             }
-            slot.record(stream)
-        };
-        self.run_workers(runs, parts, |slots, run, (base, mine): (usize, &mut [T])| {
-            let pieces = &pieces[run];
-            for (i, &piece) in pieces.iter().take(SLOTS_PER_WORKER).enumerate() {
-                // The slot may still feed an upload of an earlier call, possibly on another
-                // stream (`solve_many`): stream order alone does not protect it.
-                slots[i].wait()?;
-                enqueue(&mut slots[i], piece)?;
+            pipeline.dispatch(&mut link, max_batch, in_flight, freed)
+        });
+        match done {
+            Ok(freed) => {
+                self.ring_freed = freed;
+                self.ring_pos = pieces.last().map_or(self.ring_pos, |p| p.end());
+                Ok(())
             }
-            for (i, &piece) in pieces.iter().enumerate() {
-                let slot = &mut slots[i % SLOTS_PER_WORKER];
-                slot.wait()?;
-                // SAFETY: the slot's copy has completed; it holds the piece.
-                empty_piece(unsafe { slot.values::<T>(piece_values(from, piece)) }, from, to, piece, mine, base);
-                if let Some(&next) = pieces.get(i + SLOTS_PER_WORKER) {
-                    enqueue(slot, next)?;
-                }
+            Err(e) => {
+                // DMAs into the ring may still be running: let them end, then start over
+                // from an idle ring.
+                let _ = stream.synchronize();
+                self.drain_ring();
+                Err(e)
             }
-            Ok(())
-        })
+        }
     }
 }
 
 impl Drop for Staging {
     fn drop(&mut self) {
-        // A slot or the ring may still be the source or target of a copy: let those
-        // finish before the pinned memory is freed.
-        for slot in &mut self.slots {
-            let _ = slot.wait();
-        }
+        // The ring may still be the source of an upload's DMA: let those finish before
+        // the pinned memory is freed.
         self.drain_ring();
     }
 }
 
-/// The ring's [`ring::Link`] on a CUDA stream: copies with `cuMemcpyHtoDAsync`, fences
-/// are events (reused once passed).
+/// The ring's [`ring::Link`] on a CUDA stream: copies with `cuMemcpyHtoDAsync` and
+/// `cuMemcpyDtoHAsync`, fences are events (reused once passed).
 struct CudaLink<'a> {
     stream: &'a CudaStream,
     ring: ring::RingMemory,
@@ -788,6 +711,15 @@ impl ring::Link for CudaLink<'_> {
         // recorded after this copy has passed (the pipeline's room rule); the device range
         // lies in an upload's destination (plan_ring, the caller's contract).
         unsafe { sys::cuMemcpyHtoDAsync_v2(dev, self.ring.base.add(at) as *const _, bytes, self.stream.cu_stream()).result()? };
+        Ok(())
+    }
+
+    fn fetch(&mut self, at: usize, dev: u64, bytes: usize) -> Result<()> {
+        debug_assert!(at + bytes <= self.ring.capacity);
+        // SAFETY: nobody reads or writes these ring bytes until the fence recorded after
+        // this copy has passed (the download pipeline's arrival rule); the device range
+        // lies in the download's source (plan_ring, the caller's contract).
+        unsafe { sys::cuMemcpyDtoHAsync_v2(self.ring.base.add(at) as *mut _, dev, bytes, self.stream.cu_stream()).result()? };
         Ok(())
     }
 
@@ -990,14 +922,26 @@ pub fn measure_transfers(gpu: &Arc<Gpu>, bytes: usize) -> Result<Vec<(String, f6
             Ok(())
         })?,
     ));
-    // Slot size, workers, streaming stores: the solvers' setting is (2 MiB, 16, yes).
-    for (slot, workers, streaming) in
-        [(2usize << 20, 16usize, false), (1 << 20, 16, true), (8 << 20, 16, true), (2 << 20, 8, true), (2 << 20, 4, true)]
-    {
+    // Slot size (the ring holds 16), workers, streaming stores into the ring and out of
+    // it: the solvers' setting is (2 MiB, 16, yes, no).
+    for (slot, workers, streaming, streaming_out) in [
+        (2usize << 20, 16usize, false, false),
+        (1 << 20, 16, true, false),
+        (8 << 20, 16, true, false),
+        (2 << 20, 8, true, false),
+        (2 << 20, 4, true, false),
+        (2 << 20, 16, true, true),
+    ] {
         let mut other = Staging::with_chunk(gpu.context(), slot);
         other.workers = workers;
         other.streaming = streaming;
-        let what = format!("{} MiB slots, {workers} workers{}", slot >> 20, if streaming { ", streaming" } else { "" });
+        other.streaming_out = streaming_out;
+        let what = format!(
+            "{} MiB slots, {workers} workers{}{}",
+            slot >> 20,
+            if streaming { ", streaming" } else { "" },
+            if streaming_out { ", streaming out" } else { "" }
+        );
         out.push((
             format!("staged H2D, {what}"),
             best(&mut || {
@@ -1108,60 +1052,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn runs_share_out_the_pieces_in_order() {
-        for (pieces, workers) in [(1usize, 8usize), (7, 8), (8, 8), (33, 8), (100, 3), (5, 1)] {
-            let runs = share_out(pieces, workers);
-            assert_eq!(runs.len(), workers.min(pieces));
-            assert_eq!(runs[0].start, 0);
-            assert_eq!(runs.last().unwrap().end, pieces);
-            assert!(runs.windows(2).all(|w| w[0].end == w[1].start));
-            let (lo, hi) = (runs.iter().map(|r| r.len()).min().unwrap(), runs.iter().map(|r| r.len()).max().unwrap());
-            assert!(lo >= 1 && hi - lo <= 1);
-        }
-    }
-
     /// `(width, cols, host ld, device ld)` of the layouts the staged copies meet: dense,
     /// padded on either side, columns longer than a slot, a single flat column.
     pub(super) const STAGING_LAYOUTS: [(usize, usize, usize, usize); 6] =
         [(8, 40, 11, 8), (65, 30, 65, 72), (16, 64, 16, 16), (130, 9, 130, 136), (5000, 1, 5000, 5000), (3, 1000, 5, 4)];
-
-    /// [`STAGING_LAYOUTS`] with slots from tiny to the default.
-    fn staging_cases() -> Vec<(Columns, Columns, usize, usize)> {
-        let mut cases = Vec::new();
-        for (width, cols, host_ld, dev_ld) in STAGING_LAYOUTS {
-            for (slot_bytes, workers) in [(64usize, 3usize), (512, 8), (4096, 2), (1 << 16, 8), (SLOT_BYTES, 8), (SLOT_BYTES, 1)] {
-                cases.push((Columns { width, cols, ld: host_ld }, Columns { width, cols, ld: dev_ld }, slot_bytes, workers));
-            }
-        }
-        cases
-    }
-
-    #[test]
-    fn staged_downloads_deliver_every_value_in_the_host_layout() {
-        for (host, dev, slot_bytes, workers) in staging_cases() {
-            let device: Vec<f64> = (0..dev.span()).map(|v| v as f64 + 0.25).collect();
-            let (pieces, runs) = plan_copy(dev, 8, workers, slot_bytes);
-            let mut out = vec![f64::NAN; host.span() + 3];
-            let parts = split_output(&mut out, &pieces, &runs, host);
-            assert_eq!(parts.len(), runs.len());
-            let mut slot = vec![f64::NAN; slot_bytes / 8];
-            for (run, (base, mine)) in runs.iter().zip(parts) {
-                for &piece in &pieces[run.clone()] {
-                    let values = piece_values(dev, piece);
-                    let at = piece.offset(dev.ld);
-                    slot[..values].copy_from_slice(&device[at..at + values]);
-                    empty_piece(&slot[..values], dev, host, piece, mine, base);
-                }
-            }
-            for c in 0..host.cols {
-                for r in 0..host.width {
-                    assert_eq!(out[c * host.ld + r], device[c * dev.ld + r], "{host:?} {dev:?} slot {slot_bytes}: ({r}, {c})");
-                }
-            }
-            assert!(out[host.span()..].iter().all(|v| v.is_nan()), "nothing written past the layout");
-        }
-    }
 
     #[test]
     fn layouts_are_checked() {

@@ -1,33 +1,61 @@
-//! Staged uploads through one page-locked ring, with one thread talking to the driver.
+//! Staged copies through one page-locked ring, with one thread talking to the driver.
 //!
-//! An upload (one or several host arrays) is cut into pieces of a few hundred KiB, laid
-//! out one after another in a ring of page-locked memory in their device layout. Rayon
-//! workers claim pieces in order and copy them into the ring (pitch conversion included,
-//! non-temporal stores); the calling thread, the *dispatcher*, sends every run of
-//! finished, contiguous pieces to the device as one DMA, records an event behind it and
-//! releases the ring space when that event has passed. Only the dispatcher calls the
-//! driver: the previous design (every worker enqueuing its own copies) spent 40-70 µs per
-//! driver call with sixteen threads contending for the stream, and uploaded a solver's
-//! matrices at 26-34 GB/s of the link's 52 (`docs/perf-notes.md`, entries 13 and 37).
+//! A copy is cut into pieces of a few hundred KiB, laid out one after another in a ring
+//! of page-locked memory in their device layout. Rayon workers move the pieces between
+//! the ring and host memory (pitch conversion included); the calling thread, the
+//! *dispatcher*, is the only one that calls the driver: it enqueues the DMAs, records an
+//! event behind each and learns from the events when ring space may be reused. The
+//! previous design (every worker enqueuing its own copies through its own slots) spent
+//! 40-70 µs per driver call with sixteen threads contending for the stream
+//! (`docs/perf-notes.md`, entries 13, 37 and 38).
 //!
-//! The dispatcher never waits while holding unsent pieces, and copies pieces itself when
-//! it has nothing to send: the upload finishes even when no worker ever runs (a pool
-//! whose threads are all busy, or a call from inside the pool).
+//! - Uploads ([`UploadPipeline`]): workers claim pieces in order and copy them into the
+//!   ring (non-temporal stores); the dispatcher sends every run of finished, contiguous
+//!   pieces as one DMA and releases the ring space when its event has passed.
+//! - Downloads ([`DownloadPipeline`]): the dispatcher enqueues a DMA into the ring for
+//!   each piece as soon as its ring bytes are free; workers claim pieces in order and
+//!   copy each out to the host once its event has passed, which frees its ring bytes.
+//!
+//! The ring is one stream of bytes shared by both directions: each copy starts where the
+//! last one left it, and its pieces wait for the copies of a lap earlier (an upload's
+//! DMAs still reading the ring, say) before they overwrite them. The dispatcher never
+//! waits while it could send, and moves pieces itself when it has nothing to send: a copy
+//! finishes even when no worker ever runs (a pool whose threads are all busy, or a call
+//! from inside the pool).
 
-use super::{Columns, Piece, fill_piece, piece_room, piece_values, plan_pieces};
+use super::{Columns, Piece, empty_piece, fill_piece, piece_room, piece_values, plan_pieces};
 use crate::error::Result;
 use crate::scalar::Scalar;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// One host array to upload: `src` in host layout `from` to device byte address `dst` in
-/// layout `to` (same `width` and `cols`).
+/// layout `to` (same `width` and `cols`); with `check_finite`, the upload also finds its
+/// first non-finite value (the workers scan each piece right after copying it, from
+/// cache, instead of a serial pass over the whole array before the upload).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Upload<'a, T> {
     pub src: &'a [T],
     pub from: Columns,
     pub dst: u64,
     pub to: Columns,
+    pub check_finite: bool,
+}
+
+impl<'a, T> Upload<'a, T> {
+    /// An upload without the finiteness scan.
+    pub fn new(src: &'a [T], from: Columns, dst: u64, to: Columns) -> Self {
+        Upload { src, from, dst, to, check_finite: false }
+    }
+}
+
+/// The host index (layout `from`) of the first non-finite value of `piece` in `src`.
+fn first_non_finite_in<T: Scalar>(src: &[T], from: Columns, piece: Piece) -> Option<usize> {
+    let scan = |at: usize, len: usize| crate::matrix::first_non_finite(&src[at..at + len]).map(|p| at + p);
+    match piece {
+        Piece::Columns { first, count } => (first..first + count).find_map(|c| scan(c * from.ld, from.width)),
+        Piece::Part { col, start, len } => scan(col * from.ld + start, len),
+    }
 }
 
 /// Where one piece of an upload sits in the ring and on the device.
@@ -87,11 +115,13 @@ fn continues(a: &RingPiece, b: &RingPiece, capacity: usize) -> bool {
     a.job == b.job && b.pos == a.end() && !b.pos.is_multiple_of(capacity) && b.dev == a.dev + a.room as u64
 }
 
-/// The dispatcher's side of the link: enqueue copies from the ring, and fences that say
-/// when the copies enqueued before them have finished (in order).
+/// The dispatcher's side of the link: enqueue copies between the ring and the device, and
+/// fences that say when the copies enqueued before them have finished (in order).
 pub(super) trait Link {
     /// Enqueues a copy of `bytes` bytes from ring offset `at` to device address `dev`.
     fn send(&mut self, at: usize, dev: u64, bytes: usize) -> Result<()>;
+    /// Enqueues a copy of `bytes` bytes from device address `dev` to ring offset `at`.
+    fn fetch(&mut self, at: usize, dev: u64, bytes: usize) -> Result<()>;
     /// A fence behind every copy sent so far.
     fn fence(&mut self) -> Result<usize>;
     /// Whether the copies before `fence` have finished; a fence that has passed is not
@@ -106,31 +136,29 @@ pub(super) struct RingMemory {
     pub capacity: usize,
 }
 
-// SAFETY: a plain address; who may write where is the claim protocol of `Pipeline`.
+// SAFETY: a plain address; who may write where is the claim protocol of the pipelines.
 unsafe impl Send for RingMemory {}
 // SAFETY: as above.
 unsafe impl Sync for RingMemory {}
 
 /// The state one upload's workers and dispatcher share.
-pub(super) struct Pipeline<'a, T> {
+pub(super) struct UploadPipeline<'a, T> {
     jobs: &'a [Upload<'a, T>],
     pieces: &'a [RingPiece],
     ring: RingMemory,
     streaming: bool,
-    /// The first piece nobody has claimed yet.
-    next: AtomicUsize,
+    claims: Claims,
     /// Piece `i` is in the ring (its non-temporal stores fenced before the flag is set).
     ready: Vec<AtomicBool>,
     /// Every ring byte before this stream position is free: its copy has finished
     /// (copies of earlier uploads included).
     freed: AtomicUsize,
-    /// The dispatcher has returned (every piece sent) or failed: workers stop.
-    abort: AtomicBool,
-    /// A worker panicked: the dispatcher stops waiting for its piece.
-    worker_panicked: AtomicBool,
+    /// Per upload: the smallest host index of a non-finite value found (`usize::MAX`:
+    /// none; only scanned with `check_finite`).
+    non_finite: Vec<AtomicUsize>,
 }
 
-impl<'a, T: Scalar> Pipeline<'a, T> {
+impl<'a, T: Scalar> UploadPipeline<'a, T> {
     /// # Safety
     /// `ring.base` is valid for writes of `ring.capacity` bytes, aligned for `T`, and not
     /// used by anything else (no unfinished copy reads it) until the pipeline is dropped.
@@ -138,17 +166,22 @@ impl<'a, T: Scalar> Pipeline<'a, T> {
     /// before stream position `freed` is free, and the copies still reading later bytes
     /// are behind the fences the dispatcher is given.
     pub unsafe fn new(jobs: &'a [Upload<'a, T>], pieces: &'a [RingPiece], ring: RingMemory, streaming: bool, freed: usize) -> Self {
-        Pipeline {
+        UploadPipeline {
             jobs,
             pieces,
             ring,
             streaming,
-            next: AtomicUsize::new(0),
+            claims: Claims::new(pieces.len()),
             ready: (0..pieces.len()).map(|_| AtomicBool::new(false)).collect(),
             freed: AtomicUsize::new(freed),
-            abort: AtomicBool::new(false),
-            worker_panicked: AtomicBool::new(false),
+            non_finite: jobs.iter().map(|_| AtomicUsize::new(usize::MAX)).collect(),
         }
+    }
+
+    /// The first upload (in order) with a non-finite value among those scanned, and the
+    /// host index of its first one; for after the dispatcher has returned.
+    pub fn first_non_finite(&self) -> Option<(usize, usize)> {
+        self.non_finite.iter().enumerate().find_map(|(job, at)| Some((job, at.load(Ordering::Relaxed))).filter(|&(_, at)| at != usize::MAX))
     }
 
     /// Whether piece `i` may be written: the bytes it takes in the ring were last used a
@@ -173,49 +206,23 @@ impl<'a, T: Scalar> Pipeline<'a, T> {
         // Release: the piece's stores (non-temporal ones fenced by `stream_bytes`) before
         // the flag the dispatcher acquires.
         self.ready[i].store(true, Ordering::Release);
+        if job.check_finite {
+            // After the hand-over: the scan reads the source from cache while the DMA runs.
+            if let Some(at) = first_non_finite_in(job.src, job.from, p.piece) {
+                self.non_finite[p.job].fetch_min(at, Ordering::Relaxed);
+            }
+        }
     }
 
     /// A worker: claims pieces in order and copies each into the ring once there is room.
     pub fn work(&self) {
-        /// Tells the dispatcher when this worker unwinds, so that it does not wait forever
-        /// for the piece the worker held (the scope then re-raises the panic).
-        struct FlagOnPanic<'a>(&'a AtomicBool);
-        impl Drop for FlagOnPanic<'_> {
-            fn drop(&mut self) {
-                if std::thread::panicking() {
-                    self.0.store(true, Ordering::Relaxed);
-                }
-            }
-        }
-        let _flag = FlagOnPanic(&self.worker_panicked);
-        let mut spins = 0u32;
-        while !self.abort.load(Ordering::Relaxed) {
-            let i = self.next.fetch_add(1, Ordering::Relaxed);
-            if i >= self.pieces.len() {
-                return;
-            }
-            while !self.has_room(i) {
-                if self.abort.load(Ordering::Relaxed) {
-                    return;
-                }
-                backoff(&mut spins);
-            }
-            self.fill(i);
-        }
+        self.claims.work(|i| self.has_room(i), |i| self.fill(i));
     }
 
     /// The dispatcher copies the next unclaimed piece itself when the ring has room for
     /// it; `false` when there is none to take.
     fn help(&self) -> bool {
-        let i = self.next.load(Ordering::Relaxed);
-        if i >= self.pieces.len() || !self.has_room(i) {
-            return false;
-        }
-        if self.next.compare_exchange(i, i + 1, Ordering::Relaxed, Ordering::Relaxed).is_err() {
-            return false;
-        }
-        self.fill(i);
-        true
+        self.claims.help(|i| self.has_room(i), |i| self.fill(i))
     }
 
     /// The dispatcher: sends every run of ready pieces in order, at most `max_batch` bytes
@@ -226,15 +233,7 @@ impl<'a, T: Scalar> Pipeline<'a, T> {
     /// position before which the ring is known free; tells the workers to stop when it
     /// fails.
     pub fn dispatch(&self, link: &mut impl Link, max_batch: usize, in_flight: &mut VecDeque<(usize, usize)>) -> Result<usize> {
-        /// Stops the workers when the dispatcher returns, fails or panics: a worker
-        /// waiting for ring space would otherwise wait forever (and the scope for it).
-        struct StopWorkers<'a>(&'a AtomicBool);
-        impl Drop for StopWorkers<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::Relaxed);
-            }
-        }
-        let _stop = StopWorkers(&self.abort);
+        let _stop = StopWorkers(&self.claims.abort);
         self.dispatch_inner(link, max_batch, in_flight)?;
         Ok(self.freed.load(Ordering::Relaxed))
     }
@@ -274,7 +273,7 @@ impl<'a, T: Scalar> Pipeline<'a, T> {
                 in_flight.push_back((link.fence()?, pieces.get(last + 1).map_or(end.end(), |p| p.pos)));
                 sent = last + 1;
                 spins = 0;
-            } else if self.worker_panicked.load(Ordering::Relaxed) {
+            } else if self.claims.worker_panicked.load(Ordering::Relaxed) {
                 // Never seen by the caller: the scope re-raises the worker's panic.
                 return Err(crate::Error::Cuda("a staging worker panicked".into()));
             } else if !self.help() {
@@ -282,6 +281,246 @@ impl<'a, T: Scalar> Pipeline<'a, T> {
             }
         }
         Ok(())
+    }
+}
+
+/// The claim protocol both pipelines share: workers (and the dispatcher, when it has
+/// nothing to send) claim pieces in order, each piece once, and move a piece (into the
+/// ring or out of it) once it may be moved.
+struct Claims {
+    pieces: usize,
+    /// The first piece nobody has claimed yet.
+    next: AtomicUsize,
+    /// The dispatcher has returned or failed: workers stop.
+    abort: AtomicBool,
+    /// A worker panicked: the dispatcher stops waiting for its piece.
+    worker_panicked: AtomicBool,
+}
+
+impl Claims {
+    fn new(pieces: usize) -> Self {
+        Claims { pieces, next: AtomicUsize::new(0), abort: AtomicBool::new(false), worker_panicked: AtomicBool::new(false) }
+    }
+
+    /// A worker: claims pieces in order; waits until `ready(i)` for each, then `take(i)`.
+    fn work(&self, ready: impl Fn(usize) -> bool, take: impl Fn(usize)) {
+        let _flag = FlagOnPanic(&self.worker_panicked);
+        let mut spins = 0u32;
+        while !self.abort.load(Ordering::Relaxed) {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            if i >= self.pieces {
+                return;
+            }
+            while !ready(i) {
+                if self.abort.load(Ordering::Relaxed) {
+                    return;
+                }
+                backoff(&mut spins);
+            }
+            take(i);
+        }
+    }
+
+    /// The dispatcher takes the next unclaimed piece itself if it is `ready`; `false`
+    /// when there is none to take (it never waits for one).
+    fn help(&self, ready: impl Fn(usize) -> bool, take: impl Fn(usize)) -> bool {
+        let i = self.next.load(Ordering::Relaxed);
+        if i >= self.pieces || !ready(i) {
+            return false;
+        }
+        if self.next.compare_exchange(i, i + 1, Ordering::Relaxed, Ordering::Relaxed).is_err() {
+            return false;
+        }
+        take(i);
+        true
+    }
+}
+
+/// Tells the dispatcher when a worker unwinds, so that it does not wait forever for the
+/// piece the worker held (the scope then re-raises the panic).
+struct FlagOnPanic<'a>(&'a AtomicBool);
+
+impl Drop for FlagOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Stops the workers when the dispatcher returns, fails or panics: a worker waiting for
+/// ring space (or for its piece) would otherwise wait forever, and the scope for it.
+struct StopWorkers<'a>(&'a AtomicBool);
+
+impl Drop for StopWorkers<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Host memory that a download's workers write, each only the pieces it claimed.
+#[derive(Clone, Copy)]
+struct HostOut<T>(*mut T);
+
+// SAFETY: a plain address; the pieces' host ranges are disjoint and each is written by the
+// one thread that claimed it.
+unsafe impl<T> Send for HostOut<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for HostOut<T> {}
+
+/// The state one download's workers and dispatcher share: device layout `from` (the
+/// pieces' addresses) into host memory `out` in layout `to`.
+pub(super) struct DownloadPipeline<'a, T> {
+    pieces: &'a [RingPiece],
+    ring: RingMemory,
+    from: Columns,
+    to: Columns,
+    out: HostOut<T>,
+    /// Non-temporal stores into the host memory.
+    streaming: bool,
+    claims: Claims,
+    /// Piece `i` is in the ring: the event behind its DMA has passed.
+    arrived: Vec<AtomicBool>,
+    /// Piece `i` has been copied out: its ring bytes may be reused.
+    emptied: Vec<AtomicBool>,
+    _out: std::marker::PhantomData<&'a mut [T]>,
+}
+
+impl<'a, T: Scalar> DownloadPipeline<'a, T> {
+    /// A download of the pieces (from [`plan_ring`] for one array in device layout `from`)
+    /// into `out`, host layout `to` (same `width` and `cols`; `out` holds its span).
+    ///
+    /// # Safety
+    /// As [`UploadPipeline::new`]: `ring.base` is valid for `ring.capacity` bytes, aligned
+    /// for `T`, and the only copies that may still touch it are behind the fences the
+    /// dispatcher is given; the pieces' device ranges are valid and their producers
+    /// ordered before the copies on the link's stream.
+    pub unsafe fn new(pieces: &'a [RingPiece], ring: RingMemory, from: Columns, out: &'a mut [T], to: Columns, streaming: bool) -> Self {
+        assert!(from.width == to.width && from.cols == to.cols && out.len() >= to.span(), "layouts checked by the caller");
+        DownloadPipeline {
+            pieces,
+            ring,
+            from,
+            to,
+            out: HostOut(out.as_mut_ptr()),
+            streaming,
+            claims: Claims::new(pieces.len()),
+            arrived: (0..pieces.len()).map(|_| AtomicBool::new(false)).collect(),
+            emptied: (0..pieces.len()).map(|_| AtomicBool::new(false)).collect(),
+            _out: std::marker::PhantomData,
+        }
+    }
+
+    /// Copies piece `i` out of the ring into the host memory and marks its ring bytes free.
+    ///
+    /// Only for the thread that claimed `i`, after `arrived[i]` was seen set.
+    fn empty(&self, i: usize) {
+        let p = self.pieces[i];
+        let size = std::mem::size_of::<T>();
+        let at = p.piece.offset(self.to.ld);
+        // SAFETY: the ring bytes hold the piece (its DMA has finished: `arrived[i]`, acquired
+        // by the caller) and nobody writes them before `emptied[i]` is set; `at + len` lies
+        // inside `to.span() <= out.len()` and no other piece covers those host values
+        // (plan_pieces: disjoint columns or column parts), so this range is ours.
+        let (slot, dst) = unsafe {
+            (
+                std::slice::from_raw_parts(self.ring.base.add(p.pos % self.ring.capacity) as *const T, p.moved / size),
+                std::slice::from_raw_parts_mut(self.out.0.add(at), piece_values(self.to, p.piece)),
+            )
+        };
+        empty_piece(slot, self.from, self.to, p.piece, dst, self.streaming);
+        // Release: the reads of the ring before the dispatcher lets a DMA overwrite it.
+        self.emptied[i].store(true, Ordering::Release);
+    }
+
+    /// A worker: claims pieces in order and copies each out once it has arrived.
+    pub fn work(&self) {
+        self.claims.work(|i| self.arrived[i].load(Ordering::Acquire), |i| self.empty(i));
+    }
+
+    /// The dispatcher copies the next unclaimed piece out itself when it has arrived;
+    /// `false` when there is none to take.
+    fn help(&self) -> bool {
+        self.claims.help(|i| self.arrived[i].load(Ordering::Acquire), |i| self.empty(i))
+    }
+
+    /// The dispatcher: enqueues the pieces' DMAs in order as their ring bytes become free
+    /// (at most `max_batch` bytes per copy), tells the workers which have arrived, and
+    /// copies pieces out itself while it has nothing to send. `prior` holds `(fence, end)`
+    /// of earlier copies that may still read the ring, oldest first, and every ring byte
+    /// before stream position `freed` is free. Returns once every piece is in host memory,
+    /// with the new `freed` (`prior`'s last end moved past this download's bytes when
+    /// some of it is still pending). Tells the workers to stop when it fails.
+    pub fn dispatch(&self, link: &mut impl Link, max_batch: usize, prior: &mut VecDeque<(usize, usize)>, freed: usize) -> Result<usize> {
+        let _stop = StopWorkers(&self.claims.abort);
+        let pieces = self.pieces;
+        let (Some(first), Some(last)) = (pieces.first(), pieces.last()) else {
+            return Ok(freed);
+        };
+        let mut freed = freed;
+        // Ring bytes between the last copy's end and this one's first piece held nothing.
+        match prior.back_mut() {
+            Some((_, end)) => *end = (*end).max(first.pos),
+            None => freed = freed.max(first.pos),
+        }
+        let capacity = self.ring.capacity;
+        let room = |freed: usize, i: usize| freed >= pieces[i].end().saturating_sub(capacity);
+        // This download's fences: `(fence, pieces before which all have arrived)`.
+        let mut mine: VecDeque<(usize, usize)> = VecDeque::new();
+        let (mut sent, mut arrived, mut emptied, mut spins) = (0usize, 0usize, 0usize, 0u32);
+        while emptied < pieces.len() {
+            while let Some(&(fence, end)) = prior.front() {
+                if !link.passed(fence)? {
+                    break;
+                }
+                freed = freed.max(end);
+                prior.pop_front();
+            }
+            while let Some(&(fence, upto)) = mine.front() {
+                if !link.passed(fence)? {
+                    break;
+                }
+                // Release: the event's completion (the DMA's writes) before the workers read.
+                (arrived..upto).for_each(|k| self.arrived[k].store(true, Ordering::Release));
+                arrived = upto;
+                mine.pop_front();
+            }
+            while emptied < pieces.len() && self.emptied[emptied].load(Ordering::Acquire) {
+                emptied += 1;
+            }
+            if prior.is_empty() {
+                // Everything before the first piece not yet copied out is free.
+                freed = freed.max(pieces.get(emptied).map_or(last.end(), |p| p.pos));
+            }
+            if sent < pieces.len() && room(freed, sent) {
+                let first = pieces[sent];
+                let mut end = sent;
+                while let Some(next) = pieces.get(end + 1) {
+                    let fits = next.pos + next.moved - first.pos <= max_batch;
+                    if !(fits && continues(&pieces[end], next, capacity) && room(freed, end + 1)) {
+                        break;
+                    }
+                    end += 1;
+                }
+                let tail = &pieces[end];
+                link.fetch(first.pos % capacity, first.dev, tail.pos + tail.moved - first.pos)?;
+                mine.push_back((link.fence()?, end + 1));
+                sent = end + 1;
+                spins = 0;
+            } else if self.claims.worker_panicked.load(Ordering::Relaxed) {
+                // Never seen by the caller: the scope re-raises the worker's panic.
+                return Err(crate::Error::Cuda("a staging worker panicked".into()));
+            } else if !self.help() {
+                backoff(&mut spins);
+            }
+        }
+        // Every piece was copied out: this download's ring bytes are free once the earlier
+        // copies still pending are.
+        match prior.back_mut() {
+            Some((_, end)) => *end = (*end).max(last.end()),
+            None => freed = freed.max(last.end()),
+        }
+        Ok(freed)
     }
 }
 
@@ -300,13 +539,15 @@ fn backoff(spins: &mut u32) {
 mod tests {
     use super::*;
 
-    /// A link whose copies land in a host array standing in for the device, each one only
-    /// when a later fence is asked about: a piece overwritten in the ring before its copy
-    /// finished shows up as a wrong value on the "device".
+    /// A link whose copies land in a host array standing in for the device (or in the ring,
+    /// from it), each one only when a later fence is asked about: a piece overwritten in
+    /// the ring before its copy finished, or read from it before its copy arrived, shows
+    /// up as a wrong value.
     struct HostLink {
         ring: RingMemory,
         device: Vec<u8>,
-        queued: VecDeque<(usize, u64, usize)>,
+        /// `(ring offset, device address, bytes, towards the device)`.
+        queued: VecDeque<(usize, u64, usize, bool)>,
         /// Device byte ranges of the uploads: no copy may span two.
         arrays: Vec<std::ops::Range<usize>>,
         fences: Vec<usize>,
@@ -322,23 +563,35 @@ mod tests {
 
         /// Performs the oldest queued copy.
         fn complete_one(&mut self) {
-            if let Some((at, dev, bytes)) = self.queued.pop_front() {
-                // SAFETY: the dispatcher sends only bytes inside the ring.
-                let src = unsafe { std::slice::from_raw_parts(self.ring.base.add(at), bytes) };
-                self.device[dev as usize..dev as usize + bytes].copy_from_slice(src);
+            if let Some((at, dev, bytes, up)) = self.queued.pop_front() {
+                let device = &mut self.device[dev as usize..dev as usize + bytes];
+                // SAFETY: the dispatcher copies only bytes inside the ring.
+                let ring = unsafe { std::slice::from_raw_parts_mut(self.ring.base.add(at), bytes) };
+                if up {
+                    device.copy_from_slice(ring)
+                } else {
+                    ring.copy_from_slice(device)
+                }
                 self.done += 1;
             }
+        }
+
+        fn enqueue(&mut self, at: usize, dev: u64, bytes: usize, up: bool) -> Result<()> {
+            assert!(at + bytes <= self.ring.capacity, "copy past the ring's end");
+            let start = dev as usize;
+            assert!(self.arrays.iter().any(|r| r.start <= start && start + bytes <= r.end), "copy {start}+{bytes} outside one array");
+            self.queued.push_back((at, dev, bytes, up));
+            self.copies += 1;
+            Ok(())
         }
     }
 
     impl Link for HostLink {
         fn send(&mut self, at: usize, dev: u64, bytes: usize) -> Result<()> {
-            assert!(at + bytes <= self.ring.capacity, "copy past the ring's end");
-            let start = dev as usize;
-            assert!(self.arrays.iter().any(|r| r.start <= start && start + bytes <= r.end), "copy {start}+{bytes} outside one array");
-            self.queued.push_back((at, dev, bytes));
-            self.copies += 1;
-            Ok(())
+            self.enqueue(at, dev, bytes, true)
+        }
+        fn fetch(&mut self, at: usize, dev: u64, bytes: usize) -> Result<()> {
+            self.enqueue(at, dev, bytes, false)
         }
         fn fence(&mut self) -> Result<usize> {
             self.fences.push(self.copies);
@@ -364,6 +617,57 @@ mod tests {
         }
     }
 
+    /// Runs `dispatch` on this thread with `workers` rayon tasks running `work` beside it.
+    fn with_workers<R>(workers: usize, work: impl Fn() + Sync, dispatch: impl FnOnce() -> R) -> R {
+        rayon::in_place_scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|_| work());
+            }
+            dispatch()
+        })
+    }
+
+    /// A test ring between copies: where the next copy starts, what is known free, the
+    /// DMAs still in flight, and how copies through it are cut and run.
+    struct TestRing {
+        memory: RingMemory,
+        piece: usize,
+        workers: usize,
+        batch: usize,
+        start: usize,
+        freed: usize,
+        in_flight: VecDeque<(usize, usize)>,
+    }
+
+    impl TestRing {
+        fn new(memory: RingMemory, piece: usize, workers: usize, batch: usize) -> Self {
+            TestRing { memory, piece, workers, batch, start: 0, freed: 0, in_flight: VecDeque::new() }
+        }
+
+        /// One upload of `call` (one pass, as `Staging::upload_all`).
+        fn upload(&mut self, link: &mut HostLink, call: &[Upload<'_, f64>]) {
+            let layout: Vec<_> = call.iter().map(|j| (j.to, j.dst)).collect();
+            let pieces = plan_ring(&layout, 8, self.piece, self.memory.capacity, self.start);
+            // SAFETY: the ring's memory outlives the pipeline; the copies still using it
+            // are behind `in_flight`.
+            let pipeline = unsafe { UploadPipeline::new(call, &pieces, self.memory, true, self.freed) };
+            let (batch, in_flight) = (self.batch, &mut self.in_flight);
+            self.freed = with_workers(self.workers, || pipeline.work(), || pipeline.dispatch(link, batch, in_flight).unwrap());
+            self.start = pieces.last().map_or(self.start, |p| p.end());
+        }
+
+        /// One download of device layout `dev` at device address 0 into `out` (layout
+        /// `host`).
+        fn download(&mut self, link: &mut HostLink, dev: Columns, out: &mut [f64], host: Columns, streaming: bool) {
+            let pieces = plan_ring(&[(dev, 0)], 8, self.piece, self.memory.capacity, self.start);
+            // SAFETY: as above; the device range is the link's first array.
+            let pipeline = unsafe { DownloadPipeline::new(&pieces, self.memory, dev, out, host, streaming) };
+            let (batch, freed, in_flight) = (self.batch, self.freed, &mut self.in_flight);
+            self.freed = with_workers(self.workers, || pipeline.work(), || pipeline.dispatch(link, batch, in_flight, freed).unwrap());
+            self.start = pieces.last().map_or(self.start, |p| p.end());
+        }
+    }
+
     /// Uploads two arrays through a ring of `capacity` bytes with `workers` threads, first
     /// both in one upload, then one upload each (the second starting where the first
     /// left the ring, its copies still in flight), and checks every value on the host
@@ -373,26 +677,14 @@ mod tests {
         let other: Vec<f64> = (0..host.span()).map(|v| -(v as f64) - 0.25).collect();
         // Back to back, as two device allocations may be.
         let second_at = dev.cols * dev.ld * 8;
-        let jobs =
-            [Upload { src: &src[..], from: host, dst: 0, to: dev }, Upload { src: &other[..], from: host, dst: second_at as u64, to: dev }];
+        let jobs = [Upload::new(&src[..], host, 0, dev), Upload::new(&other[..], host, second_at as u64, dev)];
         let mut ring = vec![0u64; capacity / 8];
         let memory = RingMemory { base: ring.as_mut_ptr() as *mut u8, capacity };
         for calls in [&[&jobs[..]][..], &[&jobs[..1], &jobs[1..]]] {
             let mut link = HostLink::new(memory, second_at * 2 + 64, vec![0..second_at, second_at..2 * second_at]);
-            let (mut start, mut freed, mut in_flight) = (0usize, 0usize, VecDeque::new());
+            let mut state = TestRing::new(memory, piece, workers, batch);
             for call in calls {
-                let layout: Vec<_> = call.iter().map(|j| (j.to, j.dst)).collect();
-                let pieces = plan_ring(&layout, 8, piece, capacity, start);
-                // SAFETY: `ring` outlives the pipeline; the copies still reading it are
-                // behind `in_flight`.
-                let pipeline = unsafe { Pipeline::new(call, &pieces, memory, true, freed) };
-                freed = rayon::in_place_scope(|s| {
-                    for _ in 0..workers {
-                        s.spawn(|_| pipeline.work());
-                    }
-                    pipeline.dispatch(&mut link, batch, &mut in_flight).unwrap()
-                });
-                start = pieces.last().map_or(start, |p| p.end());
+                state.upload(&mut link, call);
             }
             while !link.queued.is_empty() {
                 link.complete_one();
@@ -431,6 +723,119 @@ mod tests {
         }
     }
 
+    /// Downloads one array through a ring of `capacity` bytes with `workers` threads,
+    /// between two uploads whose copies the link completes late (the first still reading
+    /// the ring when the download starts), and checks the host copy (poisoned before:
+    /// every value, nothing past the layout), the uploads' device data (the download did
+    /// not overwrite ring bytes an upload still needed, nor the reverse), and a second
+    /// download right after the first.
+    fn download_through_ring(host: Columns, dev: Columns, capacity: usize, piece: usize, workers: usize, batch: usize) {
+        let region = dev.cols * dev.ld * 8;
+        let mut link = HostLink::new(
+            RingMemory { base: std::ptr::null_mut(), capacity },
+            3 * region + 64,
+            vec![0..region, region..2 * region, 2 * region..3 * region],
+        );
+        let stored = |c: usize, r: usize| (c * 1000 + r) as f64 + 0.125;
+        for c in 0..dev.cols {
+            for r in 0..dev.ld {
+                let v = if r < dev.width { stored(c, r) } else { 1e300 };
+                link.device[(c * dev.ld + r) * 8..][..8].copy_from_slice(&v.to_ne_bytes());
+            }
+        }
+        let first: Vec<f64> = (0..host.span()).map(|v| v as f64 + 0.5).collect();
+        let second: Vec<f64> = (0..host.span()).map(|v| -(v as f64) - 0.25).collect();
+        let ups = [Upload::new(&first[..], host, region as u64, dev), Upload::new(&second[..], host, 2 * region as u64, dev)];
+        let mut ring = vec![0u64; capacity / 8];
+        let memory = RingMemory { base: ring.as_mut_ptr() as *mut u8, capacity };
+        link.ring = memory;
+        let mut state = TestRing::new(memory, piece, workers, batch);
+        let mut outs = [vec![f64::NAN; host.span() + 3], vec![f64::NAN; host.span() + 3]];
+        // Upload, download, download, upload; the link lags behind all of them.
+        state.upload(&mut link, &ups[..1]);
+        for (i, out) in outs.iter_mut().enumerate() {
+            state.download(&mut link, dev, out, host, i == 1);
+        }
+        state.upload(&mut link, &ups[1..]);
+        while !link.queued.is_empty() {
+            link.complete_one();
+        }
+        let case = format!("{host:?} {dev:?} ring {capacity} piece {piece} workers {workers} batch {batch}");
+        for out in &outs {
+            for c in 0..host.cols {
+                for r in 0..host.width {
+                    assert_eq!(out[c * host.ld + r], stored(c, r), "({r}, {c}): {case}");
+                }
+            }
+            assert!(out[host.span()..].iter().all(|v| v.is_nan()), "nothing written past the layout: {case}");
+        }
+        let value = |at: usize| f64::from_ne_bytes(link.device[at..at + 8].try_into().unwrap());
+        for (data, base) in [(&first, region), (&second, 2 * region)] {
+            for c in 0..dev.cols {
+                for r in 0..dev.width {
+                    assert_eq!(value(base + (c * dev.ld + r) * 8), data[c * host.ld + r], "upload ({r}, {c}): {case}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ring_downloads_deliver_every_value_in_the_host_layout() {
+        for (width, cols, host_ld, dev_ld) in super::super::tests::STAGING_LAYOUTS {
+            let (host, dev) = (Columns { width, cols, ld: host_ld }, Columns { width, cols, ld: dev_ld });
+            for (capacity, piece, workers, batch) in [
+                (256usize, 64usize, 3usize, 128usize),
+                (4096, 512, 8, 512),
+                (4096, 1024, 0, 4096),
+                (1 << 16, 4096, 8, 4096),
+                (2048, 2048, 2, 1),
+            ] {
+                download_through_ring(host, dev, capacity, piece, workers, batch);
+            }
+        }
+    }
+
+    #[test]
+    fn ring_uploads_find_the_first_non_finite_value() {
+        for (width, cols, host_ld, dev_ld) in super::super::tests::STAGING_LAYOUTS {
+            let (host, dev) = (Columns { width, cols, ld: host_ld }, Columns { width, cols, ld: dev_ld });
+            let values = cols * width;
+            // Positions (by value number) of a NaN and of a later infinity; none at all.
+            for bad in [None, Some(0), Some(values / 2), Some(values - 1)] {
+                for (capacity, piece, workers) in [(256usize, 64usize, 3usize), (4096, 512, 0), (1 << 16, 4096, 8)] {
+                    // Padding of the host layout is not data: a NaN there is never reported.
+                    let mut src = vec![f64::NAN; host.span()];
+                    for c in 0..cols {
+                        src[c * host_ld..c * host_ld + width].iter_mut().enumerate().for_each(|(r, v)| *v = (c * width + r) as f64);
+                    }
+                    let at = |v: usize| (v / width) * host_ld + v % width;
+                    if let Some(v) = bad {
+                        src[at(v)] = f64::NAN;
+                        if v + 1 < values {
+                            src[at(values - 1)] = f64::INFINITY;
+                        }
+                    }
+                    let other: Vec<f64> = vec![f64::NAN; host.span()];
+                    let second_at = dev.cols * dev.ld * 8;
+                    // The second job is not scanned: its NaNs are not reported.
+                    let jobs = [
+                        Upload { check_finite: true, ..Upload::new(&src[..], host, 0, dev) },
+                        Upload::new(&other[..], host, second_at as u64, dev),
+                    ];
+                    let mut ring = vec![0u64; capacity / 8];
+                    let memory = RingMemory { base: ring.as_mut_ptr() as *mut u8, capacity };
+                    let mut link = HostLink::new(memory, 2 * second_at + 64, vec![0..second_at, second_at..2 * second_at]);
+                    let layout: Vec<_> = jobs.iter().map(|j| (j.to, j.dst)).collect();
+                    let pieces = plan_ring(&layout, 8, piece, capacity, 0);
+                    // SAFETY: as in `upload_through_ring`.
+                    let pipeline = unsafe { UploadPipeline::new(&jobs, &pieces, memory, true, 0) };
+                    with_workers(workers, || pipeline.work(), || pipeline.dispatch(&mut link, capacity / 8, &mut VecDeque::new()).unwrap());
+                    assert_eq!(pipeline.first_non_finite(), bad.map(|v| (0, at(v))), "{host:?} {dev:?} ring {capacity} piece {piece}");
+                }
+            }
+        }
+    }
+
     #[test]
     #[should_panic(expected = "out of range")]
     fn a_panicking_worker_is_re_raised_not_waited_for() {
@@ -439,19 +844,14 @@ mod tests {
         // dispatcher, and the upload must end in that panic instead of waiting forever.
         let src: Vec<f64> = (0..10_000).map(|v| v as f64).collect();
         let flat = Columns::flat(20_000);
-        let jobs = [Upload { src: &src[..], from: flat, dst: 0, to: flat }];
+        let jobs = [Upload::new(&src[..], flat, 0, flat)];
         let pieces = plan_ring(&[(flat, 0)], 8, 512, 4096, 0);
         let mut ring = vec![0u64; 512];
         let memory = RingMemory { base: ring.as_mut_ptr() as *mut u8, capacity: 4096 };
         let mut link = HostLink::new(memory, 20_000 * 8, std::iter::once(0..20_000 * 8).collect());
         // SAFETY: as above.
-        let pipeline = unsafe { Pipeline::new(&jobs, &pieces, memory, false, 0) };
-        let _ = rayon::in_place_scope(|s| {
-            for _ in 0..4 {
-                s.spawn(|_| pipeline.work());
-            }
-            pipeline.dispatch(&mut link, 4096, &mut VecDeque::new())
-        });
+        let pipeline = unsafe { UploadPipeline::new(&jobs, &pieces, memory, false, 0) };
+        let _ = with_workers(4, || pipeline.work(), || pipeline.dispatch(&mut link, 4096, &mut VecDeque::new()));
     }
 
     #[test]
@@ -459,6 +859,9 @@ mod tests {
         struct Broken;
         impl Link for Broken {
             fn send(&mut self, _: usize, _: u64, _: usize) -> Result<()> {
+                Err(crate::Error::Shape("link down".into()))
+            }
+            fn fetch(&mut self, _: usize, _: u64, _: usize) -> Result<()> {
                 Err(crate::Error::Shape("link down".into()))
             }
             fn fence(&mut self) -> Result<usize> {
@@ -470,19 +873,20 @@ mod tests {
         }
         let src: Vec<f64> = (0..10_000).map(|v| v as f64).collect();
         let flat = Columns::flat(src.len());
-        let jobs = [Upload { src: &src[..], from: flat, dst: 0, to: flat }];
+        let jobs = [Upload::new(&src[..], flat, 0, flat)];
         let pieces = plan_ring(&[(flat, 0)], 8, 512, 2048, 0);
         let mut ring = vec![0u64; 256];
         let memory = RingMemory { base: ring.as_mut_ptr() as *mut u8, capacity: 2048 };
         // SAFETY: as above.
-        let pipeline = unsafe { Pipeline::new(&jobs, &pieces, memory, false, 0) };
-        let result = rayon::in_place_scope(|s| {
-            for _ in 0..4 {
-                s.spawn(|_| pipeline.work());
-            }
-            pipeline.dispatch(&mut Broken, 4096, &mut VecDeque::new())
-        });
+        let pipeline = unsafe { UploadPipeline::new(&jobs, &pieces, memory, false, 0) };
+        let result = with_workers(4, || pipeline.work(), || pipeline.dispatch(&mut Broken, 4096, &mut VecDeque::new()));
         // Returns (the workers waiting for ring space gave up) with the link's error.
+        assert!(result.is_err());
+        // A download's workers, waiting for pieces that never arrive, give up too.
+        let mut out = vec![0.0f64; src.len()];
+        // SAFETY: as above (the link never copies).
+        let pipeline = unsafe { DownloadPipeline::new(&pieces, memory, flat, &mut out, flat, false) };
+        let result = with_workers(4, || pipeline.work(), || pipeline.dispatch(&mut Broken, 4096, &mut VecDeque::new(), 0));
         assert!(result.is_err());
     }
 }
