@@ -4,7 +4,7 @@ use super::context::Gpu;
 use super::launch::{Kernel, LaunchConfig};
 use super::memory::DeviceBuffer;
 use super::memory::{Place, copy_2d_bytes};
-use super::transfer::{PinnedBuffer, is_page_locked_range, output_vec, parallel_copy_to_raw};
+use super::transfer::{CHUNK_BYTES, PanelLink, PanelUnpack, PinnedBuffer, is_page_locked_range, output_vec, plan_chunks, with_workers};
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use crate::tridiag::{Inverse, Tridiagonal};
@@ -29,8 +29,8 @@ pub struct GpuTridiagInverse {
     stream: Arc<CudaStream>,
     /// Second stream: copies of output panels to the host overlap the next assembly.
     copy_stream: Option<Arc<CudaStream>>,
-    /// Two page-locked host panels for outputs that go to pageable memory, kept between
-    /// calls (pinning is slow).
+    /// [`HOST_PANELS`] page-locked host panels for outputs that go to pageable memory,
+    /// kept between calls (pinning 96 MB costs ~50 ms on the H100 machine's VM).
     host_panels: Vec<PinnedBuffer<u8>>,
 }
 
@@ -201,7 +201,7 @@ impl GpuTridiagInverse {
             return self.download(&job);
         }
         let len = t.batch_size().checked_mul(t.n() * t.n()).ok_or(Error::HostOutOfMemory { needed: usize::MAX })?;
-        let mut out = output_vec::<T>(len)?;
+        let mut out = crate::trace::timed("invert: allocate the output", || output_vec::<T>(len))?;
         // SAFETY: `out` has capacity for `len` values; on success every one was written.
         unsafe {
             self.stream_into(t, check_dominance, out.as_mut_ptr())?;
@@ -215,9 +215,10 @@ impl GpuTridiagInverse {
     /// panels of about 32 MB into two buffers while the copy engine moves the previous
     /// panel to the host, so the device needs only the panels, not the `n^2` output. When
     /// `out` is page-locked ([`PinnedBuffer`], or registered by the caller) the panels go
-    /// straight into it at the link's full speed; otherwise they pass through two pinned
-    /// panels and several CPU threads. Nothing is written to `out` when the inputs fail a
-    /// check or a pivot is singular.
+    /// straight into it at the link's full speed; otherwise they pass through three pinned
+    /// host panels, which every CPU thread empties chunk by chunk, faulting fresh output
+    /// pages in while the link is still busy. Nothing is written to `out` when the inputs
+    /// fail a check or a pivot is singular.
     ///
     /// ```no_run
     /// use blocktri::cuda::{GpuTridiagInverse, PinnedBuffer};
@@ -255,79 +256,131 @@ impl GpuTridiagInverse {
         Self::required_memory::<T>(n, batch) - batch * n * n * T::BYTES + 2 * batch * n * cols * T::BYTES
     }
 
-    /// The streamed fused inversion into host memory at `out`.
+    /// The streamed fused inversion into host memory at `out`: straight into page-locked
+    /// memory, else through [`HOST_PANELS`] page-locked host panels whose chunks the
+    /// staging workers copy out, faulting fresh output pages in while the link is busy
+    /// ([`PanelUnpack`]).
     ///
     /// # Safety
     /// `out` must be valid for `batch n^2` writes of `T`.
     unsafe fn stream_into<T: Scalar>(&mut self, t: &Tridiagonal<T>, check_dominance: bool, out: *mut T) -> Result<()> {
-        let job = self.prepare_parts(t, check_dominance, false)?;
+        let job = crate::trace::timed("invert: prepare", || self.prepare_parts(t, check_dominance, false))?;
         let (n, batch) = (job.n, job.batch);
         let cols = Self::panel_cols::<T>(n, batch).min(n);
         let panel_len = batch * n * cols;
         self.gpu.check_memory(2 * panel_len * T::BYTES)?;
         let panels = [DeviceBuffer::<T>::poisoned(&self.stream, panel_len)?, DeviceBuffer::<T>::poisoned(&self.stream, panel_len)?];
-        self.launch(&job, false)?;
-        // Errors surface before anything is written to `out`.
-        self.check(&job)?;
-        let total_bytes = batch * n * n * T::BYTES;
-        let direct = is_page_locked_range(out as usize, total_bytes);
+        crate::trace::timed("invert: launch, check (waits)", || -> Result<()> {
+            self.launch(&job, false)?;
+            // Errors surface before anything is written to `out`.
+            self.check(&job)
+        })?;
+        let total = batch * n * n;
+        let direct = is_page_locked_range(out as usize, total * T::BYTES);
         let panel_bytes = panel_len * T::BYTES;
-        if !direct && self.host_panels.first().is_none_or(|p| p.len() < panel_bytes) {
+        if !direct && (self.host_panels.len() < HOST_PANELS || self.host_panels[0].len() < panel_bytes) {
+            let _first = crate::trace::phase("invert: page-locked host panels (first use)");
             self.host_panels.clear();
-            for _ in 0..2 {
+            for _ in 0..HOST_PANELS {
                 self.host_panels.push(PinnedBuffer::zeroed(&self.gpu, panel_bytes)?);
             }
         }
         if self.copy_stream.is_none() {
             self.copy_stream = Some(self.gpu.new_stream()?);
         }
-        let copy = self.copy_stream.clone().expect("copy stream");
-        let assemble = &job.kernels[2];
-        let size = T::BYTES;
-        // Copies host panel `p` (columns `c0..c0 + w` of every matrix) into `out`.
-        let unpack = |host: &PinnedBuffer<u8>, c0: usize, w: usize| {
-            // SAFETY: the host panel holds `batch n w` values of the finished copy.
-            let vals = unsafe { std::slice::from_raw_parts(host.as_ptr() as *const T, batch * n * w) };
-            for k in 0..batch {
-                // SAFETY: matrix k's columns c0..c0+w lie inside `out` (caller's contract).
-                unsafe { parallel_copy_to_raw(&vals[k * n * w..(k + 1) * n * w], out.add(k * n * n + c0 * n)) };
-            }
-        };
         let starts: Vec<usize> = (0..n).step_by(cols).collect();
-        let mut copied: [Option<CudaEvent>; 2] = [None, None];
-        for (p, &c0) in starts.iter().enumerate() {
-            let b = p % 2;
-            let w = cols.min(n - c0);
-            if let Some(ev) = &copied[b] {
-                self.stream.wait(ev)?;
-            }
-            // SAFETY: panel buffer `b` holds batch n cols >= batch n w values; the recursion
-            // was enqueued before on this stream; c0 is a multiple of the tile.
-            unsafe { Self::launch_assembly(&self.stream, &job, assemble, panels[b].ptr().addr(), c0 as u32, w as u32)? };
-            copy.wait(&self.stream.record_event(None)?)?;
-            let src = panels[b].ptr().addr();
-            let run = n * w * size;
-            if direct {
-                // SAFETY: destination runs inside `out` (page-locked), read by nobody until
-                // the final synchronization.
-                unsafe { copy_runs_dtoh(&copy, src, run, out.add(c0 * n) as *mut u8, n * n * size, batch)? };
-            } else {
-                // SAFETY: host panel `b` was unpacked (iteration p - 1) before it is refilled.
-                unsafe { copy_runs_dtoh(&copy, src, run, self.host_panels[b].as_ptr() as *mut u8, run, batch)? };
-            }
-            copied[b] = Some(copy.record_event(None)?);
-            if !direct && p >= 1 {
-                let (pb, pc0) = ((p - 1) % 2, starts[p - 1]);
-                copied[pb].as_ref().expect("previous panel").synchronize()?;
-                unpack(&self.host_panels[pb], pc0, cols.min(n - pc0));
+        let mut link = InverseLink {
+            stream: &self.stream,
+            copy: self.copy_stream.clone().expect("copy stream"),
+            job: &job,
+            panels: [panels[0].ptr().addr(), panels[1].ptr().addr()],
+            starts: &starts,
+            cols,
+            // Direct: each panel's runs go to their place in `out` (pitch `n^2`);
+            // staged: contiguous into the host panel.
+            targets: if direct { Vec::new() } else { self.host_panels.iter().map(|p| p.as_ptr() as *mut u8).collect() },
+            out: out as *mut u8,
+            events: Vec::with_capacity(starts.len()),
+            last_of: [None, None],
+        };
+        let streamed = if direct {
+            (0..starts.len()).try_for_each(|p| link.enqueue(p, 0))
+        } else {
+            let runs = |p: usize| {
+                let (c0, w) = (starts[p], cols.min(n - starts[p]));
+                (0..batch).map(|k| (k * n * w, k * n * n + c0 * n, n * w)).collect()
+            };
+            let chunks = plan_chunks(starts.len(), runs, CHUNK_BYTES / T::BYTES);
+            let slots: Vec<*const T> = self.host_panels.iter().map(|p| p.as_ptr() as *const T).collect();
+            // SAFETY: `out` holds `total` values (caller's contract); the host panels hold
+            // `panel_len` values each and only the copy engine writes them, before the
+            // panel's arrival; chunks are disjoint runs of `out` and inside their panel.
+            let unpack = unsafe { PanelUnpack::new(&chunks, starts.len(), &slots, panel_len, std::slice::from_raw_parts_mut(out, total)) };
+            // Every thread: 16 on the H100 machine unpack 2.1 GB in 96-98 ms, 8 in 114-122,
+            // 4 in 162-175 (page faults are most of the work).
+            let workers = rayon::current_num_threads();
+            crate::trace::timed("invert: stream through host panels", || {
+                with_workers(workers, || unpack.work(), || unpack.dispatch(&mut link))
+            })
+        };
+        // Also after a failure: no copy or assembly may outlive this call's buffers.
+        let synced = link.copy.synchronize().map_err(Error::from).and_then(|_| Ok(self.stream.synchronize()?));
+        streamed.and(synced)
+    }
+}
+
+/// Page-locked host panels of a streamed inverse into pageable memory: the copy engine
+/// fills one while the workers empty the others.
+const HOST_PANELS: usize = 3;
+
+/// A streamed inverse's side of [`PanelLink`]: panel `p` is assembled into device panel
+/// `p % 2` on the compute stream, then copied on the copy stream to the host (into host
+/// panel `slot`, or straight into page-locked `out` when there are no `targets`).
+struct InverseLink<'a, T: Scalar> {
+    stream: &'a CudaStream,
+    copy: Arc<CudaStream>,
+    job: &'a TridiagJob<T>,
+    panels: [u64; 2],
+    starts: &'a [usize],
+    cols: usize,
+    targets: Vec<*mut u8>,
+    out: *mut u8,
+    /// One event per enqueued panel, recorded after its copy.
+    events: Vec<CudaEvent>,
+    /// The last panel assembled into each device panel.
+    last_of: [Option<usize>; 2],
+}
+
+impl<T: Scalar> PanelLink for InverseLink<'_, T> {
+    fn enqueue(&mut self, p: usize, slot: usize) -> Result<()> {
+        let (n, batch, size) = (self.job.n, self.job.batch, T::BYTES);
+        let (b, c0) = (p % 2, self.starts[p]);
+        let w = self.cols.min(n - c0);
+        if let Some(q) = self.last_of[b] {
+            // The device panel is rewritten only after its previous copy.
+            self.stream.wait(&self.events[q])?;
+        }
+        // SAFETY: device panel `b` holds batch n cols >= batch n w values; the recursion
+        // was enqueued before on this stream; c0 is a multiple of the tile.
+        unsafe { GpuTridiagInverse::launch_assembly(self.stream, self.job, &self.job.kernels[2], self.panels[b], c0 as u32, w as u32)? };
+        self.copy.wait(&self.stream.record_event(None)?)?;
+        let run = n * w * size;
+        // SAFETY: page-locked destinations: `out` holds batch n^2 values (runs at pitch
+        // n^2 from column c0), a host panel batch n cols values, refilled only once its
+        // chunks are out (the pipeline's rule); both are read only after this copy's event.
+        unsafe {
+            match self.targets.get(slot) {
+                None => copy_runs_dtoh(&self.copy, self.panels[b], run, self.out.add(c0 * n * size), n * n * size, batch)?,
+                Some(&host) => copy_runs_dtoh(&self.copy, self.panels[b], run, host, run, batch)?,
             }
         }
-        copy.synchronize()?;
-        if !direct && let Some(&c0) = starts.last() {
-            unpack(&self.host_panels[(starts.len() - 1) % 2], c0, cols.min(n - c0));
-        }
-        self.stream.synchronize()?;
+        self.events.push(self.copy.record_event(None)?);
+        self.last_of[b] = Some(p);
         Ok(())
+    }
+
+    fn arrived(&mut self, p: usize) -> Result<bool> {
+        Ok(self.events[p].try_is_complete()?)
     }
 }
 

@@ -17,7 +17,9 @@ use rayon::prelude::*;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+mod panels;
 mod ring;
+pub(crate) use panels::{CHUNK_BYTES, PanelLink, PanelUnpack, plan_chunks};
 pub(crate) use ring::Upload;
 
 /// Element types a [`PinnedBuffer`] may hold: plain values for which all-zero bytes are
@@ -195,20 +197,6 @@ pub(crate) fn output_vec<T>(len: usize) -> Result<Vec<T>> {
     v.try_reserve_exact(len).map_err(|_| Error::HostOutOfMemory { needed: bytes })?;
     crate::error::advise_huge_pages(v.as_ptr() as usize, bytes);
     Ok(v)
-}
-
-/// Copies `len` values from `src` to the host address `dst` with several threads.
-///
-/// # Safety
-/// `dst` must be valid for `len` writes of `T` and not overlap `src`.
-pub(crate) unsafe fn parallel_copy_to_raw<T: Copy + Send + Sync>(src: &[T], dst: *mut T) {
-    const PIECE_BYTES: usize = 256 << 10;
-    let piece = (PIECE_BYTES / std::mem::size_of::<T>().max(1)).max(1);
-    let base = dst as usize;
-    src.par_chunks(piece).enumerate().for_each(|(i, s)| {
-        // SAFETY: piece `i` of the destination range, disjoint from the others.
-        unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), (base as *mut T).add(i * piece), s.len()) }
-    });
 }
 
 /// Copies `src` into `dst` (equal lengths) with non-temporal stores on x86-64, in
@@ -600,12 +588,7 @@ impl Staging {
         let pipeline = unsafe { ring::UploadPipeline::new(jobs, &pieces, memory, self.streaming, self.ring_freed) };
         let mut link = Self::link(stream, memory, &mut self.events, &self.in_flight);
         let in_flight = &mut self.in_flight;
-        let sent = rayon::in_place_scope(|s| {
-            for _ in 0..workers {
-                s.spawn(|_| pipeline.work());
-            }
-            pipeline.dispatch(&mut link, memory.capacity / 8, in_flight)
-        });
+        let sent = with_workers(workers, || pipeline.work(), || pipeline.dispatch(&mut link, memory.capacity / 8, in_flight));
         match sent {
             Ok(freed) => {
                 self.ring_freed = freed;
@@ -663,12 +646,7 @@ impl Staging {
         let (in_flight, freed) = (&mut self.in_flight, self.ring_freed);
         // One DMA per piece: the workers start on the first piece after ~5 µs of link time.
         let max_batch = self.slot_bytes;
-        let done = rayon::in_place_scope(|s| {
-            for _ in 0..workers {
-                s.spawn(|_| pipeline.work());
-            }
-            pipeline.dispatch(&mut link, max_batch, in_flight, freed)
-        });
+        let done = with_workers(workers, || pipeline.work(), || pipeline.dispatch(&mut link, max_batch, in_flight, freed));
         match done {
             Ok(freed) => {
                 self.ring_freed = freed;
@@ -774,10 +752,34 @@ fn pack_columns<T: Scalar>(src: &[T], from: Columns, dst: &mut [T], to: Columns,
 /// `dst = src` on the calling thread, with non-temporal stores when `streaming`.
 fn copy_values<T: Copy + Send + Sync>(src: &[T], dst: &mut [T], streaming: bool) {
     if streaming {
-        copy_streaming(src, dst, 1);
+        copy_streaming_here(src, dst);
     } else {
         dst.copy_from_slice(src);
     }
+}
+
+/// `dst = src` (equal lengths) on the calling thread with non-temporal stores on x86-64
+/// ([`copy_streaming`] without the thread split), elsewhere a plain copy.
+fn copy_streaming_here<T: Copy>(src: &[T], dst: &mut [T]) {
+    assert_eq!(src.len(), dst.len(), "copy_streaming_here: lengths differ");
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: two valid, disjoint slices of equal byte length (`dst` is a unique borrow).
+    unsafe {
+        stream_bytes(src.as_ptr() as *const u8, dst.as_mut_ptr() as *mut u8, std::mem::size_of_val(src))
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    dst.copy_from_slice(src);
+}
+
+/// Runs `dispatch` on this thread with `workers` rayon tasks running `work` beside it:
+/// the pipelines' shape (workers move data, the calling thread talks to the driver).
+pub(crate) fn with_workers<R>(workers: usize, work: impl Fn() + Sync, dispatch: impl FnOnce() -> R) -> R {
+    rayon::in_place_scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|_| work());
+        }
+        dispatch()
+    })
 }
 
 /// Direct (unstaged) column copy from page-locked host memory to the device.

@@ -338,7 +338,7 @@ impl Claims {
 
 /// Tells the dispatcher when a worker unwinds, so that it does not wait forever for the
 /// piece the worker held (the scope then re-raises the panic).
-struct FlagOnPanic<'a>(&'a AtomicBool);
+pub(super) struct FlagOnPanic<'a>(pub(super) &'a AtomicBool);
 
 impl Drop for FlagOnPanic<'_> {
     fn drop(&mut self) {
@@ -350,7 +350,7 @@ impl Drop for FlagOnPanic<'_> {
 
 /// Stops the workers when the dispatcher returns, fails or panics: a worker waiting for
 /// ring space (or for its piece) would otherwise wait forever, and the scope for it.
-struct StopWorkers<'a>(&'a AtomicBool);
+pub(super) struct StopWorkers<'a>(pub(super) &'a AtomicBool);
 
 impl Drop for StopWorkers<'_> {
     fn drop(&mut self) {
@@ -526,7 +526,7 @@ impl<'a, T: Scalar> DownloadPipeline<'a, T> {
 
 /// Busy-waits a little, then lets other threads run (the pool may have more workers than
 /// free cores, and the dispatcher needs one).
-fn backoff(spins: &mut u32) {
+pub(super) fn backoff(spins: &mut u32) {
     *spins += 1;
     if *spins < 64 {
         std::hint::spin_loop();
@@ -537,6 +537,7 @@ fn backoff(spins: &mut u32) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::with_workers;
     use super::*;
 
     /// A link whose copies land in a host array standing in for the device (or in the ring,
@@ -615,16 +616,6 @@ mod tests {
         for p in &pieces {
             assert!(p.pos % 1000 + p.room <= 1000 && p.moved <= p.room && p.room <= 256, "{p:?}");
         }
-    }
-
-    /// Runs `dispatch` on this thread with `workers` rayon tasks running `work` beside it.
-    fn with_workers<R>(workers: usize, work: impl Fn() + Sync, dispatch: impl FnOnce() -> R) -> R {
-        rayon::in_place_scope(|s| {
-            for _ in 0..workers {
-                s.spawn(|_| work());
-            }
-            dispatch()
-        })
     }
 
     /// A test ring between copies: where the next copy starts, what is known free, the
