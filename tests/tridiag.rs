@@ -199,3 +199,32 @@ fn gpu_inverse_matches_for_every_size() {
     let huge = Tridiagonal::<f64>::random_dominant(1 << 19, 1, true, 1).unwrap();
     assert!(matches!(inv.prepare(&huge, true), Err(Error::OutOfMemory { .. })));
 }
+
+#[test]
+fn the_convenience_function_shares_one_inverter_across_calls_and_threads() {
+    if Gpu::shared().is_err() {
+        eprintln!("skipping: no GPU");
+        return;
+    }
+    let seed = fresh_seed();
+    // Four threads at once (the busy shared inverter makes the others use their own),
+    // each with several sizes (one that streams several panels: n = 3000 with a batch
+    // of 3) and a failing input in between: every result is the CPU recursion's, and
+    // the shared inverter keeps working after the error.
+    std::thread::scope(|scope| {
+        for thread in 0..4u64 {
+            scope.spawn(move || {
+                for (i, &(n, batch)) in [(17usize, 2usize), (3000, 3), (64, 1)].iter().enumerate() {
+                    let t = Tridiagonal::<f64>::random_dominant(n, batch, i % 2 == 0, seed + 10 * thread + i as u64).unwrap();
+                    let gpu = invert(&t, Method::GpuFused, true).unwrap();
+                    let cpu = invert(&t, Method::Threaded, true).unwrap();
+                    let diff = gpu.as_slice().iter().zip(cpu.as_slice()).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+                    let scale = cpu.as_slice().iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                    assert!(diff <= 1e-12 * scale, "thread {thread} n={n} batch={batch}: {diff:e} (seed {seed})");
+                    let bad = Tridiagonal::new(vec![4.0, 1.0, 4.0], vec![1.0, 1.0], vec![1.0, 1.0]).unwrap();
+                    assert!(matches!(invert(&bad, Method::GpuFused, true), Err(Error::NotDiagonallyDominant { row: 1, .. })));
+                }
+            });
+        }
+    });
+}

@@ -254,7 +254,10 @@ impl std::str::FromStr for Method {
 
 /// Inverts every matrix of `t` with `method`. Validates first (finite values; diagonal
 /// dominance unless `check_dominance` is false, for callers who know their matrix is
-/// safely invertible by this recursion).
+/// safely invertible by this recursion). The GPU methods share one
+/// [`crate::cuda::GpuTridiagInverse`] per process, so that calls after the first do not
+/// pin its host panels again (it keeps them, up to ~100 MB of page-locked memory, until
+/// the process ends); use a `GpuTridiagInverse` of your own to control that.
 ///
 /// ```
 /// use blocktri::tridiag::{invert, inverse_error, Method, Tridiagonal};
@@ -269,10 +272,34 @@ pub fn invert<T: Scalar>(t: &Tridiagonal<T>, method: Method, check_dominance: bo
         Method::Sequential => recursion(t, false),
         Method::Threaded => recursion(t, true),
         Method::GpuFused | Method::GpuStagewise => {
-            let mut gpu = crate::cuda::GpuTridiagInverse::new()?;
-            gpu.invert(t, method == Method::GpuStagewise, check_dominance)
+            let stagewise = method == Method::GpuStagewise;
+            with_shared_inverter(|gpu| gpu.invert(t, stagewise, check_dominance))
         }
     }
+}
+
+/// Runs `work` on the process's shared GPU inverter, created by the first call: later
+/// calls reuse its streams and page-locked host panels (pinning them costs ~50 ms on the
+/// H100 machine, `docs/perf-notes.md` entry 39). A call that finds it busy (another
+/// thread inverting) uses a fresh one instead of waiting.
+fn with_shared_inverter<R>(work: impl FnOnce(&mut crate::cuda::GpuTridiagInverse) -> Result<R>) -> Result<R> {
+    use std::sync::{Mutex, TryLockError};
+    static SHARED: Mutex<Option<crate::cuda::GpuTridiagInverse>> = Mutex::new(None);
+    let mut slot = match SHARED.try_lock() {
+        Ok(slot) => slot,
+        // A panic inside an earlier call: start over with a new inverter.
+        Err(TryLockError::Poisoned(poisoned)) => {
+            let mut slot = poisoned.into_inner();
+            *slot = None;
+            SHARED.clear_poison();
+            slot
+        }
+        Err(TryLockError::WouldBlock) => return work(&mut crate::cuda::GpuTridiagInverse::new()?),
+    };
+    if slot.is_none() {
+        *slot = Some(crate::cuda::GpuTridiagInverse::new()?);
+    }
+    work(slot.as_mut().expect("created above"))
 }
 
 fn singular(matrix: usize, row: usize, merge: bool) -> Error {
