@@ -789,10 +789,8 @@ impl<T: Scalar> GpuCholesky<T> {
     /// As [`Self::upload_rhs_then`].
     unsafe fn upload_rhs_checked(&mut self, b: &BlockVec<T>, wait: bool) -> Result<()> {
         self.check_rhs_shape(b)?;
-        self.ensure_rhs(b.ncols())?;
-        let rhs = self.plan.as_ref().expect("plan exists").rhs.as_ref().expect("rhs buffer");
         // SAFETY: forwarded from the caller.
-        match unsafe { self.stage_into(b.as_slice(), rhs, wait, true) }? {
+        match unsafe { self.stage_rhs(b.as_slice(), b.ncols(), wait, true) }? {
             Some(at) => Err(crate::matrix::rhs_non_finite(b.shape(), b.ncols(), at)),
             None => Ok(()),
         }
@@ -813,10 +811,20 @@ impl<T: Scalar> GpuCholesky<T> {
     /// Without `wait`, `values` stays alive and unchanged until the stream has been
     /// synchronized.
     unsafe fn upload_rhs_values(&mut self, values: &[T], k: usize, wait: bool) -> Result<()> {
-        self.ensure_rhs(k)?;
-        let plan = self.plan.as_ref().expect("plan exists");
         // SAFETY: forwarded from the caller.
-        unsafe { self.upload_to_then(values, plan.rhs.as_ref().expect("rhs buffer"), wait) }
+        unsafe { self.stage_rhs(values, k, wait, false) }.map(|_| ())
+    }
+
+    /// [`Self::upload_rhs_values`], with `check_finite` also the index of the first
+    /// non-finite value ([`Self::stage_into`]).
+    ///
+    /// # Safety
+    /// As [`Self::upload_rhs_values`].
+    unsafe fn stage_rhs(&mut self, values: &[T], k: usize, wait: bool, check_finite: bool) -> Result<Option<usize>> {
+        self.ensure_rhs(k)?;
+        let rhs = self.plan.as_ref().expect("plan exists").rhs.as_ref().expect("rhs buffer");
+        // SAFETY: forwarded from the caller.
+        unsafe { self.stage_into(values, rhs, wait, check_finite) }
     }
 
     /// Copies the device right-hand-side buffer (the solution after a solve) into `x`.

@@ -546,12 +546,8 @@ impl Staging {
             if is_page_locked(job.src) {
                 if job.check_finite && non_finite.is_none() {
                     // No copy pass to scan in: a scan of its own, as before the ring.
-                    let from = job.from;
-                    non_finite = (0..from.cols)
-                        .find_map(|c| {
-                            crate::matrix::first_non_finite(&job.src[c * from.ld..c * from.ld + from.width]).map(|r| c * from.ld + r)
-                        })
-                        .map(|at| (i, at));
+                    let whole = Piece::Columns { first: 0, count: job.from.cols };
+                    non_finite = ring::first_non_finite_in(job.src, job.from, whole).map(|at| (i, at));
                 }
                 // SAFETY: the caller's contract; waited for below when asked.
                 unsafe { copy_columns_htod(stream, job.src, job.from, job.dst, job.to)? };

@@ -17,6 +17,7 @@
 //! So the faults of the next panels overlap the DMA of the current one, and no chunk
 //! waits for a pool wake-up.
 
+use super::ring::{Claims, SharedPtr, StopWorkers, backoff};
 use crate::error::Result;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -59,35 +60,23 @@ pub(crate) fn plan_chunks(panels: usize, runs: impl Fn(usize) -> Vec<(usize, usi
     out
 }
 
-/// A base address the workers share; who touches which values is the chunk protocol.
-#[derive(Clone, Copy)]
-struct Shared<T>(*mut T);
-
-// SAFETY: a plain address; each output chunk is written by the one thread that claimed
-// it, and host panels are only read, between their arrival and their last chunk's count.
-unsafe impl<T> Send for Shared<T> {}
-// SAFETY: as above.
-unsafe impl<T> Sync for Shared<T> {}
-
 /// The state one stream's workers and calling thread share.
 pub(crate) struct PanelUnpack<'a, T> {
     chunks: &'a [Chunk],
     panels: usize,
     /// The host panels (`slots[p % slots.len()]` holds panel `p`) and their length.
-    slots: Vec<Shared<T>>,
+    slots: Vec<SharedPtr<T>>,
     slot_len: usize,
-    out: Shared<T>,
+    out: SharedPtr<T>,
     out_len: usize,
-    /// The first chunk nobody has claimed yet.
-    next: AtomicUsize,
+    /// Chunks are claimed in order by the workers and the calling thread.
+    claims: Claims,
     /// Panel `p` is in its host panel.
     arrived: Vec<AtomicBool>,
     /// Chunks of panel `p` not yet copied out.
     pending: Vec<AtomicUsize>,
     /// Chunks copied out.
     done: AtomicUsize,
-    abort: AtomicBool,
-    worker_panicked: AtomicBool,
     _out: std::marker::PhantomData<&'a mut [T]>,
 }
 
@@ -109,16 +98,14 @@ impl<'a, T: Copy + Send + Sync + 'static> PanelUnpack<'a, T> {
         PanelUnpack {
             chunks,
             panels,
-            slots: slots.iter().map(|&s| Shared(s as *mut T)).collect(),
+            slots: slots.iter().map(|&s| SharedPtr(s as *mut T)).collect(),
             slot_len,
             out_len: out.len(),
-            out: Shared(out.as_mut_ptr()),
-            next: AtomicUsize::new(0),
+            out: SharedPtr(out.as_mut_ptr()),
+            claims: Claims::new(chunks.len()),
             arrived: (0..panels).map(|_| AtomicBool::new(false)).collect(),
             pending: pending.into_iter().map(AtomicUsize::new).collect(),
             done: AtomicUsize::new(0),
-            abort: AtomicBool::new(false),
-            worker_panicked: AtomicBool::new(false),
             _out: std::marker::PhantomData,
         }
     }
@@ -150,46 +137,33 @@ impl<'a, T: Copy + Send + Sync + 'static> PanelUnpack<'a, T> {
         self.done.fetch_add(1, Ordering::Release);
     }
 
+    /// Whether chunk `i`'s panel is in its host panel.
+    fn arrived(&self, i: usize) -> bool {
+        self.arrived[self.chunks[i].panel].load(Ordering::Acquire)
+    }
+
     /// A worker: claims chunks in order; faults each in, waits for its panel, copies it.
     pub fn work(&self) {
-        let _flag = super::ring::FlagOnPanic(&self.worker_panicked);
-        let mut spins = 0u32;
-        while !self.abort.load(Ordering::Relaxed) {
-            let i = self.next.fetch_add(1, Ordering::Relaxed);
-            if i >= self.chunks.len() {
-                return;
-            }
-            self.fault_in(i);
-            while !self.arrived[self.chunks[i].panel].load(Ordering::Acquire) {
-                if self.abort.load(Ordering::Relaxed) {
-                    return;
-                }
-                super::ring::backoff(&mut spins);
-            }
-            self.copy_out(i);
-        }
+        self.claims.work_after(|i| self.fault_in(i), |i| self.arrived(i), |i| self.copy_out(i));
     }
 
     /// The calling thread takes the next unclaimed chunk when its panel is there; `false`
     /// when there is none to take (it never waits for a panel).
     fn help(&self) -> bool {
-        let i = self.next.load(Ordering::Relaxed);
-        if i >= self.chunks.len() || !self.arrived[self.chunks[i].panel].load(Ordering::Acquire) {
-            return false;
-        }
-        if self.next.compare_exchange(i, i + 1, Ordering::Relaxed, Ordering::Relaxed).is_err() {
-            return false;
-        }
-        self.fault_in(i);
-        self.copy_out(i);
-        true
+        self.claims.help(
+            |i| self.arrived(i),
+            |i| {
+                self.fault_in(i);
+                self.copy_out(i);
+            },
+        )
     }
 
     /// The calling thread: enqueues every panel as soon as its host panel is free, marks
     /// arrivals, copies chunks while it has nothing to enqueue. Returns once every chunk is
     /// in `out`; tells the workers to stop when it returns or fails.
     pub fn dispatch(&self, link: &mut impl PanelLink) -> Result<()> {
-        let _stop = super::ring::StopWorkers(&self.abort);
+        let _stop = StopWorkers(&self.claims.abort);
         let slots = self.slots.len();
         let (mut enqueued, mut arrived, mut spins) = (0usize, 0usize, 0u32);
         while self.done.load(Ordering::Acquire) < self.chunks.len() || arrived < self.panels {
@@ -203,11 +177,11 @@ impl<'a, T: Copy + Send + Sync + 'static> PanelUnpack<'a, T> {
                 link.enqueue(enqueued, enqueued % slots)?;
                 enqueued += 1;
                 spins = 0;
-            } else if self.worker_panicked.load(Ordering::Relaxed) {
+            } else if self.claims.worker_panicked.load(Ordering::Relaxed) {
                 // Never seen by the caller: the scope re-raises the worker's panic.
                 return Err(crate::Error::Cuda("an unpacking worker panicked".into()));
             } else if !self.help() {
-                super::ring::backoff(&mut spins);
+                backoff(&mut spins);
             }
         }
         Ok(())

@@ -50,7 +50,7 @@ impl<'a, T> Upload<'a, T> {
 }
 
 /// The host index (layout `from`) of the first non-finite value of `piece` in `src`.
-fn first_non_finite_in<T: Scalar>(src: &[T], from: Columns, piece: Piece) -> Option<usize> {
+pub(super) fn first_non_finite_in<T: Scalar>(src: &[T], from: Columns, piece: Piece) -> Option<usize> {
     let scan = |at: usize, len: usize| crate::matrix::first_non_finite(&src[at..at + len]).map(|p| at + p);
     match piece {
         Piece::Columns { first, count } => (first..first + count).find_map(|c| scan(c * from.ld, from.width)),
@@ -287,23 +287,29 @@ impl<'a, T: Scalar> UploadPipeline<'a, T> {
 /// The claim protocol both pipelines share: workers (and the dispatcher, when it has
 /// nothing to send) claim pieces in order, each piece once, and move a piece (into the
 /// ring or out of it) once it may be moved.
-struct Claims {
+pub(super) struct Claims {
     pieces: usize,
     /// The first piece nobody has claimed yet.
     next: AtomicUsize,
     /// The dispatcher has returned or failed: workers stop.
-    abort: AtomicBool,
+    pub(super) abort: AtomicBool,
     /// A worker panicked: the dispatcher stops waiting for its piece.
-    worker_panicked: AtomicBool,
+    pub(super) worker_panicked: AtomicBool,
 }
 
 impl Claims {
-    fn new(pieces: usize) -> Self {
+    pub(super) fn new(pieces: usize) -> Self {
         Claims { pieces, next: AtomicUsize::new(0), abort: AtomicBool::new(false), worker_panicked: AtomicBool::new(false) }
     }
 
     /// A worker: claims pieces in order; waits until `ready(i)` for each, then `take(i)`.
     fn work(&self, ready: impl Fn(usize) -> bool, take: impl Fn(usize)) {
+        self.work_after(|_| {}, ready, take);
+    }
+
+    /// [`Self::work`], running `claimed(i)` as soon as piece `i` is this worker's, before
+    /// it waits for `ready(i)` (work on the piece that needs no data yet).
+    pub(super) fn work_after(&self, claimed: impl Fn(usize), ready: impl Fn(usize) -> bool, take: impl Fn(usize)) {
         let _flag = FlagOnPanic(&self.worker_panicked);
         let mut spins = 0u32;
         while !self.abort.load(Ordering::Relaxed) {
@@ -311,6 +317,7 @@ impl Claims {
             if i >= self.pieces {
                 return;
             }
+            claimed(i);
             while !ready(i) {
                 if self.abort.load(Ordering::Relaxed) {
                     return;
@@ -323,7 +330,7 @@ impl Claims {
 
     /// The dispatcher takes the next unclaimed piece itself if it is `ready`; `false`
     /// when there is none to take (it never waits for one).
-    fn help(&self, ready: impl Fn(usize) -> bool, take: impl Fn(usize)) -> bool {
+    pub(super) fn help(&self, ready: impl Fn(usize) -> bool, take: impl Fn(usize)) -> bool {
         let i = self.next.load(Ordering::Relaxed);
         if i >= self.pieces || !ready(i) {
             return false;
@@ -338,7 +345,7 @@ impl Claims {
 
 /// Tells the dispatcher when a worker unwinds, so that it does not wait forever for the
 /// piece the worker held (the scope then re-raises the panic).
-pub(super) struct FlagOnPanic<'a>(pub(super) &'a AtomicBool);
+struct FlagOnPanic<'a>(&'a AtomicBool);
 
 impl Drop for FlagOnPanic<'_> {
     fn drop(&mut self) {
@@ -358,15 +365,15 @@ impl Drop for StopWorkers<'_> {
     }
 }
 
-/// Host memory that a download's workers write, each only the pieces it claimed.
+/// Host memory a pipeline's workers share: each writes only the pieces it claimed (the
+/// pieces' host ranges are disjoint), and reads only what the claim protocol hands over.
 #[derive(Clone, Copy)]
-struct HostOut<T>(*mut T);
+pub(super) struct SharedPtr<T>(pub(super) *mut T);
 
-// SAFETY: a plain address; the pieces' host ranges are disjoint and each is written by the
-// one thread that claimed it.
-unsafe impl<T> Send for HostOut<T> {}
+// SAFETY: a plain address; who touches which values is the pipelines' claim protocol.
+unsafe impl<T> Send for SharedPtr<T> {}
 // SAFETY: as above.
-unsafe impl<T> Sync for HostOut<T> {}
+unsafe impl<T> Sync for SharedPtr<T> {}
 
 /// The state one download's workers and dispatcher share: device layout `from` (the
 /// pieces' addresses) into host memory `out` in layout `to`.
@@ -375,7 +382,7 @@ pub(super) struct DownloadPipeline<'a, T> {
     ring: RingMemory,
     from: Columns,
     to: Columns,
-    out: HostOut<T>,
+    out: SharedPtr<T>,
     /// Non-temporal stores into the host memory.
     streaming: bool,
     claims: Claims,
@@ -402,7 +409,7 @@ impl<'a, T: Scalar> DownloadPipeline<'a, T> {
             ring,
             from,
             to,
-            out: HostOut(out.as_mut_ptr()),
+            out: SharedPtr(out.as_mut_ptr()),
             streaming,
             claims: Claims::new(pieces.len()),
             arrived: (0..pieces.len()).map(|_| AtomicBool::new(false)).collect(),
