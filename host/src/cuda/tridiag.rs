@@ -29,14 +29,29 @@ pub struct GpuTridiagInverse {
     stream: Arc<CudaStream>,
     /// Second stream: copies of output panels to the host overlap the next assembly.
     copy_stream: Option<Arc<CudaStream>>,
-    /// [`HOST_PANELS`] page-locked host panels for outputs that go to pageable memory,
-    /// kept between calls (pinning 96 MB costs ~50 ms on the H100 machine's VM).
-    host_panels: Vec<PinnedBuffer<u8>>,
+    /// Page-locked host panels for outputs that go to pageable memory, kept between
+    /// calls: one allocation (each `cuMemHostAlloc` call costs a few ms on top of
+    /// ~0.5 ms per MB on the H100 machine's VM), `host_panels.1` panels of
+    /// `host_panels.2` bytes.
+    host_panels: (Option<PinnedBuffer<u8>>, usize, usize),
 }
 
 /// Target size of one output panel streamed to the host: large enough that the per-copy
-/// overhead is small, small enough that the unoverlapped first and last panels are short.
-const PANEL_BYTES: usize = 32 << 20;
+/// overhead is small, small enough that the unoverlapped first and last panels are short
+/// and that pinning the host panels stays cheap for a one-shot call. On the H100 machine
+/// (`docs/perf-notes.md`, entry 42), 16 MiB against 32: pinning 21-29 ms instead of
+/// 48-57, a one-shot `invert` of n = 16384 ~135 ms instead of ~150-165, the stream as fast.
+const PANEL_BYTES: usize = 16 << 20;
+
+/// [`PANEL_BYTES`], or `BLOCKTRI_INVERT_PANEL_MIB` MiB (measurements).
+fn panel_bytes() -> usize {
+    std::env::var("BLOCKTRI_INVERT_PANEL_MIB").ok().and_then(|v| v.parse::<usize>().ok()).map_or(PANEL_BYTES, |m| m.max(1) << 20)
+}
+
+/// [`HOST_PANELS`], or `BLOCKTRI_INVERT_HOST_PANELS` (at least 2; measurements).
+fn host_panel_count() -> usize {
+    std::env::var("BLOCKTRI_INVERT_HOST_PANELS").ok().and_then(|v| v.parse::<usize>().ok()).map_or(HOST_PANELS, |k| k.max(2))
+}
 
 /// Device buffers of one inversion: inputs, output, work, status words.
 pub struct TridiagJob<T> {
@@ -60,7 +75,7 @@ impl GpuTridiagInverse {
     /// On `gpu`.
     pub fn with_gpu(gpu: Arc<Gpu>) -> Result<Self> {
         let stream = gpu.new_stream()?;
-        Ok(GpuTridiagInverse { gpu, stream, copy_stream: None, host_panels: Vec::new() })
+        Ok(GpuTridiagInverse { gpu, stream, copy_stream: None, host_panels: (None, 0, 0) })
     }
 
     /// The stream its work runs on.
@@ -212,7 +227,7 @@ impl GpuTridiagInverse {
 
     /// Inverts every matrix of `t` (fused method) into `out` (`batch n^2` values,
     /// column-major, one matrix after another), streaming: the device computes column
-    /// panels of about 32 MB into two buffers while the copy engine moves the previous
+    /// panels of about 16 MB into two buffers while the copy engine moves the previous
     /// panel to the host, so the device needs only the panels, not the `n^2` output. When
     /// `out` is page-locked ([`PinnedBuffer`], or registered by the caller) the panels go
     /// straight into it at the link's full speed; otherwise they pass through three pinned
@@ -247,7 +262,7 @@ impl GpuTridiagInverse {
     fn panel_cols<T: Scalar>(n: usize, batch: usize) -> usize {
         let per_col = batch * n * T::BYTES;
         let tile = ASSEMBLE_TILE as usize;
-        (PANEL_BYTES / per_col.max(1) / tile).max(1) * tile
+        (panel_bytes() / per_col.max(1) / tile).max(1) * tile
     }
 
     /// Device bytes of a streamed inversion ([`Self::invert_into`]).
@@ -257,7 +272,7 @@ impl GpuTridiagInverse {
     }
 
     /// The streamed fused inversion into host memory at `out`: straight into page-locked
-    /// memory, else through [`HOST_PANELS`] page-locked host panels whose chunks the
+    /// memory, else through [`HOST_PANELS`] page-locked host panels (one allocation) whose chunks the
     /// staging workers copy out, faulting fresh output pages in while the link is busy
     /// ([`PanelUnpack`]).
     ///
@@ -278,13 +293,18 @@ impl GpuTridiagInverse {
         let total = batch * n * n;
         let direct = is_page_locked_range(out as usize, total * T::BYTES);
         let panel_bytes = panel_len * T::BYTES;
-        if !direct && (self.host_panels.len() < HOST_PANELS || self.host_panels[0].len() < panel_bytes) {
+        let count = host_panel_count();
+        if !direct && (self.host_panels.0.is_none() || self.host_panels.1 != count || self.host_panels.2 < panel_bytes) {
             let _first = crate::trace::phase("invert: page-locked host panels (first use)");
-            self.host_panels.clear();
-            for _ in 0..HOST_PANELS {
-                self.host_panels.push(PinnedBuffer::zeroed(&self.gpu, panel_bytes)?);
-            }
+            // The old panels go first: both at once could exceed what the system pins.
+            self.host_panels = (None, 0, 0);
+            // Page-aligned panels: a later call in the other precision may reuse them.
+            let stride = panel_bytes.next_multiple_of(4096);
+            self.host_panels = (Some(PinnedBuffer::zeroed(&self.gpu, count * stride)?), count, stride);
         }
+        // Panel `i` starts at byte `i * stride` of the one allocation.
+        let (stride, slot_base) = (self.host_panels.2, self.host_panels.0.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()));
+        let slot_ptrs: Vec<*mut u8> = (0..self.host_panels.1).map(|i| slot_base.wrapping_add(i * stride) as *mut u8).collect();
         if self.copy_stream.is_none() {
             self.copy_stream = Some(self.gpu.new_stream()?);
         }
@@ -298,7 +318,7 @@ impl GpuTridiagInverse {
             cols,
             // Direct: each panel's runs go to their place in `out` (pitch `n^2`);
             // staged: contiguous into the host panel.
-            targets: if direct { Vec::new() } else { self.host_panels.iter().map(|p| p.as_ptr() as *mut u8).collect() },
+            targets: if direct { Vec::new() } else { slot_ptrs.clone() },
             out: out as *mut u8,
             events: Vec::with_capacity(starts.len()),
             last_of: [None, None],
@@ -311,7 +331,7 @@ impl GpuTridiagInverse {
                 (0..batch).map(|k| (k * n * w, k * n * n + c0 * n, n * w)).collect()
             };
             let chunks = plan_chunks(starts.len(), runs, CHUNK_BYTES / T::BYTES);
-            let slots: Vec<*const T> = self.host_panels.iter().map(|p| p.as_ptr() as *const T).collect();
+            let slots: Vec<*const T> = slot_ptrs.iter().map(|&p| p as *const T).collect();
             // SAFETY: `out` holds `total` values (caller's contract); the host panels hold
             // `panel_len` values each and only the copy engine writes them, before the
             // panel's arrival; chunks are disjoint runs of `out` and inside their panel.
