@@ -7,7 +7,10 @@
 //! to start gets `k`) and runs the `k`-th node in level order: level 0 first for the
 //! factorization and the forward substitution, the top level first for the backward
 //! substitution. It waits until the nodes its node depends on have published completion,
-//! runs the same node body as the per-level kernel, then publishes its own.
+//! runs the same node body as the per-level kernel, then publishes its own. A solve node
+//! stages its factor blocks into shared memory *before* it waits (the factor is complete
+//! before the launch; only right-hand sides change during it), so that its largest load
+//! is not on the sweep's critical path (`docs/perf-notes.md`, entry 43).
 //!
 //! **No deadlock**: a node waits only for nodes of lower tickets, and tickets go out in
 //! the order blocks start, so every node a running block waits for belongs to a block that
@@ -41,8 +44,8 @@
 
 use super::blocked::factor_blocked_node;
 use super::node::{Node, node_at};
-use super::panel::{factor_panel_node, solve_backward_panel_node, solve_forward_panel_node};
-use super::rows::{factor_rows_node, solve_backward_rows_node, solve_forward_rows_node};
+use super::panel::{factor_panel_node, solve_backward_panel_node, solve_forward_panel_node, solve_panel_load_node};
+use super::rows::{factor_rows_node, solve_backward_rows_node, solve_forward_rows_node, solve_rows_load_node};
 use super::{FactorArgs, SolveArgs};
 use crate::layout::{levels, node_number, nodes_in_level};
 use blocktri_prims::sync::{load_acquire_u32, sleep_ns, store_release_u32};
@@ -204,12 +207,21 @@ unsafe fn factor_sweep<T: Real>(args: &FactorArgs<T>, body: impl Fn(&FactorArgs<
 }
 
 /// Levels `args.level..` of a solve in one launch, `forward` and `backward` solving for
-/// each node (a per-level kernel's node bodies).
+/// each node (a per-level kernel's node bodies) after `load` brought the node's factor
+/// blocks into shared memory. `load` runs before the block waits for the nodes it depends
+/// on: the factor is complete before the launch, and only the right-hand sides are what
+/// the other nodes of the launch write, so the node's largest load overlaps the wait
+/// instead of lengthening the sweep's critical path.
 ///
 /// # Safety
 /// As [`solve_rows_dataflow`], for the bodies' kernels.
 #[inline(always)]
-unsafe fn solve_sweeps<T: Real>(args: &SolveArgs<T>, forward: impl Fn(&SolveArgs<T>, &Node), backward: impl Fn(&SolveArgs<T>, &Node)) {
+unsafe fn solve_sweeps<T: Real>(
+    args: &SolveArgs<T>,
+    load: impl Fn(&SolveArgs<T>, &Node),
+    forward: impl Fn(&SolveArgs<T>, &Node),
+    backward: impl Fn(&SolveArgs<T>, &Node),
+) {
     let a = *args;
     let (nb, systems) = (a.nblocks, a.systems);
     let with_forward = a.sweeps & SWEEP_FORWARD != 0;
@@ -221,11 +233,12 @@ unsafe fn solve_sweeps<T: Real>(args: &SolveArgs<T>, forward: impl Fn(&SolveArgs
     if with_forward && ticket < per_sweep {
         let (m, s, t) = ticket_node(ticket, nb, systems, true, a.level);
         let [l, r] = upward_deps(m, t, nb, a.level);
+        let (nd, am) = (node_at(nb, m, s, t), SolveArgs { level: m, ..a });
+        load(&am, &nd);
         // SAFETY: flags of nodes of lower tickets (lower levels).
         unsafe { wait_for([flag_of(forward_done, s, nb, l), flag_of(forward_done, s, nb, r), core::ptr::null()]) };
-        let nd = node_at(nb, m, s, t);
         // Every node that updates this one's segment has published.
-        forward(&SolveArgs { level: m, ..a }, &nd);
+        forward(&am, &nd);
         // SAFETY: this node's flag.
         unsafe { publish(flag_of(forward_done, s, nb, nd.b as u32 + 1) as *mut u32) };
         return;
@@ -235,11 +248,13 @@ unsafe fn solve_sweeps<T: Real>(args: &SolveArgs<T>, forward: impl Fn(&SolveArgs
     let nd = node_at(nb, m, s, t);
     let own = if with_forward { flag_of(forward_done, s, nb, nd.b as u32 + 1) } else { core::ptr::null() };
     let (l, r) = (nd.left.unwrap_or(0), nd.right.unwrap_or(0));
+    let am = SolveArgs { level: m, ..a };
+    load(&am, &nd);
     // SAFETY: the neighbours are on higher levels (lower backward tickets); the node's own
     // forward ticket is below every backward ticket.
     unsafe { wait_for([flag_of(backward_done, s, nb, l), flag_of(backward_done, s, nb, r), own]) };
     // The neighbours' solutions and the node's forward result are visible.
-    backward(&SolveArgs { level: m, ..a }, &nd);
+    backward(&am, &nd);
     // SAFETY: this node's flag.
     unsafe { publish(flag_of(backward_done, s, nb, nd.b as u32 + 1) as *mut u32) };
 }
@@ -293,7 +308,14 @@ pub unsafe fn factor_blocked_dataflow<T: Real, const NP: usize>(args: &FactorArg
 /// (stream order); the backward substitution of those levels follows (stream order).
 pub unsafe fn solve_rows_dataflow<T: Real, const NP: usize>(args: &SolveArgs<T>) {
     // SAFETY: the caller's contract; each node runs after the nodes it reads.
-    unsafe { solve_sweeps(args, |a, nd| solve_forward_rows_node::<T, NP>(a, nd), |a, nd| solve_backward_rows_node::<T, NP>(a, nd)) }
+    unsafe {
+        solve_sweeps(
+            args,
+            |a, nd| solve_rows_load_node::<T, NP>(a, nd),
+            |a, nd| solve_forward_rows_node::<T, NP>(a, nd),
+            |a, nd| solve_backward_rows_node::<T, NP>(a, nd),
+        )
+    }
 }
 
 /// [`solve_rows_dataflow`] with the shared-memory panel node bodies
@@ -306,7 +328,12 @@ pub unsafe fn solve_rows_dataflow<T: Real, const NP: usize>(args: &SolveArgs<T>)
 pub unsafe fn solve_panel_dataflow<T: Real, const NP: usize>(args: &SolveArgs<T>) {
     // SAFETY: the caller's contract; each node runs after the nodes it reads.
     unsafe {
-        solve_sweeps(args, |a, nd| solve_forward_panel_node::<T, NP, true>(a, nd), |a, nd| solve_backward_panel_node::<T, NP, true>(a, nd))
+        solve_sweeps(
+            args,
+            |a, nd| solve_panel_load_node::<T, NP, true>(a, nd),
+            |a, nd| solve_forward_panel_node::<T, NP, true>(a, nd, true),
+            |a, nd| solve_backward_panel_node::<T, NP, true>(a, nd, true),
+        )
     }
 }
 

@@ -352,6 +352,23 @@ unsafe fn coupling_entry<T: Real, const NP: usize, const STAGED: bool>(
     }
 }
 
+/// The factor tiles of node `nd` (see [`load_tiles`]) at the place both panel solve bodies
+/// use: the single-launch solve calls it *before* waiting for the nodes the solve depends
+/// on (the factor is complete before the launch), so that a node's largest load is off the
+/// sweep's critical path. Ends with a barrier; every thread of the block calls it.
+///
+/// # Safety
+/// As [`solve_forward_panel_node`], except that only the factorization needs to be
+/// complete.
+pub(crate) unsafe fn solve_panel_load_node<T: Real, const NP: usize, const STAGED: bool>(args: &SolveArgs<T>, nd: &Node) {
+    let s = stride(NP);
+    let tile = shared::dynamic_shared::<T>();
+    // SAFETY: the bodies' layout: the tiles, then `1 / L_jj`.
+    let inv = unsafe { tile.add(align_elems(tiles_in_shared(STAGED) * NP * s, T::BYTES)) };
+    // SAFETY: forwarded from the caller.
+    unsafe { load_tiles::<T, NP, STAGED>(args, nd, tile, inv) };
+}
+
 /// Forward substitution of one level with shared-memory tiles: warp 0 solves
 /// `L_ii y = b_i` (lane `l` owns rows `l + 32 r`), warps 1 and 2 subtract `L_li y`, `L_ri y`
 /// from the neighbours.
@@ -361,16 +378,16 @@ unsafe fn coupling_entry<T: Real, const NP: usize, const STAGED: bool>(
 /// [`solve_panel_shared_bytes`] of shared memory and `args.n <= NP`.
 pub unsafe fn solve_forward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>) {
     // SAFETY: forwarded from the caller; the node of this block.
-    unsafe { solve_forward_panel_node::<T, NP, false>(args, &node(args.nblocks, args.level)) }
+    unsafe { solve_forward_panel_node::<T, NP, false>(args, &node(args.nblocks, args.level), false) }
 }
 
 /// [`solve_forward_panel`] for node `nd` of level `args.level` (the body shared with the single-launch
-/// sweeps, [`super::dataflow`]).
+/// sweeps, [`super::dataflow`]); `loaded`: [`solve_panel_load_node`] already filled the tiles.
 ///
 /// # Safety
 /// As [`solve_forward_panel`]; the forward sweep of `nd`'s lower levels is complete and visible to the
 /// block.
-pub(crate) unsafe fn solve_forward_panel_node<T: Real, const NP: usize, const STAGED: bool>(args: &SolveArgs<T>, nd: &Node) {
+pub(crate) unsafe fn solve_forward_panel_node<T: Real, const NP: usize, const STAGED: bool>(args: &SolveArgs<T>, nd: &Node, loaded: bool) {
     let team = Block;
     let a = *args;
     let coherent = !a.flags.is_null();
@@ -380,7 +397,9 @@ pub(crate) unsafe fn solve_forward_panel_node<T: Real, const NP: usize, const ST
     let tile = smem;
     let inv = unsafe { smem.add(align_elems(tiles_in_shared(STAGED) * NP * s, T::BYTES)) };
     let ybuf = unsafe { inv.add(align_elems(NP, T::BYTES)) };
-    unsafe { load_tiles::<T, NP, STAGED>(&a, nd, tile, inv) };
+    if !loaded {
+        unsafe { load_tiles::<T, NP, STAGED>(&a, nd, tile, inv) };
+    }
     // SAFETY: forwarded from the caller.
     let blocks = unsafe { FactorBlocks::of(&a, nd, true) };
     let coupling = |right, r, c| unsafe { coupling_entry::<T, NP, STAGED>(tile, &blocks, right, r, c) };
@@ -467,16 +486,16 @@ pub(crate) unsafe fn solve_forward_panel_node<T: Real, const NP: usize, const ST
 /// [`solve_panel_shared_bytes`] of shared memory and `args.n <= NP`.
 pub unsafe fn solve_backward_panel<T: Real, const NP: usize>(args: &SolveArgs<T>) {
     // SAFETY: forwarded from the caller; the node of this block.
-    unsafe { solve_backward_panel_node::<T, NP, false>(args, &node(args.nblocks, args.level)) }
+    unsafe { solve_backward_panel_node::<T, NP, false>(args, &node(args.nblocks, args.level), false) }
 }
 
 /// [`solve_backward_panel`] for node `nd` of level `args.level` (the body shared with the single-launch
-/// sweeps, [`super::dataflow`]).
+/// sweeps, [`super::dataflow`]); `loaded`: [`solve_panel_load_node`] already filled the tiles.
 ///
 /// # Safety
 /// As [`solve_backward_panel`]; the backward sweep of `nd`'s neighbours and `nd`'s forward substitution
 /// are complete and visible to the block.
-pub(crate) unsafe fn solve_backward_panel_node<T: Real, const NP: usize, const STAGED: bool>(args: &SolveArgs<T>, nd: &Node) {
+pub(crate) unsafe fn solve_backward_panel_node<T: Real, const NP: usize, const STAGED: bool>(args: &SolveArgs<T>, nd: &Node, loaded: bool) {
     let team = Block;
     let a = *args;
     let coherent = !a.flags.is_null();
@@ -488,7 +507,9 @@ pub(crate) unsafe fn solve_backward_panel_node<T: Real, const NP: usize, const S
     let xl = unsafe { inv.add(align_elems(NP, T::BYTES)) };
     let xr = unsafe { xl.add(align_elems(NP, T::BYTES)) };
     let z = unsafe { xr.add(align_elems(NP, T::BYTES)) };
-    unsafe { load_tiles::<T, NP, STAGED>(&a, nd, tile, inv) };
+    if !loaded {
+        unsafe { load_tiles::<T, NP, STAGED>(&a, nd, tile, inv) };
+    }
     // SAFETY: forwarded from the caller.
     let blocks = unsafe { FactorBlocks::of(&a, nd, true) };
     let coupling = |right, r, c| unsafe { coupling_entry::<T, NP, STAGED>(tile, &blocks, right, r, c) };

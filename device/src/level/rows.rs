@@ -465,33 +465,52 @@ fn solve_region<T: Real, const NP: usize>(slot: Slot) -> ([*mut T; 3], [*mut T; 
 pub unsafe fn solve_forward_rows<T: Real, const NP: usize>(args: &SolveArgs<T>) {
     let (nd, slot) = Slot::of_level(args.nblocks, args.systems, args.level, rows_solve_nodes_per_block(NP));
     // SAFETY: forwarded from the caller; the node of this lane slice.
-    unsafe { solve_forward_rows_slot::<T, NP>(args, &nd, slot) }
+    unsafe { solve_forward_rows_slot::<T, NP>(args, &nd, slot, false) }
 }
 
-/// [`solve_forward_rows`] for node `nd` of level `args.level`, the block's only node.
+/// [`solve_forward_rows`] for node `nd` of level `args.level`, the block's only node, after
+/// [`solve_rows_load_node`] of the same node.
 ///
 /// # Safety
 /// As [`solve_forward_rows`] with one node per block; the forward sweep of `nd`'s lower
 /// levels is complete and visible to the block.
 pub(crate) unsafe fn solve_forward_rows_node<T: Real, const NP: usize>(args: &SolveArgs<T>, nd: &Node) {
     // SAFETY: forwarded from the caller.
-    unsafe { solve_forward_rows_slot::<T, NP>(args, nd, Slot::WHOLE) }
+    unsafe { solve_forward_rows_slot::<T, NP>(args, nd, Slot::WHOLE, true) }
+}
+
+/// The factor blocks of node `nd` into the shared tiles of a one-node block, for
+/// [`solve_forward_rows_node`] and [`solve_backward_rows_node`]: the single-launch solve
+/// calls it *before* waiting for the nodes the solve depends on (the factor is complete
+/// before the launch), so that a node's largest load is off the sweep's critical path.
+/// Ends with a barrier; every thread of the block calls it.
+///
+/// # Safety
+/// As [`solve_forward_rows_node`], except that only the factorization needs to be
+/// complete.
+pub(crate) unsafe fn solve_rows_load_node<T: Real, const NP: usize>(args: &SolveArgs<T>, nd: &Node) {
+    let (tiles, [inv_diag, _, _, _]) = solve_region::<T, NP>(Slot::WHOLE);
+    // SAFETY: forwarded from the caller; the region of the block's only node.
+    unsafe { load_factor::<T, NP>(args, nd, Slot::WHOLE, true, tiles, inv_diag) };
 }
 
 /// The forward node body on the lanes of `slot`; every thread of the block calls it.
+/// `loaded`: [`solve_rows_load_node`] already filled the slot's tiles.
 ///
 /// # Safety
 /// As [`solve_forward_rows_node`] for `nd` when `slot.live`; a
 /// [`solve_rows_shared_bytes`] region per slot.
 #[inline(always)]
-unsafe fn solve_forward_rows_slot<T: Real, const NP: usize>(args: &SolveArgs<T>, nd: &Node, slot: Slot) {
+unsafe fn solve_forward_rows_slot<T: Real, const NP: usize>(args: &SolveArgs<T>, nd: &Node, slot: Slot, loaded: bool) {
     let team = slot.team();
     let a = *args;
     let (n, k) = (a.n as usize, a.nrhs as usize);
     let coherent = !a.flags.is_null();
     let t = ldt(NP);
     let (tiles, [inv_diag, ybuf, _, _]) = solve_region::<T, NP>(slot);
-    unsafe { load_factor::<T, NP>(&a, nd, slot, true, tiles, inv_diag) };
+    if !loaded {
+        unsafe { load_factor::<T, NP>(&a, nd, slot, true, tiles, inv_diag) };
+    }
     let (warp, lane, base, live) = (warp_id() as usize, slot.row(), slot.base(), slot.live);
     let ldb = a.nblocks as usize * n;
     let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
@@ -555,10 +574,11 @@ unsafe fn solve_forward_rows_slot<T: Real, const NP: usize>(args: &SolveArgs<T>,
 pub unsafe fn solve_backward_rows<T: Real, const NP: usize>(args: &SolveArgs<T>) {
     let (nd, slot) = Slot::of_level(args.nblocks, args.systems, args.level, rows_solve_nodes_per_block(NP));
     // SAFETY: forwarded from the caller; the node of this lane slice.
-    unsafe { solve_backward_rows_slot::<T, NP>(args, &nd, slot) }
+    unsafe { solve_backward_rows_slot::<T, NP>(args, &nd, slot, false) }
 }
 
-/// [`solve_backward_rows`] for node `nd` of level `args.level`, the block's only node.
+/// [`solve_backward_rows`] for node `nd` of level `args.level`, the block's only node, after
+/// [`solve_rows_load_node`] of the same node.
 ///
 /// # Safety
 /// As [`solve_backward_rows`] with one node per block; the backward sweep of `nd`'s
@@ -566,7 +586,7 @@ pub unsafe fn solve_backward_rows<T: Real, const NP: usize>(args: &SolveArgs<T>)
 /// visible to the block.
 pub(crate) unsafe fn solve_backward_rows_node<T: Real, const NP: usize>(args: &SolveArgs<T>, nd: &Node) {
     // SAFETY: forwarded from the caller.
-    unsafe { solve_backward_rows_slot::<T, NP>(args, nd, Slot::WHOLE) }
+    unsafe { solve_backward_rows_slot::<T, NP>(args, nd, Slot::WHOLE, true) }
 }
 
 /// The backward node body on the lanes of `slot`; every thread of the block calls it.
@@ -575,14 +595,16 @@ pub(crate) unsafe fn solve_backward_rows_node<T: Real, const NP: usize>(args: &S
 /// As [`solve_backward_rows_node`] for `nd` when `slot.live`; a
 /// [`solve_rows_shared_bytes`] region per slot.
 #[inline(always)]
-unsafe fn solve_backward_rows_slot<T: Real, const NP: usize>(args: &SolveArgs<T>, nd: &Node, slot: Slot) {
+unsafe fn solve_backward_rows_slot<T: Real, const NP: usize>(args: &SolveArgs<T>, nd: &Node, slot: Slot, loaded: bool) {
     let team = slot.team();
     let a = *args;
     let (n, k) = (a.n as usize, a.nrhs as usize);
     let coherent = !a.flags.is_null();
     let t = ldt(NP);
     let (tiles, [inv_diag, xl, xr, _]) = solve_region::<T, NP>(slot);
-    unsafe { load_factor::<T, NP>(&a, nd, slot, true, tiles, inv_diag) };
+    if !loaded {
+        unsafe { load_factor::<T, NP>(&a, nd, slot, true, tiles, inv_diag) };
+    }
     let (warp, lane, base, live) = (warp_id() as usize, slot.row(), slot.base(), slot.live);
     let t_ = tiles;
     let ldb = a.nblocks as usize * n;
