@@ -29,11 +29,8 @@ pub struct GpuTridiagInverse {
     stream: Arc<CudaStream>,
     /// Second stream: copies of output panels to the host overlap the next assembly.
     copy_stream: Option<Arc<CudaStream>>,
-    /// Page-locked host panels for outputs that go to pageable memory, kept between
-    /// calls: one allocation (each `cuMemHostAlloc` call costs a few ms on top of
-    /// ~0.5 ms per MB on the H100 machine's VM), `host_panels.1` panels of
-    /// `host_panels.2` bytes.
-    host_panels: (Option<PinnedBuffer<u8>>, usize, usize),
+    /// Page-locked host panels for outputs that go to pageable memory, kept between calls.
+    host_panels: Option<HostPanels>,
 }
 
 /// Target size of one output panel streamed to the host: large enough that the per-copy
@@ -75,7 +72,7 @@ impl GpuTridiagInverse {
     /// On `gpu`.
     pub fn with_gpu(gpu: Arc<Gpu>) -> Result<Self> {
         let stream = gpu.new_stream()?;
-        Ok(GpuTridiagInverse { gpu, stream, copy_stream: None, host_panels: (None, 0, 0) })
+        Ok(GpuTridiagInverse { gpu, stream, copy_stream: None, host_panels: None })
     }
 
     /// The stream its work runs on.
@@ -292,19 +289,16 @@ impl GpuTridiagInverse {
         })?;
         let total = batch * n * n;
         let direct = is_page_locked_range(out as usize, total * T::BYTES);
-        let panel_bytes = panel_len * T::BYTES;
-        let count = host_panel_count();
-        if !direct && (self.host_panels.0.is_none() || self.host_panels.1 != count || self.host_panels.2 < panel_bytes) {
+        let (count, panel_bytes) = (host_panel_count(), panel_len * T::BYTES);
+        // Pinning on a thread of its own beside the preparation was measured to gain ~2 ms:
+        // the driver serialized the preparation's calls behind it (perf-notes entry 42).
+        if !direct && !self.host_panels.as_ref().is_some_and(|p| p.fits(count, panel_bytes)) {
             let _first = crate::trace::phase("invert: page-locked host panels (first use)");
             // The old panels go first: both at once could exceed what the system pins.
-            self.host_panels = (None, 0, 0);
-            // Page-aligned panels: a later call in the other precision may reuse them.
-            let stride = panel_bytes.next_multiple_of(4096);
-            self.host_panels = (Some(PinnedBuffer::zeroed(&self.gpu, count * stride)?), count, stride);
+            self.host_panels = None;
+            self.host_panels = Some(HostPanels::new(&self.gpu, count, panel_bytes)?);
         }
-        // Panel `i` starts at byte `i * stride` of the one allocation.
-        let (stride, slot_base) = (self.host_panels.2, self.host_panels.0.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()));
-        let slot_ptrs: Vec<*mut u8> = (0..self.host_panels.1).map(|i| slot_base.wrapping_add(i * stride) as *mut u8).collect();
+        let slot_ptrs = if direct { Vec::new() } else { self.host_panels.as_ref().map_or_else(Vec::new, HostPanels::slots) };
         if self.copy_stream.is_none() {
             self.copy_stream = Some(self.gpu.new_stream()?);
         }
@@ -318,7 +312,7 @@ impl GpuTridiagInverse {
             cols,
             // Direct: each panel's runs go to their place in `out` (pitch `n^2`);
             // staged: contiguous into the host panel.
-            targets: if direct { Vec::new() } else { slot_ptrs.clone() },
+            targets: slot_ptrs.clone(),
             out: out as *mut u8,
             events: Vec::with_capacity(starts.len()),
             last_of: [None, None],
@@ -352,6 +346,42 @@ impl GpuTridiagInverse {
 /// Page-locked host panels of a streamed inverse into pageable memory: the copy engine
 /// fills one while the workers empty the others.
 const HOST_PANELS: usize = 3;
+
+/// The page-locked host panels of a streamed inverse: `count` panels of `stride` bytes in
+/// one allocation (each `cuMemHostAlloc` call costs a few ms on top of the bytes it pins
+/// on the H100 machine's VM: `docs/perf-notes.md`, entry 42).
+struct HostPanels {
+    buffer: PinnedBuffer<u8>,
+    count: usize,
+    stride: usize,
+}
+
+impl HostPanels {
+    /// `count` panels of at least `bytes` each, page-aligned (a later call in the other
+    /// precision may reuse them).
+    fn new(gpu: &Gpu, count: usize, bytes: usize) -> Result<Self> {
+        let stride = bytes.next_multiple_of(4096);
+        Ok(HostPanels { buffer: PinnedBuffer::zeroed(gpu, count * stride)?, count, stride })
+    }
+
+    /// Whether these are `count` panels of at least `bytes` each.
+    fn fits(&self, count: usize, bytes: usize) -> bool {
+        self.count == count && self.stride >= bytes
+    }
+
+    /// The start of each panel.
+    fn slots(&self) -> Vec<*mut u8> {
+        let base = self.buffer.as_ptr() as *mut u8;
+        // Inside the buffer: count * stride bytes.
+        (0..self.count).map(|i| base.wrapping_add(i * self.stride)).collect()
+    }
+}
+
+impl std::fmt::Debug for HostPanels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostPanels").field("count", &self.count).field("stride", &self.stride).finish()
+    }
+}
 
 /// A streamed inverse's side of [`PanelLink`]: panel `p` is assembled into device panel
 /// `p % 2` on the compute stream, then copied on the copy stream to the host (into host
