@@ -33,7 +33,7 @@ fn sanitize_cholesky_small() {
     solve_case::<f64>(&g, 2, 9, 8, 3, 1e-12);
     solve_case::<f32>(&g, 2, 9, 7, 3, 1e-5);
     solve_case::<f64>(&g, 1, 1, 3, 1, 1e-12);
-    // The single launch's warp node body at its largest padded size, a batch.
+    // The rows family's single launch at padded size 16, a batch.
     solve_case::<f64>(&g, 2, 40, 16, 2, 1e-12);
 }
 

@@ -37,7 +37,7 @@ pub struct GpuTridiagInverse {
 /// overhead is small, small enough that the unoverlapped first and last panels are short
 /// and that pinning the host panels stays cheap for a one-shot call. On the H100 machine
 /// (`docs/perf-notes.md`, entry 42), 16 MiB against 32: pinning 21-29 ms instead of
-/// 48-57, a one-shot `invert` of n = 16384 ~135 ms instead of ~150-165, the stream as fast.
+/// 48-63, a one-shot `invert` of n = 16384 ~135 ms instead of ~150-165, the stream as fast.
 const PANEL_BYTES: usize = 16 << 20;
 
 /// [`PANEL_BYTES`], or `BLOCKTRI_INVERT_PANEL_MIB` MiB (measurements).
@@ -350,6 +350,7 @@ const HOST_PANELS: usize = 3;
 /// The page-locked host panels of a streamed inverse: `count` panels of `stride` bytes in
 /// one allocation (each `cuMemHostAlloc` call costs a few ms on top of the bytes it pins
 /// on the H100 machine's VM: `docs/perf-notes.md`, entry 42).
+#[derive(Debug)]
 struct HostPanels {
     buffer: PinnedBuffer<u8>,
     count: usize,
@@ -374,12 +375,6 @@ impl HostPanels {
         let base = self.buffer.as_ptr() as *mut u8;
         // Inside the buffer: count * stride bytes.
         (0..self.count).map(|i| base.wrapping_add(i * self.stride)).collect()
-    }
-}
-
-impl std::fmt::Debug for HostPanels {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HostPanels").field("count", &self.count).field("stride", &self.stride).finish()
     }
 }
 
