@@ -13,6 +13,7 @@ fn main() {
         // multiprocessor; the sm_90 neighbour kernel takes 195 unconstrained (2 blocks).
         .max_registers("tiled_neighbours", 168)
         .max_registers("tiled_trsm", 168)
+        .max_registers("tiled_update_trsm", 168)
         // The 16-warp wide products (512 threads) and the tall column updates (256, two
         // blocks per multiprocessor): 128 registers.
         .max_registers("tiled_wide16", 128)

@@ -9,8 +9,9 @@ use blocktri::{BlockTridiag, BlockVec, Scalar};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{INFO_OK, InfoCode, decode_info};
 use blocktri_device::tiled::factor::{
-    WIDE_THREADS, neighbour_blocks, neighbours, panel_blocks, potrf, potrf_shared_bytes, prep, prep_shared_bytes,
-    product_kernel_shared_bytes, shape_kernel_shared_bytes, trsm, update, wide_product_kernel_shared_bytes,
+    ColumnUpdate, WIDE_THREADS, column_update, neighbour_blocks, neighbours, panel_blocks, potrf, potrf_shared_bytes, prep,
+    prep_shared_bytes, product_kernel_shared_bytes, shape_kernel_shared_bytes, trsm, update, update_diagonal, update_trsm,
+    wide_product_kernel_shared_bytes,
 };
 use blocktri_device::tiled::solve::{
     BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, backward_couple, backward_diag, backward_node, couple_shared_bytes, couple_threads,
@@ -85,6 +86,7 @@ fn args<T: Scalar>(
         level,
         step,
         side,
+        from_col: 0,
         nrhs: solve.map_or(0, |(k, _)| k as u32),
         chunk: solve.map_or(0, |(_, c)| c as u32),
     }
@@ -95,18 +97,33 @@ const TILE_EDGE: usize = blocktri_device::tiled::TILE;
 
 /// The factor launches of `Tiled::factor_steps`, in order, with the `64 x 64` products of `M`.
 fn run_factor<T: Scalar, M: TileMac<T>>(d: &mut Device<T>, a: &BlockTridiag<T>) {
-    run_factor_with::<T, M, Narrow<M>>(d, a, |x, nodes, side| {
+    run_factor_with::<T, M, Narrow<M>>(d, a, ColumnSteps::default(), |x, nodes, side| {
         let blocks = nodes * neighbour_blocks(x.n as usize, TILE_EDGE, side);
         // SAFETY: as in run_factor_with.
         unsafe { emu::launch_unchecked(blocks, PRODUCT_THREADS, product_kernel_shared_bytes(T::BYTES), || neighbours::<T, Narrow<M>>(x)) }
     });
 }
 
-/// [`run_factor`] with the column updates on the product shape `U` and the neighbour
-/// launches of `neighbour_launch(args, nodes, side)`.
+/// A launch of `(args, nodes of the level)`.
+type LevelLaunch<'f, T> = &'f dyn Fn(&TiledArgs<T>, u32);
+
+/// How [`run_factor_with`] runs the column updates (the executor's choices per level).
+#[derive(Clone, Copy, Default)]
+struct ColumnSteps<'f, T> {
+    /// `Wide` pairs from this step, by this launch (`column_update`).
+    pairs: Option<(usize, LevelLaunch<'f, T>)>,
+    /// The rows below the diagonal tile updated with their solve (`update_diagonal`
+    /// before the `potrf`, `update_trsm` after it).
+    fused: bool,
+}
+
+/// [`run_factor`] with the column updates on the product shape `U` (in pairs of columns
+/// and fused with the solves as `steps` says) and the neighbour launches of
+/// `neighbour_launch(args, nodes, side)`.
 fn run_factor_with<T: Scalar, M: TileMac<T>, U: ProductShape<T>>(
     d: &mut Device<T>,
     a: &BlockTridiag<T>,
+    steps: ColumnSteps<T>,
     neighbour_launch: impl Fn(&TiledArgs<T>, u32, u32),
 ) {
     let shape = a.shape();
@@ -118,19 +135,35 @@ fn run_factor_with<T: Scalar, M: TileMac<T>, U: ProductShape<T>>(
     // threads and shared memory as the kernels' contracts state.
     unsafe { emu::launch_unchecked((s * nb, nt as u32), WIDE_THREADS, prep_shared_bytes(e), || prep(&pa)) };
     let top = levels(nb);
+    let product_smem = product_kernel_shared_bytes(e);
     for m in 0..top {
         let nodes = s * nodes_in_level(nb, m);
         for k in 0..nt {
             let x = args(d, a, m, k as u32, 0, None);
+            let plan = column_update(k, nt, steps.pairs.map(|(first, _)| first));
+            let from = match plan {
+                ColumnUpdate::Narrow { from_col } => Some(TiledArgs { from_col: from_col as u32, ..x }),
+                _ => None,
+            };
             unsafe {
-                if k > 0 {
-                    let blocks = nodes * panel_blocks(n, k, U::ROWS / TILE);
-                    emu::launch_unchecked(blocks, U::THREADS, shape_kernel_shared_bytes::<T, U>(), || update::<T, U>(&x));
+                match (plan, steps.pairs, &from) {
+                    (ColumnUpdate::Pair, Some((_, pair)), _) => pair(&x, nodes),
+                    (ColumnUpdate::Narrow { .. }, _, Some(y)) if steps.fused => {
+                        emu::launch_unchecked(nodes, PRODUCT_THREADS, product_smem, || update_diagonal::<T, M>(y))
+                    }
+                    (ColumnUpdate::Narrow { .. }, _, Some(y)) => {
+                        let blocks = nodes * panel_blocks(n, k, U::ROWS / TILE);
+                        emu::launch_unchecked(blocks, U::THREADS, shape_kernel_shared_bytes::<T, U>(), || update::<T, U>(y));
+                    }
+                    (ColumnUpdate::None, ..) => {}
+                    _ => unreachable!("pairs only with a pair launch"),
                 }
                 emu::launch_unchecked(nodes, WIDE_THREADS, potrf_shared_bytes(e), || potrf(&x));
-                emu::launch_unchecked(nodes * panel_blocks(n, k + 1, 1), PRODUCT_THREADS, product_kernel_shared_bytes(e), || {
-                    trsm::<T, M>(&x)
-                });
+                let trsm_blocks = nodes * panel_blocks(n, k + 1, 1);
+                match &from {
+                    Some(y) if steps.fused => emu::launch_unchecked(trsm_blocks, PRODUCT_THREADS, product_smem, || update_trsm::<T, M>(y)),
+                    _ => emu::launch_unchecked(trsm_blocks, PRODUCT_THREADS, product_smem, || trsm::<T, M>(&x)),
+                }
             }
         }
         if m + 1 < top {
@@ -276,7 +309,7 @@ fn emulated_tiled_f64_sm80_products_match_the_dense_reference() {
 
 /// The factor with every neighbour launch on the wide `128 x 128` products (`f64`).
 fn run_factor_wide(d: &mut Device<f64>, a: &BlockTridiag<f64>) {
-    run_factor_with::<f64, Native, Narrow<Native>>(d, a, |x, nodes, side| {
+    run_factor_with::<f64, Native, Narrow<Native>>(d, a, ColumnSteps::default(), |x, nodes, side| {
         let blocks = nodes * neighbour_blocks(x.n as usize, WIDE_TILE, side);
         // SAFETY: as in run_factor_with.
         unsafe { emu::launch_unchecked(blocks, WIDE_PRODUCT_THREADS, wide_product_kernel_shared_bytes(), || neighbours::<f64, Wide>(x)) }
@@ -286,7 +319,7 @@ fn run_factor_wide(d: &mut Device<f64>, a: &BlockTridiag<f64>) {
 /// The factor with the column updates on `U` and every neighbour launch on the wide
 /// shape `W` (`f64`).
 fn run_factor_shapes<U: ProductShape<f64>, W: ProductShape<f64>>(d: &mut Device<f64>, a: &BlockTridiag<f64>) {
-    run_factor_with::<f64, Native, U>(d, a, |x, nodes, side| {
+    run_factor_with::<f64, Native, U>(d, a, ColumnSteps::default(), |x, nodes, side| {
         let blocks = nodes * neighbour_blocks(x.n as usize, W::ROWS, side);
         // SAFETY: as in run_factor_with.
         unsafe { emu::launch_unchecked(blocks, W::THREADS, shape_kernel_shared_bytes::<f64, W>(), || neighbours::<f64, W>(x)) }
@@ -311,6 +344,40 @@ fn emulated_tiled_wide_neighbour_products_match_the_dense_reference() {
     let cases = [(2, 3, 33, 3), (1, 3, 150, 2)];
     check_with::<f64, Native>(&cases, 1e-11, run_factor_wide);
     emu::with_compute_capability(80, || check_with::<f64, Native>(&cases[1..], 1e-11, run_factor_wide));
+}
+
+/// The column updates fused with the solves below the diagonal tile at every level
+/// (`update_diagonal`, `update_trsm`), with `128 x 128` pairs of columns from step 2
+/// where `pairs` (`ColumnUpdate::Pair`, then the second column's last `K = 64`).
+fn run_factor_fused<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, pairs: Option<LevelLaunch<T>>)
+where
+    Native: TileMac<T>,
+{
+    let steps = ColumnSteps { pairs: pairs.map(|p| (2, p)), fused: true };
+    run_factor_with::<T, Native, Narrow<Native>>(d, a, steps, |x, nodes, side| {
+        let blocks = nodes * neighbour_blocks(x.n as usize, TILE_EDGE, side);
+        // SAFETY: as in run_factor_with.
+        unsafe {
+            emu::launch_unchecked(blocks, PRODUCT_THREADS, product_kernel_shared_bytes(T::BYTES), || neighbours::<T, Narrow<Native>>(x))
+        }
+    });
+}
+
+/// The wide pair launch of step `x.step` (`f64`).
+fn pair_launch(x: &TiledArgs<f64>, nodes: u32) {
+    let blocks = nodes * panel_blocks(x.n as usize, x.step as usize, WIDE_TILE / TILE);
+    // SAFETY: as in run_factor_with.
+    unsafe { emu::launch_unchecked(blocks, WIDE_PRODUCT_THREADS, wide_product_kernel_shared_bytes(), || update::<f64, Wide>(x)) }
+}
+
+/// Fused column steps with pairs: four tiles (one pair, the last column partial:
+/// n = 200) and five (one pair, then a lone last column: n = 257), on the sm_90 DMMA shape
+/// (the sm_80 one runs the same wide products in the neighbour test); fused without pairs
+/// in f32 on three tiles, a batch.
+#[test]
+fn emulated_tiled_fused_column_steps_and_pairs_match_the_dense_reference() {
+    check_with::<f64, Native>(&[(1, 2, 200, 1), (1, 3, 257, 2)], 1e-11, |d, a| run_factor_fused(d, a, Some(&pair_launch)));
+    check_with::<f32, Native>(&[(2, 3, 150, 2)], 1e-4, |d, a| run_factor_fused(d, a, None));
 }
 
 #[test]

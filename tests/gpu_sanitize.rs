@@ -105,6 +105,9 @@ fn sanitize_cholesky_tiled() {
     solve_case::<f32>(&g, 1, 6, 150, 2, 1e-4);
     // Five tiles, the last partial: several blocks per node in every diagonal solve step.
     solve_case::<f64>(&g, 1, 5, 300, 2, 1e-12);
+    // Eight tiles, the last partial: a wide pair of columns from step 6 where the pairs
+    // are forced (`BLOCKTRI_WIDE_UPDATE=64 BLOCKTRI_WIDE_WAVES=0`).
+    solve_case::<f64>(&g, 1, 3, 450, 1, 1e-12);
 }
 
 #[test]

@@ -119,6 +119,10 @@ pub mod names {
     pub const TF32X3_SUFFIX: &str = "tf32x3";
     /// [`crate::tiled::factor::update`].
     pub const TILED_UPDATE: &str = "tiled_update";
+    /// [`crate::tiled::factor::update_diagonal`].
+    pub const TILED_UPDATE_DIAGONAL: &str = "tiled_update_diagonal";
+    /// [`crate::tiled::factor::update_trsm`].
+    pub const TILED_UPDATE_TRSM: &str = "tiled_update_trsm";
     /// [`crate::tiled::factor::neighbours`].
     pub const TILED_NEIGHBOURS: &str = "tiled_neighbours";
     /// [`crate::tiled::factor::neighbours`] on [`crate::tiled::Wide`] products (`f64` only:
@@ -129,6 +133,9 @@ pub mod names {
     pub const TILED_WIDE16_NEIGHBOURS: &str = "tiled_wide16_neighbours";
     /// [`crate::tiled::factor::update`] on [`crate::tiled::Tall`] products (`f64` only).
     pub const TILED_TALL_UPDATE: &str = "tiled_tall_update";
+    /// [`crate::tiled::factor::update`] on [`crate::tiled::Wide`] products: two column
+    /// tiles at once ([`crate::tiled::factor::ColumnUpdate::Pair`]; `f64` only).
+    pub const TILED_WIDE_UPDATE: &str = "tiled_wide_update";
     /// [`crate::tiled::solve::forward_diag`].
     pub const TILED_FORWARD_DIAG: &str = "tiled_forward_diag";
     /// [`crate::tiled::solve::forward_couple`].
@@ -402,6 +409,8 @@ mod entry {
     kernel!(tiled_potrf_f64, tiled_potrf_f32, tf::potrf, TiledArgs);
     kernel!(tiled_trsm_f64, tiled_trsm_f32, tf::trsm::<_, Native>, TiledArgs);
     kernel!(tiled_update_f64, tiled_update_f32, tf::update::<_, Narrow<Native>>, TiledArgs);
+    kernel!(tiled_update_diagonal_f64, tiled_update_diagonal_f32, tf::update_diagonal::<_, Native>, TiledArgs);
+    kernel!(tiled_update_trsm_f64, tiled_update_trsm_f32, tf::update_trsm::<_, Native>, TiledArgs);
     kernel!(tiled_neighbours_f64, tiled_neighbours_f32, tf::neighbours::<_, Narrow<Native>>, TiledArgs);
     // `f64` only: the wide products are FP64 tensor-core tiles.
     #[unsafe(no_mangle)]
@@ -418,6 +427,11 @@ mod entry {
     pub unsafe extern "ptx-kernel" fn tiled_tall_update_f64(args: TiledArgs<f64>) {
         // SAFETY: as above.
         unsafe { tf::update::<f64, Tall>(&args) }
+    }
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn tiled_wide_update_f64(args: TiledArgs<f64>) {
+        // SAFETY: as above.
+        unsafe { tf::update::<f64, Wide>(&args) }
     }
 
     macro_rules! tf32_kernels {

@@ -10,7 +10,7 @@ use super::product::{Narrow, Panel, ProductShape, TileMac, Wide, product_shared_
 use super::{TILE, TiledArgs, lower_pair, rem_div, tiles};
 use crate::layout::{fill_slot, level_of};
 use crate::level::{InfoCode, info_key};
-use blocktri_prims::{Real, atomic, block_idx_x, block_idx_y, shared, thread_idx_x};
+use blocktri_prims::{Real, atomic, block_idx_x, block_idx_y, shared, sync_threads, thread_idx_x};
 
 pub use super::potrf::{potrf, potrf_shared_bytes};
 
@@ -310,12 +310,49 @@ const EPILOGUE_GROUP: usize = 32;
 /// [`super::PRODUCT_THREADS`] threads, [`product_kernel_shared_bytes`]; [`potrf`] of the
 /// same step has completed.
 pub unsafe fn trsm<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
+    // SAFETY: forwarded contract (no update).
+    unsafe { update_trsm_tiles::<T, M, false>(args) }
+}
+
+/// Step `k`, parts 1 and 3 for the rows below the diagonal tile, in one launch over
+/// [`trsm`]'s grid: each block subtracts the products of the finished columns
+/// `from_col .. k` from its row tile of column `k` (as [`update`]), then solves it with
+/// `dinv[b][k]` (as [`trsm`]). The diagonal tile was updated before the `potrf` by
+/// [`update_diagonal`].
+///
+/// Against the split [`update`] + [`trsm`], the updated tile goes from the block's stores
+/// to its own reads through L2 instead of a DRAM round trip between two launches; on
+/// levels with many nodes those two launches each streamed column `k` of every panel
+/// (`docs/perf-notes.md`, entry 46).
+///
+/// # Safety
+/// As [`trsm`]; [`update_diagonal`] and [`potrf`] of the same step have completed,
+/// `from_col < k`.
+pub unsafe fn update_trsm<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
+    // SAFETY: forwarded contract.
+    unsafe { update_trsm_tiles::<T, M, true>(args) }
+}
+
+/// [`update_trsm`], or with `UPDATE = false` [`trsm`] (whose kernel then holds no update
+/// code).
+///
+/// # Safety
+/// As [`update_trsm`] (as [`trsm`] without `UPDATE`).
+#[inline(always)]
+unsafe fn update_trsm_tiles<T: Real, M: TileMac<T>, const UPDATE: bool>(args: &TiledArgs<T>) {
     let a = *args;
     let (n, ld, k) = (a.n(), a.ld(), a.step as usize);
-    let Some((nd, _, t, blk)) = (unsafe { panel_tile(&a, k + 1, 1) }) else { return };
+    let Some((nd, which, t, blk)) = (unsafe { panel_tile(&a, k + 1, 1) }) else { return };
     let (flag, sh) = shared_areas::<T>();
     if unsafe { a.failed(nd.s, flag) } {
         return;
+    }
+    if UPDATE {
+        // SAFETY: the block's own row tile of column k; the finished columns are final.
+        unsafe { update_tile::<T, Narrow<M>>(&a, nd, which, t, blk, a.from_col as usize, sh) };
+        // The block's stores of the tile before its reads of it below: a CTA barrier
+        // orders them (the product reads through L2, where the stores went).
+        sync_threads();
     }
     let c0 = k * TILE;
     let w = TILE.min(n - c0);
@@ -331,12 +368,17 @@ pub unsafe fn trsm<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
     });
 }
 
-/// Step `k`, part 1 (left-looking, `k >= 1`): column tile `k` of the panel gets the
-/// products of the finished columns, `P[I, k] -= P[I, 0..k] P[k, 0..k]^T` (`K = 64 k`,
-/// accumulated in registers and written once), for the `D_i` row tiles `I >= k` (only
-/// the lower triangle of the diagonal tile) and every row tile of the couplings, in output
-/// tiles of `S::ROWS` rows (`S::COLS` = [`TILE`]). Blocks per node: [`panel_blocks`]`(n,
-/// k, S::ROWS / TILE)`.
+/// Step `k`, part 1 (left-looking, `k >= 1`): the column tiles `k ..` of the panel
+/// covered by the output tiles (`S::COLS / 64` of them) get the products of the finished
+/// columns `j = from_col .. k`, `P[I, k..] -= P[I, j] P[k.., j]^T` (`K = 64 (k - from_col)`,
+/// accumulated in registers and written once), for the `D_i` row tiles `I >= k` (only the
+/// lower triangle of the diagonal tiles) and every row tile of the couplings, in output
+/// tiles of `S::ROWS` rows. Blocks per node: [`panel_blocks`]`(n, k, S::ROWS / TILE)`.
+///
+/// [`column_update`] says which columns and shape each step takes: `64`-wide on all the
+/// finished columns, or a `128 x 128` [`Wide`] pair of columns followed by the second
+/// column's remaining `K = 64`; and where the rows below the diagonal tile are updated by
+/// [`update_trsm`] instead (after [`update_diagonal`]).
 ///
 /// Right-looking (every step rewriting the whole trailing panel with `K = 64`) ran at
 /// about 10 TFLOP/s on the H100 against 25-27 for these long-`K` products
@@ -344,24 +386,112 @@ pub unsafe fn trsm<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
 ///
 /// # Safety
 /// As [`trsm`] with `S::THREADS` threads and [`shape_kernel_shared_bytes`]; the steps
-/// before `k` have completed.
+/// before `k` have completed, and `from_col < k` (with `from_col > 0` only after an
+/// update that covered column `k` with the columns before `from_col`).
 pub unsafe fn update<T: Real, S: ProductShape<T>>(args: &TiledArgs<T>) {
-    const { assert!(S::COLS == TILE && S::ROWS.is_multiple_of(TILE)) };
     let a = *args;
-    let (n, ld, k) = (a.n(), a.ld(), a.step as usize);
+    let k = a.step as usize;
     let Some((nd, which, it, blk)) = (unsafe { panel_tile(&a, k, S::ROWS / TILE) }) else { return };
     let (flag, sh) = shared_areas::<T>();
     if unsafe { a.failed(nd.s, flag) } {
         return;
     }
+    // SAFETY: forwarded contract; the block's own output tile.
+    unsafe { update_tile::<T, S>(&a, nd, which, it, blk, a.from_col as usize, sh) };
+}
+
+/// [`update`] of the diagonal tile `D_i[k, k]` alone (its lower triangle), one block per
+/// node (grid `x` = `systems * nodes`), before the `potrf` of step `k` where
+/// [`update_trsm`] updates the rows below it.
+///
+/// # Safety
+/// As [`update`] with [`super::PRODUCT_THREADS`] threads and
+/// [`product_kernel_shared_bytes`].
+pub unsafe fn update_diagonal<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
+    let a = *args;
+    let nd = a.node();
+    let (flag, sh) = shared_areas::<T>();
+    if unsafe { a.failed(nd.s, flag) } {
+        return;
+    }
+    // SAFETY: block b of system s; the node's own diagonal tile.
+    unsafe {
+        let d = a.block(a.diag, nd.s, nd.b);
+        update_tile::<T, Narrow<M>>(&a, nd, 0, a.step as usize, d, a.from_col as usize, sh);
+    }
+}
+
+/// The output tile of [`update`] at row tile `it` of band `which` (block `blk`) of node
+/// `nd`, step `k = a.step`, columns `from .. k` subtracted.
+///
+/// # Safety
+/// `from < k`; the finished columns are final; no other block touches the output tile;
+/// `sh` is the kernel's shared area for `S`.
+#[inline(always)]
+unsafe fn update_tile<T: Real, S: ProductShape<T>>(
+    a: &TiledArgs<T>,
+    nd: super::Node,
+    which: usize,
+    it: usize,
+    blk: *mut T,
+    from: usize,
+    sh: *mut T,
+) {
+    const { assert!(S::COLS.is_multiple_of(TILE) && S::ROWS.is_multiple_of(TILE)) };
+    let (n, ld, k) = (a.n(), a.ld(), a.step as usize);
     let d = unsafe { a.block(a.diag, nd.s, nd.b) };
-    let (pa, pb) = unsafe { (rows_panel(blk, ld, n, it * TILE, 0, S::ROWS), panel(d, ld, n, k, 0)) };
-    let acc = unsafe { S::product(pa, pb, k * TILE, sh) };
-    // The diagonal tile is the top of the first output tile of D_i's band.
+    let c0 = from * TILE;
+    let (pa, pb) = unsafe { (rows_panel(blk, ld, n, it * TILE, c0, S::ROWS), rows_panel(d, ld, n, k * TILE, c0, S::COLS)) };
+    let acc = unsafe { S::product(pa, pb, (k - from) * TILE, sh) };
+    // The diagonal tiles are the top of the first output tile of D_i's band (its rows
+    // and columns both start at k): keep its lower triangle.
     let diagonal = which == 0 && it == k;
-    // SAFETY: rows from tile it, column tile k of the band, rows/cols clipped to n.
+    // SAFETY: rows from tile it, column tiles from k of the band, rows/cols clipped to n.
     let dst = unsafe { blk.add(k * TILE * ld + it * TILE) };
     unsafe { subtract_acc::<T, S>(&acc, dst, ld, true, |r, c| r < pa.rows && c < pb.rows && (!diagonal || r >= c)) };
+}
+
+/// The column update that step `k` of a panel of `nt` column tiles starts with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColumnUpdate {
+    /// None (`k = 0`).
+    None,
+    /// Column `k` on `64 x 64` (or [`Tall`](super::Tall)) tiles, minus the finished
+    /// columns from `from_col` (`TiledArgs::from_col`).
+    Narrow {
+        /// First finished column tile subtracted.
+        from_col: usize,
+    },
+    /// Columns `k` and `k + 1` on [`Wide`] `128 x 128` tiles, minus the columns
+    /// `0 .. k`; step `k + 1` then starts with `Narrow { from_col: k }`.
+    Pair,
+}
+
+/// The column update of step `k` of a panel of `nt` column tiles. `first_pair`: the first
+/// step at which the level takes [`Wide`] pairs of columns, if it does; pairs start at
+/// the even steps from there that have a next column. A pair reads each finished column
+/// once for two columns updated; the left-looking updates stream every finished column of
+/// every panel from DRAM at each step where many nodes run (`docs/perf-notes.md`,
+/// entry 46), but the pair's second column costs one more pass over the panel, so pairs
+/// pay only once the finished columns outweigh it.
+pub const fn column_update(k: usize, nt: usize, first_pair: Option<usize>) -> ColumnUpdate {
+    let paired = match first_pair {
+        Some(first) => k >= first,
+        None => false,
+    };
+    let first = match first_pair {
+        Some(first) => first,
+        None => 0,
+    };
+    if k == 0 {
+        ColumnUpdate::None
+    } else if paired && (k - first).is_multiple_of(2) && k + 1 < nt {
+        ColumnUpdate::Pair
+    } else if paired && k > first && !(k - first).is_multiple_of(2) {
+        ColumnUpdate::Narrow { from_col: k - 1 }
+    } else {
+        ColumnUpdate::Narrow { from_col: 0 }
+    }
 }
 
 /// Blocks per node of a [`neighbours`] launch on output tiles of `edge` rows: the lower

@@ -10,7 +10,11 @@
 //! 2. per column tile `k` of the node's panel `P = [D_i; A[l,i]; A[r,i]]` (left-looking
 //!    blocked Cholesky): [`factor::update`] (column `k` minus the products of the finished
 //!    columns, from `k = 1`), [`factor::potrf`] (diagonal tile and its inverse),
-//!    [`factor::trsm`] (the rows below, as a product with the inverse);
+//!    [`factor::trsm`] (the rows below, as a product with the inverse). On levels with
+//!    many nodes the update is split around the `potrf`: [`factor::update_diagonal`]
+//!    before it, [`factor::update_trsm`] (update and solve of each row tile in one block)
+//!    instead of the `trsm`; and at large `n` columns go in [`Wide`] pairs from step 6
+//!    ([`factor::column_update`]);
 //! 3. [`factor::neighbours`] twice (`side` 0, then 1): `D_l -= L_li L_li^T`, then
 //!    `D_r -= L_ri L_ri^T` and the fill for the next level. Each neighbour block has
 //!    exactly one writer per launch: no atomics, and the results are bitwise
@@ -74,6 +78,9 @@ pub struct TiledArgs<T> {
     pub step: u32,
     /// 0: left neighbour, 1: right neighbour (neighbour updates, forward coupling).
     pub side: u32,
+    /// First finished column tile that a column update subtracts ([`factor::update`];
+    /// 0 everywhere else).
+    pub from_col: u32,
     /// Right-hand-side columns.
     pub nrhs: u32,
     /// Right-hand-side columns per pass of the solve kernels (at most [`solve::MAX_CHUNK`]).

@@ -3,7 +3,9 @@
 //! size limit but device memory; the default above `n = 64`.
 //!
 //! Launches of a factorization: reset the status words, `prep`; per level and per column
-//! tile `k` of the panel: `update` (from `k = 1`), `potrf`, `trsm`; then the
+//! tile `k` of the panel: `update` (from `k = 1`), `potrf`, `trsm` (on levels with many
+//! nodes `update_diagonal`, `potrf`, `update_trsm`; at `n >= 512` a `wide_update` of two
+//! columns from step 6 on every other step, `column_update`); then the
 //! two neighbour launches (not on the top level, whose node has no neighbours). Solve:
 //! per level upward `forward_node` + two `forward_couple`; downward `backward_couple` +
 //! `backward_node` (the diagonal solves, one block per node; at levels with few nodes of
@@ -18,8 +20,8 @@ use crate::scalar::Scalar;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::tiled::factor::{
-    WIDE_THREADS, neighbour_blocks, panel_blocks, potrf_shared_bytes, prep_shared_bytes, product_kernel_shared_bytes,
-    shape_kernel_shared_bytes,
+    ColumnUpdate, WIDE_THREADS, column_update, neighbour_blocks, panel_blocks, potrf_shared_bytes, prep_shared_bytes,
+    product_kernel_shared_bytes, shape_kernel_shared_bytes,
 };
 use blocktri_device::tiled::solve::{
     BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, couple_threads, diag_solve_shared_bytes, walks_nodes,
@@ -70,6 +72,36 @@ fn wide_min_block() -> usize {
 
 fn wide_waves() -> u32 {
     std::env::var("BLOCKTRI_WIDE_WAVES").ok().and_then(|v| v.parse().ok()).unwrap_or(WIDE_WAVES)
+}
+
+/// The first column step that starts a [`Wide`] pair where a level takes pairs: with the
+/// rows below the diagonal updated in [`update_trsm`](blocktri_device::tiled::factor::update_trsm),
+/// a pair at step `k` streams `k + 9` column passes of the panel against `2 k + 5` for two
+/// single steps (`docs/perf-notes.md`, entry 46).
+const FIRST_PAIR: usize = 6;
+
+/// Fewest nodes (all systems) of a level whose column steps update the rows below the
+/// diagonal tile in the same launch as their solve ([`Tiled::fused_update`]), for a
+/// block of `nt` column tiles. The fused form saves a pass over column `k` of every panel
+/// but puts the diagonal tile's update (`K = 64 k`, one block) in front of the `potrf`
+/// and the other rows' after it, on the level's critical path. Measured per level on the
+/// H100 (`docs/perf-notes.md`, entry 46): at `nt <= 4` it pays from 8 nodes; at
+/// `nt = 8` from 64 (32 nodes: +15 µs), at `nt = 16` from 64 (32 nodes: +84 µs, 8 nodes:
+/// +212 µs). `BLOCKTRI_UPDATE_TRSM_NODES` overrides it (for measurements).
+fn fused_update_nodes(nt: usize) -> u32 {
+    let measured = if nt <= 4 { 8 } else { 64 };
+    std::env::var("BLOCKTRI_UPDATE_TRSM_NODES").ok().and_then(|v| v.parse().ok()).unwrap_or(measured)
+}
+
+/// Smallest block size whose column updates may run in [`Wide`] pairs of columns
+/// ([`ColumnUpdate::Pair`]): the neighbour products' rule ([`wide_min_block`]), unless
+/// `BLOCKTRI_WIDE_UPDATE` sets it (`off`: never; for measurements).
+fn wide_update_min_block() -> usize {
+    match std::env::var("BLOCKTRI_WIDE_UPDATE").as_deref() {
+        Ok("off") => usize::MAX,
+        Ok(v) => v.parse().unwrap_or_else(|_| wide_min_block()),
+        Err(_) => wide_min_block(),
+    }
 }
 
 /// A product kernel with its launch shape: threads, shared memory and the rows of its
@@ -148,6 +180,14 @@ pub(super) struct Tiled {
     /// shared memory, `n >= `[`wide_min_block`]) and the fewest blocks a launch of them
     /// takes ([`wide_waves`] per SM).
     wide_neighbours: Option<(ProductKernel, u32)>,
+    /// The column updates in [`Wide`] pairs of columns (`f64`, where the device has the
+    /// shared memory, `n >=` [`wide_update_min_block`]) and the fewest blocks a level's
+    /// first pair launch takes to use them ([`wide_waves`] per SM).
+    wide_update: Option<(ProductKernel, u32)>,
+    /// The column update split around the `potrf` (`update_diagonal` before it,
+    /// `update_trsm` after it instead of `trsm`) on levels of at least the given number
+    /// of nodes ([`fused_update_nodes`]); FP32 / FP64 products only.
+    fused_update: Option<(Kernel, Kernel, u32)>,
     /// The diagonal solves: one block per node walking its tiles (`forward_node`,
     /// `backward_node`), or one launch per tile step (`forward_diag`, `backward_diag`).
     forward_node: Kernel,
@@ -193,6 +233,17 @@ impl Tiled {
         } else {
             None
         };
+        let wide_update = if is_f64 && n >= wide_update_min_block() {
+            let kernel = ProductKernel::load::<f64, Wide>(gpu, &format!("{}_f64", names::TILED_WIDE_UPDATE))?;
+            (kernel.shared_bytes <= smem).then(|| (kernel, wide_waves() * gpu.info().multiprocessors))
+        } else {
+            None
+        };
+        let fused_update = if is_f64 || products.kernel_suffix().is_none() {
+            Some((k(names::TILED_UPDATE_DIAGONAL)?, k(names::TILED_UPDATE_TRSM)?, fused_update_nodes(tiles(n))))
+        } else {
+            None
+        };
         Ok(Tiled {
             prep: k(names::TILED_PREP)?,
             potrf: k(names::TILED_POTRF)?,
@@ -200,6 +251,8 @@ impl Tiled {
             update,
             neighbours: product(names::TILED_NEIGHBOURS)?,
             wide_neighbours: wide,
+            wide_update,
+            fused_update,
             forward_node: k(names::TILED_FORWARD_NODE)?,
             backward_node: k(names::TILED_BACKWARD_NODE)?,
             forward_diag: k(names::TILED_FORWARD_DIAG)?,
@@ -217,6 +270,18 @@ impl Tiled {
     }
 
     fn args<T: Scalar>(b: &Buffers<T>, level: u32, step: u32, side: u32, target: Option<(&SolveTarget<T>, usize)>) -> TiledArgs<T> {
+        Self::args_from(b, level, step, side, 0, target)
+    }
+
+    /// [`Self::args`] with the first finished column of a column update.
+    fn args_from<T: Scalar>(
+        b: &Buffers<T>,
+        level: u32,
+        step: u32,
+        side: u32,
+        from_col: u32,
+        target: Option<(&SolveTarget<T>, usize)>,
+    ) -> TiledArgs<T> {
         TiledArgs {
             diag_in: b.diag_in.ptr().as_ptr(),
             sub: b.sub_in.ptr().as_ptr(),
@@ -234,6 +299,7 @@ impl Tiled {
             level,
             step,
             side,
+            from_col,
             nrhs: target.map_or(0, |(t, _)| t.k as u32),
             chunk: target.map_or(0, |(_, c)| c as u32),
         }
@@ -244,12 +310,13 @@ impl Tiled {
         let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
         let nt = tiles(n);
         let product_smem = product_kernel_shared_bytes(T::BYTES) as u32;
-        let launch = |kernel, level, grid: (u32, u32), threads, smem, step, side| Step::Launch {
+        let launch_from = |kernel, level, grid: (u32, u32), threads, smem, step, side, from_col| Step::Launch {
             kernel,
             level,
             cfg: LaunchConfig { grid: (grid.0, grid.1, 1), block: (threads, 1, 1), shared_bytes: smem },
-            args: Args::Tiled(Self::args(b, level, step, side, None)),
+            args: Args::Tiled(Self::args_from(b, level, step, side, from_col, None)),
         };
+        let launch = |kernel, level, grid, threads, smem, step, side| launch_from(kernel, level, grid, threads, smem, step, side, 0);
         let mut steps = vec![
             Step::ResetStatus { addr: b.info.ptr().addr(), systems: shape.batch },
             launch(&self.prep, 0, (s * nb, nt as u32), WIDE_THREADS, prep_shared_bytes(T::BYTES) as u32, 0, 0),
@@ -257,15 +324,42 @@ impl Tiled {
         let top = levels(nb);
         for m in 0..top {
             let nodes = s * nodes_in_level(nb, m);
+            // Pairs where the level's first pair launch fills the GPU.
+            let pairs = self
+                .wide_update
+                .as_ref()
+                .filter(|(w, min_blocks)| nt > FIRST_PAIR && nodes * panel_blocks(n, FIRST_PAIR, w.rows / TILE) >= *min_blocks);
+            let fused = self.fused_update.as_ref().filter(|(_, _, min_nodes)| nodes >= *min_nodes);
+            let trsm_blocks = |k: usize| (nodes * panel_blocks(n, k + 1, 1), 1);
             for k in 0..nt {
                 let step = k as u32;
-                if k > 0 {
-                    let u = &self.update;
-                    let blocks = nodes * panel_blocks(n, k, u.rows / TILE);
-                    steps.push(launch(&u.kernel, m, (blocks, 1), u.threads, u.shared_bytes, step, 0));
+                let update = column_update(k, nt, pairs.map(|_| FIRST_PAIR));
+                // Before the potrf: the pair, the column's update, or (fused) its diagonal
+                // tile's; `(kernel, grid, threads, shared bytes, first finished column)`.
+                let before = match update {
+                    ColumnUpdate::None => None,
+                    // (A pair only where `pairs` holds the wide kernel.)
+                    ColumnUpdate::Pair => {
+                        pairs.map(|(w, _)| (&w.kernel, (nodes * panel_blocks(n, k, w.rows / TILE), 1), w.threads, w.shared_bytes, 0))
+                    }
+                    ColumnUpdate::Narrow { from_col } => Some(match fused {
+                        Some((diagonal, _, _)) => (diagonal, (nodes, 1), PRODUCT_THREADS, product_smem, from_col as u32),
+                        None => {
+                            let u = &self.update;
+                            (&u.kernel, (nodes * panel_blocks(n, k, u.rows / TILE), 1), u.threads, u.shared_bytes, from_col as u32)
+                        }
+                    }),
+                };
+                if let Some((kernel, grid, threads, smem, from_col)) = before {
+                    steps.push(launch_from(kernel, m, grid, threads, smem, step, 0, from_col));
                 }
                 steps.push(launch(&self.potrf, m, (nodes, 1), WIDE_THREADS, potrf_shared_bytes(T::BYTES) as u32, step, 0));
-                steps.push(launch(&self.trsm, m, (nodes * panel_blocks(n, k + 1, 1), 1), PRODUCT_THREADS, product_smem, step, 0));
+                steps.push(match (update, fused) {
+                    (ColumnUpdate::Narrow { from_col }, Some((_, update_trsm, _))) => {
+                        launch_from(update_trsm, m, trsm_blocks(k), PRODUCT_THREADS, product_smem, step, 0, from_col as u32)
+                    }
+                    _ => launch(&self.trsm, m, trsm_blocks(k), PRODUCT_THREADS, product_smem, step, 0),
+                });
             }
             if m + 1 < top {
                 for side in 0..2 {
