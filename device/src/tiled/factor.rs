@@ -554,3 +554,42 @@ pub unsafe fn neighbours<T: Real, S: ProductShape<T>>(args: &TiledArgs<T>) {
     let dst = unsafe { target.add(jt * edge * ld + it * edge) };
     unsafe { subtract_acc::<T, S>(&acc, dst, ld, subtract, |r, c| r < pa.rows && c < pb.rows && (!diagonal || r >= c)) };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{ColumnUpdate, column_update};
+    use std::vec;
+
+    /// Every column `c` of every panel gets the products of the finished columns `0 .. c`
+    /// exactly once over the steps of [`column_update`], pairs or not; a pair never
+    /// reaches past the last column; step 0 updates nothing.
+    #[test]
+    fn column_updates_subtract_every_finished_column_once() {
+        for nt in 1..40 {
+            for first_pair in [None, Some(1), Some(2), Some(3), Some(6)] {
+                // subtracted[c][j]: how many times column j was subtracted from column c.
+                let mut subtracted = vec![vec![0u32; nt]; nt];
+                for k in 0..nt {
+                    match column_update(k, nt, first_pair) {
+                        ColumnUpdate::None => assert_eq!(k, 0, "nt {nt}, pairs {first_pair:?}"),
+                        ColumnUpdate::Narrow { from_col } => {
+                            assert!(from_col < k);
+                            (from_col..k).for_each(|j| subtracted[k][j] += 1);
+                        }
+                        ColumnUpdate::Pair => {
+                            assert!(first_pair.is_some() && k + 1 < nt, "nt {nt}, k {k}");
+                            for c in [k, k + 1] {
+                                (0..k).for_each(|j| subtracted[c][j] += 1);
+                            }
+                        }
+                    }
+                }
+                for (c, row) in subtracted.iter().enumerate() {
+                    for (j, &times) in row.iter().enumerate() {
+                        assert_eq!(times, u32::from(j < c), "nt {nt}, pairs {first_pair:?}: column {c} from {j}");
+                    }
+                }
+            }
+        }
+    }
+}
