@@ -475,13 +475,10 @@ pub enum ColumnUpdate {
 /// entry 46), but the pair's second column costs one more pass over the panel, so pairs
 /// pay only once the finished columns outweigh it.
 pub const fn column_update(k: usize, nt: usize, first_pair: Option<usize>) -> ColumnUpdate {
-    let paired = match first_pair {
-        Some(first) => k >= first,
-        None => false,
-    };
-    let first = match first_pair {
-        Some(first) => first,
-        None => 0,
+    // Whether step k lies in the paired range, and where that range starts.
+    let (paired, first) = match first_pair {
+        Some(first) if k >= first => (true, first),
+        _ => (false, 0),
     };
     if k == 0 {
         ColumnUpdate::None
