@@ -22,6 +22,8 @@ fn main() {
         // registers unconstrained, 128 without spills (2 blocks per multiprocessor).
         .max_registers("tiled_forward_diag", 128)
         .max_registers("tiled_backward_diag", 128)
+        // The node walks (256 threads, a two-stage ring of 72 KB): 128 registers let two
+        // blocks share a multiprocessor on the levels with many nodes.
         .max_registers("tiled_forward_node", 128)
         .max_registers("tiled_backward_node", 128)
         // The diagonal-tile factor (256 threads, 76 KB of shared memory): 144 registers

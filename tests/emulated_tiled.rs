@@ -15,7 +15,7 @@ use blocktri_device::tiled::factor::{
 };
 use blocktri_device::tiled::solve::{
     BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, backward_couple, backward_diag, backward_node, couple_shared_bytes, couple_threads,
-    diag_solve_shared_bytes, forward_couple, forward_diag, forward_node, walks_nodes,
+    diag_solve_shared_bytes, forward_couple, forward_diag, forward_node, node_walk_chunk, node_walk_shared_bytes, walks_nodes,
 };
 use blocktri_device::tiled::{
     Narrow, Native, PRODUCT_THREADS, ProductShape, TILE, Tall, Tf32, Tf32x3, TileMac, TiledArgs, WIDE_PRODUCT_THREADS, WIDE_TILE, Wide,
@@ -174,16 +174,20 @@ fn run_factor_with<T: Scalar, M: TileMac<T>, U: ProductShape<T>>(
     }
 }
 
+/// Shared memory per block of the emulated device (the H100's opt-in limit).
+const EMULATED_SHARED: usize = 232_448;
+
 /// The solve launches of `Tiled::solve_steps`, `chunk` columns per pass, launch widths and
 /// the form of the diagonal solves chosen for `sms` SMs as the executor does.
 fn run_solve<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk: usize, sms: u32) {
     let n = a.shape().block;
-    run_solve_with(d, a, k, chunk, sms, |nodes| !walks_nodes(n, nodes, sms))
+    let walk = node_walk_chunk(n, chunk, T::BYTES, EMULATED_SHARED);
+    run_solve_with(d, a, k, chunk, sms, |nodes| if walks_nodes(n, nodes, sms) { walk } else { 0 })
 }
 
-/// [`run_solve`], the diagonal solves of a level of `nodes` nodes one launch per tile
-/// step where `per_step(nodes)`, else one block per node.
-fn run_solve_with<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk: usize, sms: u32, per_step: impl Fn(u32) -> bool) {
+/// [`run_solve`] with the diagonal solves of a level of `nodes` nodes as node walks of
+/// `walk(nodes)` columns per pass, or one launch per tile step where that is 0.
+fn run_solve_with<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk: usize, sms: u32, walk: impl Fn(u32) -> usize) {
     let shape = a.shape();
     let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
     let nt = tiles(n) as u32;
@@ -192,14 +196,15 @@ fn run_solve_with<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, c
     let diag_smem = diag_solve_shared_bytes(e);
     for m in 0..top {
         let nodes = s * nodes_in_level(nb, m);
-        if per_step(nodes) {
+        let (walk, walk_smem) = (walk(nodes), node_walk_shared_bytes(n, walk(nodes), e));
+        if walk == 0 {
             for t in 0..nt {
                 let x = args(d, a, m, t, 0, Some((k, chunk)));
                 unsafe { emu::launch_unchecked(nodes * (nt - t), SOLVE_THREADS, diag_smem, || forward_diag(&x)) };
             }
         } else {
-            let x = args(d, a, m, 0, 0, Some((k, chunk)));
-            unsafe { emu::launch_unchecked(nodes, SOLVE_THREADS, diag_smem, || forward_node(&x)) };
+            let x = args(d, a, m, 0, 0, Some((k, walk)));
+            unsafe { emu::launch_unchecked(nodes, SOLVE_THREADS, walk_smem, || forward_node(&x)) };
         }
         if m + 1 < top {
             for side in 0..2 {
@@ -212,18 +217,19 @@ fn run_solve_with<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, c
     }
     for m in (0..top).rev() {
         let nodes = s * nodes_in_level(nb, m);
+        let (walk, walk_smem) = (walk(nodes), node_walk_shared_bytes(n, walk(nodes), e));
         if m + 1 < top {
             let x = args(d, a, m, 0, 0, Some((k, chunk)));
             unsafe { emu::launch_unchecked(nodes * nt * BACKWARD_ROW_GROUPS, SOLVE_THREADS, 0, || backward_couple(&x)) };
         }
-        if per_step(nodes) {
+        if walk == 0 {
             for t in (0..nt).rev() {
                 let x = args(d, a, m, t, 0, Some((k, chunk)));
                 unsafe { emu::launch_unchecked(nodes * (t + 1), SOLVE_THREADS, diag_smem, || backward_diag(&x)) };
             }
         } else {
-            let x = args(d, a, m, 0, 0, Some((k, chunk)));
-            unsafe { emu::launch_unchecked(nodes, SOLVE_THREADS, diag_smem, || backward_node(&x)) };
+            let x = args(d, a, m, 0, 0, Some((k, walk)));
+            unsafe { emu::launch_unchecked(nodes, SOLVE_THREADS, walk_smem, || backward_node(&x)) };
         }
     }
 }
@@ -261,19 +267,40 @@ fn emulated_tiled_f64_matches_the_dense_reference() {
     check::<f64, Native>(CASES, 1e-11);
 }
 
+/// A factored problem, to solve several times from the same factor.
+struct Factored<'a> {
+    a: &'a BlockTridiag<f64>,
+    b: &'a BlockVec<f64>,
+    factor: Device<f64>,
+}
+
+/// `(a, b)` uploaded and factored (f64 tensor-core products).
+fn factored<'a>(a: &'a BlockTridiag<f64>, b: &'a BlockVec<f64>) -> Factored<'a> {
+    let mut factor = upload(a, b);
+    run_factor::<f64, Native>(&mut factor, a);
+    Factored { a, b, factor }
+}
+
+impl Factored<'_> {
+    /// A fresh upload of the problem with the factor's blocks, after `solve` ran on it.
+    fn solved(&self, solve: impl FnOnce(&mut Device<f64>)) -> Device<f64> {
+        let mut e = upload(self.a, self.b);
+        let f = &self.factor;
+        (e.diag, e.left, e.right, e.dinv) = (f.diag.clone(), f.left.clone(), f.right.clone(), f.dinv.clone());
+        solve(&mut e);
+        e
+    }
+}
+
 /// The forward coupling's launch width follows the number of blocks per SM (the batch
 /// size); its sums must not: a chunked batch gives the same bits as the whole
 /// (`tests/gpu_transfers.rs`). Every width (all wide, all narrow, mixed) against each other.
 #[test]
 fn emulated_tiled_solve_bits_do_not_depend_on_the_launch_widths() {
     let (a, b) = problem::<f64>(2, 5, 130, 3, fresh_seed());
-    let mut d = upload(&a, &b);
-    run_factor::<f64, Native>(&mut d, &a);
-    let factored = (d.diag.clone(), d.left.clone(), d.right.clone(), d.dinv.clone());
+    let factored = factored(&a, &b);
     let solve = |sms: u32| {
-        let mut e = upload(&a, &b);
-        (e.diag, e.left, e.right, e.dinv) = factored.clone();
-        run_solve(&mut e, &a, 3, 3, sms);
+        let e = factored.solved(|e| run_solve(e, &a, 3, 3, sms));
         e.rhs.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
     };
     let (wide, narrow, mixed) = (solve(u32::MAX), solve(0), solve(EMULATED_SMS));
@@ -292,9 +319,33 @@ fn emulated_tiled_per_step_diagonal_solves_match_the_dense_reference() {
         let (a, b) = problem::<f64>(s, nb, n, k, seed + i as u64);
         let mut d = upload(&a, &b);
         run_factor::<f64, Native>(&mut d, &a);
-        run_solve_with(&mut d, &a, k, k.min(MAX_CHUNK), EMULATED_SMS, |_| true);
+        run_solve_with(&mut d, &a, k, k.min(MAX_CHUNK), EMULATED_SMS, |_| 0);
         assert!(d.solve_info.iter().all(|&x| x == INFO_OK));
         let x = BlockVec::from_vec(a.shape(), k, d.rhs.clone()).unwrap();
+        let err = error_vs_reference(&x, &dense_solution(&a, &b));
+        assert!(err < 1e-11, "S={s} N={nb} n={n} k={k}: {err:e} (seed {seed})");
+    }
+}
+
+/// The node walks with fewer right-hand-side columns per pass than the other solve
+/// kernels (the shared memory that a walk keeps them in is what limits them at large
+/// `n`), five tiles with a partial last one (one row), a single tile, and a batch: against
+/// the dense reference, and bit for bit against the walks of one pass.
+#[test]
+fn emulated_tiled_node_walks_in_several_passes_match_the_dense_reference() {
+    let seed = fresh_seed();
+    for (i, &(s, nb, n, k)) in [(2, 3, 257, 5), (1, 4, 64, 3), (3, 2, 100, 4)].iter().enumerate() {
+        let (a, b) = problem::<f64>(s, nb, n, k, seed + i as u64);
+        let factored = factored(&a, &b);
+        let solve = |walk: usize| {
+            let e = factored.solved(|e| run_solve_with(e, &a, k, k, EMULATED_SMS, |_| walk));
+            assert!(e.solve_info.iter().all(|&x| x == INFO_OK));
+            e.rhs
+        };
+        let (one_pass, rhs) = (solve(k), solve(2));
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&one_pass), bits(&rhs), "S={s} N={nb} n={n} k={k}: the passes change the bits");
+        let x = BlockVec::from_vec(a.shape(), k, rhs).unwrap();
         let err = error_vs_reference(&x, &dense_solution(&a, &b));
         assert!(err < 1e-11, "S={s} N={nb} n={n} k={k}: {err:e} (seed {seed})");
     }

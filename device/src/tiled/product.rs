@@ -357,6 +357,37 @@ unsafe fn issue_chunk<T: Real, const R: usize, const THREADS: usize, const KC: u
     c: usize,
     tid: usize,
 ) {
+    // SAFETY: forwarded contract, at the stage's own leading dimension.
+    unsafe { issue_chunk_at::<T, R, THREADS, KC>(s, lds_rows(R, T::BYTES), p, k, c, tid) }
+}
+
+/// Starts this thread's asynchronous copies of the whole `TILE x TILE` tile `p` (its first
+/// `cols` columns; zeros beyond them and below `p.rows`) into the stage at `s`, column `c`
+/// at `s + c * lds`, by `THREADS` threads: one stage of a streamed sequence of tiles (the
+/// solve's node walks, [`super::solve::forward_node`]).
+///
+/// # Safety
+/// As `issue_chunk` with `R = KC = TILE` and a stage of `TILE * lds` elements, `lds` a
+/// multiple of 16 bytes.
+#[inline(always)]
+pub(super) unsafe fn issue_tile<T: Real, const THREADS: usize>(s: *mut T, lds: usize, p: &Panel<T>, cols: usize, tid: usize) {
+    // SAFETY: forwarded contract.
+    unsafe { issue_chunk_at::<T, TILE, THREADS, TILE>(s, lds, p, cols, 0, tid) }
+}
+
+/// `issue_chunk` into a stage of leading dimension `lds`.
+///
+/// # Safety
+/// As `issue_chunk`, the stage `KC * lds` elements with `lds >= R` a multiple of 16 bytes.
+#[inline(always)]
+unsafe fn issue_chunk_at<T: Real, const R: usize, const THREADS: usize, const KC: usize>(
+    s: *mut T,
+    lds: usize,
+    p: &Panel<T>,
+    k: usize,
+    c: usize,
+    tid: usize,
+) {
     let vec = piece::<T>();
     let per_col = R / vec;
     // Every thread copies the same number of pieces.
@@ -370,7 +401,7 @@ unsafe fn issue_chunk<T: Real, const R: usize, const THREADS: usize, const KC: u
         // source is not read. The destination is inside the stage (kk < KC, row < R).
         unsafe {
             let src = if valid > 0 { p.ptr.add(col * p.ld + row) } else { p.ptr };
-            copy_async_16(s.add(kk * lds_rows(R, T::BYTES) + row) as *mut u8, src as *const u8, (valid * T::BYTES) as u32);
+            copy_async_16(s.add(kk * lds + row) as *mut u8, src as *const u8, (valid * T::BYTES) as u32);
         }
     }
 }

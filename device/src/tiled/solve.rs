@@ -5,10 +5,11 @@
 //! downward): [`backward_couple`] (`z_i = y_i - L_li^T x_l - L_ri^T x_r`), then
 //! [`backward_node`] (`x_i = L_ii^-T z_i`).
 //!
+//! The node walks stream the node's tiles through a ring of shared-memory stages.
 //! [`forward_diag`] / [`backward_diag`] are the same diagonal solves split into one launch
 //! per tile step with one block per tile of the node: a launch per tile, but the reads of
 //! `L_ii` spread over more SMs. [`walks_nodes`] picks per level (`docs/perf-notes.md`,
-//! entry 21).
+//! entries 21 and 47).
 //!
 //! Right-hand sides are processed `chunk` columns per pass (at most [`MAX_CHUNK`], held in
 //! registers by the coupling kernels). The factor is read from global memory (it is
@@ -17,6 +18,8 @@
 use super::rem_div;
 use super::{TILE, TiledArgs, tile_rows, tiles};
 use crate::level::{InfoCode, info_key};
+use blocktri_prims::index::opaque_u32;
+use blocktri_prims::memory::{copy_async_commit, copy_async_wait};
 use blocktri_prims::{Real, atomic, block_dim_x, shared, sync_threads, thread_idx_x};
 
 /// Right-hand-side columns per pass, at most.
@@ -528,85 +531,299 @@ pub unsafe fn backward_diag<T: Real>(args: &TiledArgs<T>) {
     unsafe { eliminate_tile(&a, nd, t, j - 1, true) };
 }
 
-/// Most tiles per block for which [`forward_node`] / [`backward_node`] take every level.
+/// Stages of a node walk's ring of streamed tiles: one tile in use while the next
+/// `WALK_STAGES - 1` are on their way. Four were no faster than two (one SM's reads are
+/// what bounds a walk, entry 47), and two let two walks share an SM.
+pub const WALK_STAGES: usize = 2;
+/// Leading dimension of a staged tile in a node walk: `TILE + 8` keeps both of the walks'
+/// reads conflict-free (a half-warp of `f64` lanes, or a warp of `f32` ones, reading down a
+/// column, or eight consecutive entries of four consecutive columns) and every column
+/// 16-byte aligned for the asynchronous copies.
+const WALK_LD: usize = TILE + 8;
+/// Row groups of the forward walk: thread `tid` sums row `tid % 64` over the tile's
+/// columns `16 (tid / 64) ..` (a warp reads 32 consecutive rows of a column).
+const WALK_GROUPS: usize = THREADS / TILE;
+/// Lanes per output column of the backward walk, along the tile's (contiguous) column.
+const WALK_LANES: usize = 8;
+/// Output entries per thread of the backward walk (rows `tid / 8` and `tid / 8 + 32`).
+const WALK_ROWS: usize = TILE * WALK_LANES / THREADS;
+
+/// Shared memory of [`forward_node`] / [`backward_node`] for block size `n` and `chunk`
+/// right-hand-side columns per pass: the flag words, the ring of [`WALK_STAGES`] staged
+/// tiles, the node's right-hand-side rows (`chunk` columns of `tiles(n) 64`), and the
+/// forward walk's partial sums.
+pub const fn node_walk_shared_bytes(n: usize, chunk: usize, elem_bytes: usize) -> usize {
+    super::factor::FLAG_BYTES + (WALK_STAGES * TILE * WALK_LD + (tiles(n) * TILE + WALK_GROUPS * TILE) * chunk) * elem_bytes
+}
+
+/// Right-hand-side columns per pass of a node walk: the most, up to `chunk`, whose
+/// [`node_walk_shared_bytes`] fit in `smem`; 0 when not even one does (the diagonal
+/// solves then go one launch per tile step).
+pub const fn node_walk_chunk(n: usize, chunk: usize, elem_bytes: usize, smem: usize) -> usize {
+    let mut c = if chunk < MAX_CHUNK { chunk } else { MAX_CHUNK };
+    while c > 0 && node_walk_shared_bytes(n, c, elem_bytes) > smem {
+        c -= 1;
+    }
+    c
+}
+
+/// Most tiles per block for which the diagonal solves walk the nodes on every level.
 pub const NODE_WALK_TILES: usize = 4;
 
 /// Whether the diagonal solves of a level with `level_nodes` nodes (all systems) take one
 /// block per node walking its tiles ([`forward_node`], [`backward_node`]) rather than one
 /// launch per tile step ([`forward_diag`], [`backward_diag`]), on a device with
-/// `multiprocessors` SMs. Measured on the H100 (entry 21): the walk wins at every level
-/// up to 4 tiles per block; with more, one SM reads the node's whole `L_ii` (4 MB at
-/// n = 1024: ~230 µs per level, against ~180 µs for 16 launches at the top), so it pays
-/// only where the level's nodes already occupy about every other SM.
+/// `multiprocessors` SMs, where the walk fits in shared memory ([`node_walk_chunk`]).
+/// Measured on the H100 (entries 21 and 47): one SM reads a node's tiles at ~20 GB/s
+/// (~1.6 µs per `64 x 64` tile, with two or four tiles in flight), so beyond a few tiles a
+/// walk is slower than the launches per tile step, which spread the reads over many
+/// SMs: under graph replay the walk lost from 8 tiles (n = 512: solve 3.06 -> 3.32 ms),
+/// although event-timed launch by launch it won there. It pays up to 4 tiles, and on the
+/// levels whose nodes already occupy about every other SM.
 pub const fn walks_nodes(n: usize, level_nodes: u32, multiprocessors: u32) -> bool {
     tiles(n) <= NODE_WALK_TILES || 2 * level_nodes >= multiprocessors
 }
 
-/// Partial sums per row in [`forward_node`]'s products: each of a tile's 64 rows is split
-/// over `SOLVE_THREADS / 64` threads (a warp reads 32 consecutive rows of a column of `L`).
-const ROW_GROUPS: usize = THREADS / TILE;
-/// Lanes per output row in [`backward_node`]'s products, along the (contiguous) column of
-/// `L`: a warp reads 4 columns, 64 bytes of each.
-const COLUMN_LANES: usize = 8;
-/// Output rows of one pass of [`backward_node`]'s products.
-const ROWS_PER_PASS: usize = THREADS / COLUMN_LANES;
+/// The ring of a node walk: tile `q` of the walk's sequence goes to stage
+/// `q % WALK_STAGES`, `WALK_STAGES - 1` tiles ahead of the one in use.
+struct TileRing<T, F> {
+    stages: *mut T,
+    /// Tile `q` of the sequence: the panel and its valid columns.
+    source: F,
+    len: usize,
+    next: usize,
+}
+
+impl<T: Real, F: Fn(usize) -> (super::product::Panel<T>, usize)> TileRing<T, F> {
+    /// Starts the copies of the first tiles.
+    ///
+    /// # Safety
+    /// `stages` holds [`WALK_STAGES`] tiles of `TILE x WALK_LD` in shared memory that no
+    /// one else uses; every tile of `source` is readable and 16-byte aligned per column;
+    /// every thread of the block calls it, then [`Self::next`] the same number of times.
+    #[inline(always)]
+    unsafe fn start(stages: *mut T, len: usize, source: F) -> Self {
+        let ring = Self { stages, source, len, next: 0 };
+        for q in 0..WALK_STAGES - 1 {
+            unsafe { ring.issue(q) };
+        }
+        ring
+    }
+
+    #[inline(always)]
+    unsafe fn issue(&self, q: usize) {
+        if q < self.len {
+            let (panel, cols) = (self.source)(q);
+            // SAFETY: the stage lies inside the ring; the contract of `start`.
+            unsafe {
+                super::product::issue_tile::<T, THREADS>(
+                    self.stages.add((q % WALK_STAGES) * TILE * WALK_LD),
+                    WALK_LD,
+                    &panel,
+                    cols,
+                    thread_idx_x() as usize,
+                )
+            };
+        }
+        // One group per tile, empty past the end, so that the wait count holds.
+        copy_async_commit();
+    }
+
+    /// The next tile of the sequence, staged and published to the block (ends with a
+    /// barrier, behind which the stage of the tile before it is refilled).
+    ///
+    /// # Safety
+    /// As [`Self::start`]; every thread calls it.
+    #[inline(always)]
+    unsafe fn next(&mut self) -> *const T {
+        copy_async_wait::<{ WALK_STAGES as u32 - 2 }>();
+        sync_threads();
+        let q = self.next;
+        unsafe { self.issue(q + WALK_STAGES - 1) };
+        self.next += 1;
+        unsafe { self.stages.add((q % WALK_STAGES) * TILE * WALK_LD) }
+    }
+
+    /// Waits for the (empty) groups still pending at the end of the sequence.
+    #[inline(always)]
+    fn finish(&self) {
+        copy_async_wait::<0>();
+    }
+}
+
+/// Copies the node's right-hand-side rows (columns `0..kc` at `g`, leading dimension
+/// `ldb`) into `ys` (`np` rows per column, zero from row `n`) or back. Ends with a barrier.
+///
+/// # Safety
+/// `g` holds `n` rows of `kc` columns; `ys` `np >= n` rows of `kc` columns in shared
+/// memory; every thread calls it.
+#[inline(always)]
+unsafe fn move_node_rhs<T: Real>(g: *mut T, ldb: usize, ys: *mut T, n: usize, np: usize, kc: usize, to_shared: bool) {
+    // Eight values per thread in flight at a time: a load after each store would wait one
+    // global round trip per value.
+    const BATCH: usize = 8;
+    let total = if to_shared { np * kc } else { n * kc };
+    let rows = if to_shared { np } else { n };
+    let mut e0 = thread_idx_x() as usize;
+    while e0 < total {
+        let v: [T; BATCH] = core::array::from_fn(|i| {
+            let e = e0 + i * THREADS;
+            if e >= total {
+                return T::ZERO;
+            }
+            let (r, c) = rem_div(e, rows);
+            // SAFETY: r < n rows of column c < kc of the node, or inside ys.
+            unsafe {
+                if !to_shared {
+                    *ys.add(c * np + r)
+                } else if r < n {
+                    *g.add(c * ldb + r)
+                } else {
+                    T::ZERO
+                }
+            }
+        });
+        for (i, &value) in v.iter().enumerate() {
+            let e = e0 + i * THREADS;
+            if e < total {
+                let (r, c) = rem_div(e, rows);
+                unsafe {
+                    if to_shared {
+                        *ys.add(c * np + r) = value;
+                    } else {
+                        *g.add(c * ldb + r) = value;
+                    }
+                }
+            }
+        }
+        e0 += BATCH * THREADS;
+    }
+    sync_threads();
+}
 
 /// `y_i = L_ii^-1 b_i` for every node of the level in one launch, in place: grid `x` =
 /// `systems * nodes`, one block per node walking its diagonal tiles in order
 /// (left-looking): `y_t = W_t (b_t - L[t, 0..t] y_{0..t})`, `W_t = dinv[b][t]`.
 ///
-/// One launch instead of one per tile ([`forward_diag`]): at the top levels, where a
-/// level has a handful of nodes, every launch costs a few microseconds of latency however
-/// little it does, and a node's tiles are a short chain.
+/// The node's tiles stream through a ring of [`WALK_STAGES`] shared-memory stages in the
+/// order they are used (`L[t, 0], .., L[t, t-1], W_t` for `t = 0, 1, ..`: pair
+/// [`super::lower_pair`] of the sequence number), while `b_i`, then `y_i`, stays in
+/// shared memory. Thread `tid` owns row `tid % 64` of every tile product and a quarter of
+/// its terms; the quarters are added in shared memory in a fixed order. Loops over the
+/// right-hand-side columns run to [`MAX_CHUNK`] with `c < kc` inside: a bound of `kc` left
+/// the accumulators in local memory.
 ///
 /// # Safety
-/// [`SOLVE_THREADS`] threads, [`diag_solve_shared_bytes`]; the factor is complete and the
-/// lower levels' forward kernels have completed.
+/// [`SOLVE_THREADS`] threads, [`node_walk_shared_bytes`]`(n, chunk)`; the factor is
+/// complete and the lower levels' forward kernels have completed.
 pub unsafe fn forward_node<T: Real>(args: &TiledArgs<T>) {
     let a = *args;
     let nd = a.node();
     let (n, ld, k, chunk) = (a.n(), a.ld(), a.nrhs as usize, a.chunk as usize);
+    let (nt, np) = (tiles(n), tiles(n) * TILE);
     let tid = thread_idx_x() as usize;
-    let (rl, grp) = (tid % TILE, tid / TILE);
-    // The partial sums go to the area of the `L` tile, which this kernel does not use.
-    let (ws, red, zs, tmp) = unsafe { diag_areas::<T>() };
+    let (r, grp) = (tid % TILE, tid / TILE);
+    let (_, sh) = super::factor::shared_areas::<T>();
+    // SAFETY (all shared pointers): inside node_walk_shared_bytes(n, chunk).
+    let (stages, ys) = (sh, unsafe { sh.add(WALK_STAGES * TILE * WALK_LD) });
+    let red = unsafe { ys.add(np * chunk) };
     let (bsys, ldb) = unsafe { system_rhs(&a, nd.s) };
     // SAFETY: block b of system s.
     let l = unsafe { a.block(a.diag, nd.s, nd.b) } as *const T;
+    let source = |q: usize| {
+        let (t, j) = super::lower_pair(q);
+        let rows = tile_rows(n, t);
+        // SAFETY: tiles of block b and its dinv (t, j < tiles(n)).
+        unsafe {
+            if j < t {
+                (super::product::Panel { ptr: l.add(j * TILE * ld + t * TILE), ld, rows }, TILE)
+            } else {
+                (super::product::Panel { ptr: a.dinv_tile(nd.s, nd.b, t) as *const T, ld: TILE, rows }, rows)
+            }
+        }
+    };
+    // Row r of the staged tile times rows 16 grp .. of the right-hand-side tile `v`.
+    let row_times = |tile: *const T, v: *const T, kc: usize, acc: &mut [T; MAX_CHUNK]| {
+        // Four terms per pass of a loop that stays a loop: unrolled whole, the loads of all
+        // sixteen were hoisted and took every register.
+        let (passes, per) = (opaque_u32(4) as usize, TILE / WALK_GROUPS / 4);
+        for pass in 0..passes {
+            for i in 0..per {
+                let p = grp * (TILE / WALK_GROUPS) + pass * per + i;
+                // SAFETY: inside the stage and the right-hand-side rows.
+                let m = unsafe { *tile.add(p * WALK_LD + r) };
+                for (c, acc_c) in acc.iter_mut().enumerate() {
+                    if c < kc {
+                        *acc_c = m.mul_add(unsafe { *v.add(c * np + p) }, *acc_c);
+                    }
+                }
+            }
+        }
+    };
+    // The quarters' sums of row r in a fixed order (the bits do not depend on timing),
+    // valid in the threads of group 0; every thread calls it, the barrier after the
+    // callers' use of the sums is theirs.
+    let reduce = |acc: &[T; MAX_CHUNK], kc: usize| -> [T; MAX_CHUNK] {
+        for (c, &v) in acc.iter().enumerate() {
+            if c < kc {
+                unsafe { *red.add((grp * chunk + c) * TILE + r) = v };
+            }
+        }
+        sync_threads();
+        core::array::from_fn(|c| {
+            let mut total = T::ZERO;
+            if grp == 0 && c < kc {
+                for g in 0..WALK_GROUPS {
+                    total += unsafe { *red.add((g * chunk + c) * TILE + r) };
+                }
+            }
+            total
+        })
+    };
     let mut c0 = 0;
     while c0 < k {
         let kc = chunk.min(k - c0);
         // SAFETY: the node's rows of columns c0 .. c0 + kc.
-        let y = unsafe { bsys.add(c0 * ldb + nd.b * n) };
-        for t in 0..tiles(n) {
-            let (r0, w) = (t * TILE, tile_rows(n, t));
-            // W_t into shared memory (published by the barrier below), its loads in flight
-            // with the product's.
-            unsafe { copy_tile(a.dinv_tile(nd.s, nd.b, t), TILE, ws, LDW, w, w) };
-            if rl < w {
+        let g = unsafe { bsys.add(c0 * ldb + nd.b * n) };
+        unsafe { move_node_rhs(g, ldb, ys, n, np, kc, true) };
+        let mut ring = unsafe { TileRing::start(stages, nt * (nt + 1) / 2, source) };
+        for t in 0..nt {
+            let w = tile_rows(n, t);
+            let yt = unsafe { ys.add(t * TILE) };
+            if t > 0 {
                 let mut acc = [T::ZERO; MAX_CHUNK];
-                // Row r0 + rl of L_ii (stride ld) against y_0 .. y_{t-1}, final (this
-                // block wrote them before the last barrier).
-                unsafe { strided_dot(l.add(r0 + rl), ld, y, ldb, grp, ROW_GROUPS, r0, kc, &mut acc) };
-                for (c, &v) in acc.iter().enumerate() {
-                    unsafe { *red.add((grp * TILE + rl) * MAX_CHUNK + c) = v };
+                for j in 0..t {
+                    let tile = unsafe { ring.next() };
+                    row_times(tile, unsafe { ys.add(j * TILE) }, kc, &mut acc);
                 }
-            }
-            sync_threads();
-            if grp == 0 && rl < w {
-                for c in 0..kc {
-                    // The partial sums in a fixed order: the bits do not depend on timing.
-                    let mut total = T::ZERO;
-                    for g in 0..ROW_GROUPS {
-                        total += unsafe { *red.add((g * TILE + rl) * MAX_CHUNK + c) };
+                // z_t = b_t - L[t, 0..t] y_{0..t}, in place.
+                let total = reduce(&acc, kc);
+                if grp == 0 && r < w {
+                    for (c, &v) in total.iter().enumerate() {
+                        if c < kc {
+                            unsafe { *yt.add(c * np + r) -= v };
+                        }
                     }
-                    unsafe { *zs.add(c * TILE + rl) = *y.add(c * ldb + r0 + rl) - total };
+                }
+                // Read after the ring's next barrier.
+            }
+            let tile = unsafe { ring.next() };
+            let mut acc = [T::ZERO; MAX_CHUNK];
+            row_times(tile, yt, kc, &mut acc);
+            // y_t = W_t z_t (rows from w of W_t are zero: y_t's stay zero).
+            let total = reduce(&acc, kc);
+            if grp == 0 {
+                for (c, &v) in total.iter().enumerate() {
+                    if c < kc {
+                        unsafe { *yt.add(c * np + r) = v };
+                    }
                 }
             }
-            sync_threads();
-            unsafe { apply_inverse(ws, zs, TILE, tmp, w, kc, false) };
-            unsafe { store_rhs_tile(zs, y.add(r0), ldb, w, kc) };
+            // Read after the ring's next barrier (or the one below).
         }
+        ring.finish();
+        sync_threads();
+        unsafe { move_node_rhs(g, ldb, ys, n, np, kc, false) };
         c0 += kc;
     }
 }
@@ -616,75 +833,133 @@ pub unsafe fn forward_node<T: Real>(args: &TiledArgs<T>) {
 /// `x_t = W_t^T (z_t - L[t+1.., t]^T x_{t+1..})`. Records
 /// `info_key(level, NonFiniteSolution, b)` in `info` when a value of `x_i` is not finite.
 ///
+/// The tiles stream as in [`forward_node`] (`L[t+1, t], .., L[nt-1, t], W_t` for
+/// `t = nt-1, .., 0`); the products are with the tiles' transposes, so thread `tid` sums
+/// eight consecutive terms of column `tid / 8` (and `+ 32`) of each, and the eight lanes
+/// of a column add their sums by shuffles.
+///
 /// # Safety
 /// As [`forward_node`], after [`backward_couple`] of the level.
 pub unsafe fn backward_node<T: Real>(args: &TiledArgs<T>) {
     let a = *args;
     let nd = a.node();
     let (n, ld, k, chunk) = (a.n(), a.ld(), a.nrhs as usize, a.chunk as usize);
+    let (nt, np) = (tiles(n), tiles(n) * TILE);
     let tid = thread_idx_x() as usize;
-    let (pl, rr) = (tid % COLUMN_LANES, tid / COLUMN_LANES);
-    let (ws, _, zs, tmp) = unsafe { diag_areas::<T>() };
+    let (pl, rr) = (tid % WALK_LANES, tid / WALK_LANES);
+    let (_, sh) = super::factor::shared_areas::<T>();
+    // SAFETY (all shared pointers): inside node_walk_shared_bytes(n, chunk).
+    let (stages, xs) = (sh, unsafe { sh.add(WALK_STAGES * TILE * WALK_LD) });
     let (bsys, ldb) = unsafe { system_rhs(&a, nd.s) };
     // SAFETY: block b of system s.
     let l = unsafe { a.block(a.diag, nd.s, nd.b) } as *const T;
+    let source = |q: usize| {
+        // Sequence pair (u, i): t = nt - 1 - u; i < u is L[t + 1 + i, t], i = u is W_t.
+        let (u, i) = super::lower_pair(q);
+        let t = nt - 1 - u;
+        // SAFETY: tiles of block b and its dinv (t < j < tiles(n)).
+        unsafe {
+            if i < u {
+                let j = t + 1 + i;
+                (super::product::Panel { ptr: l.add(t * TILE * ld + j * TILE), ld, rows: tile_rows(n, j) }, TILE)
+            } else {
+                let w = tile_rows(n, t);
+                (super::product::Panel { ptr: a.dinv_tile(nd.s, nd.b, t) as *const T, ld: TILE, rows: w }, w)
+            }
+        }
+    };
+    // Columns rr and rr + 32 of the staged tile times the right-hand-side tile `v`, over
+    // this lane's terms pl, pl + 8, ...
+    let col_times = |tile: *const T, v: *const T, kc: usize, acc: &mut [[T; MAX_CHUNK]; WALK_ROWS]| {
+        // As in the forward walk: a loop of two passes of four terms.
+        let (passes, per) = (opaque_u32(2) as usize, TILE / WALK_LANES / 2);
+        for pass in 0..passes {
+            for i in 0..per {
+                let p = pl + (pass * per + i) * WALK_LANES;
+                for (u, acc_u) in acc.iter_mut().enumerate() {
+                    // SAFETY: inside the stage and the right-hand-side rows.
+                    let m = unsafe { *tile.add((rr + u * (TILE / WALK_ROWS)) * WALK_LD + p) };
+                    for (c, acc_c) in acc_u.iter_mut().enumerate() {
+                        if c < kc {
+                            *acc_c = m.mul_add(unsafe { *v.add(c * np + p) }, *acc_c);
+                        }
+                    }
+                }
+            }
+        }
+    };
+    // The eight lanes' sums of each column (butterfly: a fixed order), then in every
+    // lane of the eight.
+    let reduce = |acc: &mut [[T; MAX_CHUNK]; WALK_ROWS], kc: usize| {
+        for acc_u in acc.iter_mut() {
+            for (c, v) in acc_u.iter_mut().enumerate() {
+                if c < kc {
+                    let mut m = 1;
+                    while m < WALK_LANES as u32 {
+                        *v += v.shfl_xor(m);
+                        m *= 2;
+                    }
+                }
+            }
+        }
+    };
     let mut finite = true;
     let mut c0 = 0;
     while c0 < k {
         let kc = chunk.min(k - c0);
         // SAFETY: the node's rows of columns c0 .. c0 + kc.
-        let x = unsafe { bsys.add(c0 * ldb + nd.b * n) };
-        for t in (0..tiles(n)).rev() {
-            let (r0, w) = (t * TILE, tile_rows(n, t));
-            unsafe { copy_tile(a.dinv_tile(nd.s, nd.b, t), TILE, ws, LDW, w, w) };
-            for pass in 0..TILE / ROWS_PER_PASS {
-                let r = pass * ROWS_PER_PASS + rr;
-                let mut acc = [T::ZERO; MAX_CHUNK];
-                if r < w {
-                    // Column r0 + r of L_ii below the tile against x_{t+1..}, final (this
-                    // block wrote them before the last barrier).
-                    unsafe { strided_dot(l.add((r0 + r) * ld), 1, x, ldb, r0 + w + pl, COLUMN_LANES, n, kc, &mut acc) };
+        let g = unsafe { bsys.add(c0 * ldb + nd.b * n) };
+        unsafe { move_node_rhs(g, ldb, xs, n, np, kc, true) };
+        let mut ring = unsafe { TileRing::start(stages, nt * (nt + 1) / 2, source) };
+        for t in (0..nt).rev() {
+            let w = tile_rows(n, t);
+            let xt = unsafe { xs.add(t * TILE) };
+            if t + 1 < nt {
+                let mut acc = [[T::ZERO; MAX_CHUNK]; WALK_ROWS];
+                for j in t + 1..nt {
+                    let tile = unsafe { ring.next() };
+                    col_times(tile, unsafe { xs.add(j * TILE) }, kc, &mut acc);
                 }
-                // The row's lanes are 8 consecutive lanes of one warp; every lane shuffles.
-                for (c, v) in acc.iter_mut().enumerate() {
-                    if c < kc {
-                        let mut m = 1;
-                        while m < COLUMN_LANES as u32 {
-                            *v += v.shfl_xor(m);
-                            m *= 2;
+                // z_t - L[t+1.., t]^T x_{t+1..}, in place (nobody reads z_t before the
+                // ring's next barrier).
+                reduce(&mut acc, kc);
+                for (u, acc_u) in acc.iter().enumerate() {
+                    let row = rr + u * (TILE / WALK_ROWS);
+                    if pl == 0 && row < w {
+                        for (c, &v) in acc_u.iter().enumerate() {
+                            if c < kc {
+                                unsafe { *xt.add(c * np + row) -= v };
+                            }
                         }
                     }
                 }
-                if pl == 0 && r < w {
-                    for (c, &v) in acc.iter().enumerate().take(kc) {
-                        unsafe { *zs.add(c * TILE + r) = *x.add(c * ldb + r0 + r) - v };
+            }
+            let tile = unsafe { ring.next() };
+            let mut acc = [[T::ZERO; MAX_CHUNK]; WALK_ROWS];
+            col_times(tile, xt, kc, &mut acc);
+            reduce(&mut acc, kc);
+            // Every lane has read z_t before x_t replaces it.
+            sync_threads();
+            // x_t = W_t^T z_t (columns from w of W_t are zero: x_t's rows from w stay zero).
+            for (u, acc_u) in acc.iter().enumerate() {
+                let row = rr + u * (TILE / WALK_ROWS);
+                if pl == 0 {
+                    for (c, &v) in acc_u.iter().enumerate() {
+                        if c < kc {
+                            finite &= v.is_finite();
+                            unsafe { *xt.add(c * np + row) = v };
+                        }
                     }
                 }
             }
-            sync_threads();
-            finite &= unsafe { apply_inverse(ws, zs, TILE, tmp, w, kc, true) };
-            unsafe { store_rhs_tile(zs, x.add(r0), ldb, w, kc) };
+            // Read after the ring's next barrier (or the one below).
         }
+        ring.finish();
+        sync_threads();
+        unsafe { move_node_rhs(g, ldb, xs, n, np, kc, false) };
         c0 += kc;
     }
     if !finite {
         unsafe { atomic::atomic_min_u64(a.info.add(nd.s), info_key(a.level, InfoCode::NonFiniteSolution, nd.b as u32)) };
     }
-}
-
-/// Writes the `w x kc` tile `zs` (shared, leading dimension [`TILE`]) to the right-hand
-/// sides at `dst` (leading dimension `ldb`). Ends with a barrier, after which the block's
-/// later reads of `dst` see the values.
-///
-/// # Safety
-/// `dst` holds the tile; no other block touches it.
-#[inline(always)]
-unsafe fn store_rhs_tile<T: Real>(zs: *const T, dst: *mut T, ldb: usize, w: usize, kc: usize) {
-    let mut e = thread_idx_x() as usize;
-    while e < w * kc {
-        let (r, c) = rem_div(e, w);
-        unsafe { *dst.add(c * ldb + r) = *zs.add(c * TILE + r) };
-        e += THREADS;
-    }
-    sync_threads();
 }

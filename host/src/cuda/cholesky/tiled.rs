@@ -24,7 +24,8 @@ use blocktri_device::tiled::factor::{
     product_kernel_shared_bytes, shape_kernel_shared_bytes,
 };
 use blocktri_device::tiled::solve::{
-    BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, couple_threads, diag_solve_shared_bytes, walks_nodes,
+    BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, couple_threads, diag_solve_shared_bytes, node_walk_chunk,
+    node_walk_shared_bytes, walks_nodes,
 };
 use blocktri_device::tiled::{Narrow, Native, PRODUCT_THREADS, ProductShape, TILE, Tall, TiledArgs, Wide, Wide16, dinv_elems, tiles};
 
@@ -145,7 +146,8 @@ fn f64_wide_neighbours(gpu: &Gpu) -> Result<ProductKernel> {
 
 /// How the tiled solve runs its diagonal solves: [`walks_nodes`] per level, unless
 /// `BLOCKTRI_TILED_SOLVE` forces one form everywhere (`node` or `steps`, for measurements:
-/// `docs/perf-notes.md` entry 21).
+/// `docs/perf-notes.md` entries 21 and 47). The walks run only where their shared memory
+/// fits ([`node_walk_chunk`]).
 #[derive(Clone, Copy, Debug)]
 enum DiagSolveChoice {
     PerLevel,
@@ -199,6 +201,8 @@ pub(super) struct Tiled {
     backward_couple: Kernel,
     /// SMs of the device (the forward coupling's block width depends on the grid).
     multiprocessors: u32,
+    /// Shared memory a block may use (the node walks' depends on `n`).
+    max_shared: usize,
 }
 
 impl Tiled {
@@ -261,6 +265,7 @@ impl Tiled {
             forward_couple: k(names::TILED_FORWARD_COUPLE)?,
             backward_couple: k(names::TILED_BACKWARD_COUPLE)?,
             multiprocessors: gpu.info().multiprocessors,
+            max_shared: smem as usize,
         })
     }
 
@@ -385,7 +390,7 @@ impl Tiled {
     }
 
     /// Whether a level of `level_nodes` nodes (all systems) runs its diagonal solves as one
-    /// block per node walking its tiles.
+    /// block per node walking its tiles (where the walk fits in shared memory).
     fn walks_nodes(&self, n: usize, level_nodes: u32) -> bool {
         match self.diag_solve {
             DiagSolveChoice::PerLevel => walks_nodes(n, level_nodes, self.multiprocessors),
@@ -415,6 +420,17 @@ impl Tiled {
             args: Args::Tiled(Self::args(b, level, step, side, Some((target, chunk)))),
         };
         let launch = |kernel, level, per_node, smem, step, side| launch_with(SOLVE_THREADS, kernel, level, per_node, smem, step, side);
+        // The node walks: `walk` columns per pass (they keep the node's rows of them in
+        // shared memory), none where not even one fits.
+        let walk = node_walk_chunk(n, chunk, T::BYTES, self.max_shared);
+        let walks = |level: u32| walk > 0 && self.walks_nodes(n, s * nodes_in_level(nb, level));
+        let walk_smem = node_walk_shared_bytes(n, walk, T::BYTES) as u32;
+        let walk_launch = |kernel, level| Step::Launch {
+            kernel,
+            level,
+            cfg: LaunchConfig { grid: (s * nodes_in_level(nb, level), 1, 1), block: (SOLVE_THREADS, 1, 1), shared_bytes: walk_smem },
+            args: Args::Tiled(Self::args(b, level, 0, 0, Some((target, walk)))),
+        };
         let couple_smem = couple_shared_bytes(T::BYTES) as u32;
         let top = levels(nb);
         let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
@@ -423,8 +439,8 @@ impl Tiled {
                 if m + 1 < top {
                     steps.push(launch(&self.backward_couple, m, nt * BACKWARD_ROW_GROUPS, 0, 0, 0));
                 }
-                if self.walks_nodes(n, s * nodes_in_level(nb, m)) {
-                    steps.push(launch(&self.backward_node, m, 1, diag_smem, 0, 0));
+                if walks(m) {
+                    steps.push(walk_launch(&self.backward_node, m));
                 } else {
                     steps.extend((0..nt).rev().map(|t| launch(&self.backward_diag, m, t + 1, diag_smem, t, 0)));
                 }
@@ -432,8 +448,8 @@ impl Tiled {
             return steps;
         }
         for m in 0..top {
-            if self.walks_nodes(n, s * nodes_in_level(nb, m)) {
-                steps.push(launch(&self.forward_node, m, 1, diag_smem, 0, 0));
+            if walks(m) {
+                steps.push(walk_launch(&self.forward_node, m));
             } else {
                 steps.extend((0..nt).map(|t| launch(&self.forward_diag, m, nt - t, diag_smem, t, 0)));
             }
