@@ -100,12 +100,17 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
             }
             continue;
         }
-        let mut e = tid;
-        while e < w * h {
-            let (cl, rl) = rem_div(e, w);
-            unsafe { *mirror.add(cl * (TILE + 1) + rl) = *din.add((r0 + rl) * ld + c0 + cl) };
-            e += threads;
-        }
+        batched(
+            w * h,
+            |e| {
+                let (cl, rl) = rem_div(e, w);
+                unsafe { *din.add((r0 + rl) * ld + c0 + cl) }
+            },
+            |e, v| {
+                let (cl, rl) = rem_div(e, w);
+                unsafe { *mirror.add(cl * (TILE + 1) + rl) = v };
+            },
+        );
         if tid < h {
             unsafe { *dr.add(tid) = *din.add((r0 + tid) * ld + r0 + tid) };
         }
@@ -113,27 +118,32 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
             unsafe { *dc.add(tid) = *din.add((c0 + tid) * ld + c0 + tid) };
         }
         blocktri_prims::sync_threads();
-        let mut e = tid;
-        while e < w * h {
+        let at = |e: usize| {
             let (rl, cl) = rem_div(e, h);
-            let (r, c) = (r0 + rl, c0 + cl);
-            let v = unsafe { *din.add(c * ld + r) };
-            unsafe { *d.add(c * ld + r) = if r >= c { v } else { T::ZERO } };
-            // Below the diagonal, the mirror is the only read of its upper-triangle value:
-            // it is checked for finiteness here too.
-            let m = if r > c { unsafe { *mirror.add(cl * (TILE + 1) + rl) } } else { T::ZERO };
-            if !v.is_finite() || !m.is_finite() {
-                bad = bad.min(InfoCode::NonFinite as u32);
-            } else if r > c {
-                let (drr, dcc) = unsafe { (*dr.add(rl), *dc.add(cl)) };
-                let diff = v - m;
-                let symmetric = diff * diff <= a.sym_tol * a.sym_tol * (drr * dcc).abs(); // false for NaN
-                if !symmetric {
-                    bad = bad.min(InfoCode::NotSymmetric as u32);
+            (rl, cl, (c0 + cl) * ld + r0 + rl)
+        };
+        batched(
+            w * h,
+            |e| unsafe { *din.add(at(e).2) },
+            |e, v| {
+                let (rl, cl, i) = at(e);
+                let (r, c) = (r0 + rl, c0 + cl);
+                unsafe { *d.add(i) = if r >= c { v } else { T::ZERO } };
+                // Below the diagonal, the mirror is the only read of its upper-triangle value:
+                // it is checked for finiteness here too.
+                let m = if r > c { unsafe { *mirror.add(cl * (TILE + 1) + rl) } } else { T::ZERO };
+                if !v.is_finite() || !m.is_finite() {
+                    bad = bad.min(InfoCode::NonFinite as u32);
+                } else if r > c {
+                    let (drr, dcc) = unsafe { (*dr.add(rl), *dc.add(cl)) };
+                    let diff = v - m;
+                    let symmetric = diff * diff <= a.sym_tol * a.sym_tol * (drr * dcc).abs(); // false for NaN
+                    if !symmetric {
+                        bad = bad.min(InfoCode::NotSymmetric as u32);
+                    }
                 }
-            }
-            e += threads;
-        }
+            },
+        );
         blocktri_prims::sync_threads();
     }
     let info = unsafe { a.info.add(s) };
@@ -149,15 +159,18 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
     let mut finite = true;
     if b + 1 < nb {
         let (src, dst) = (sub(b), unsafe { a.block(a.right, s, b) });
-        let mut e = tid;
-        while e < n * w {
+        let at = |e: usize| {
             let (r, c) = rem_div(e, n);
-            let at = (c0 + c) * ld + r;
-            let v = unsafe { *src.add(at) };
-            finite &= v.is_finite();
-            unsafe { *dst.add(at) = v };
-            e += threads;
-        }
+            (c0 + c) * ld + r
+        };
+        batched(
+            n * w,
+            |e| unsafe { *src.add(at(e)) },
+            |e, v| {
+                finite &= v.is_finite();
+                unsafe { *dst.add(at(e)) = v };
+            },
+        );
     }
     if b >= 1 {
         // left[b](r, c) = sub[b-1](c, r) for the columns c of this tile: read rows c of
@@ -165,14 +178,18 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
         let (src, dst) = (sub(b - 1), unsafe { a.block(a.left, s, b) });
         for r0 in (0..n).step_by(TILE) {
             let h = TILE.min(n - r0);
-            let mut e = tid;
-            while e < w * h {
-                let (cl, rl) = rem_div(e, w);
-                let v = unsafe { *src.add((r0 + rl) * ld + c0 + cl) };
-                finite &= v.is_finite();
-                unsafe { *tile.add(cl * (TILE + 1) + rl) = v };
-                e += threads;
-            }
+            batched(
+                w * h,
+                |e| {
+                    let (cl, rl) = rem_div(e, w);
+                    unsafe { *src.add((r0 + rl) * ld + c0 + cl) }
+                },
+                |e, v| {
+                    let (cl, rl) = rem_div(e, w);
+                    finite &= v.is_finite();
+                    unsafe { *tile.add(cl * (TILE + 1) + rl) = v };
+                },
+            );
             blocktri_prims::sync_threads();
             let mut e = tid;
             while e < w * h {
@@ -187,6 +204,33 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
         unsafe { atomic::atomic_min_u64(info, info_key(0, InfoCode::NonFinite, b as u32)) };
     }
 }
+
+/// Hands this thread's share of `total` values (entries `tid, tid + threads, ..` of
+/// [`prep`]'s 256 threads) from `load(e)` to `store(e, v)`, [`PREP_BATCH`] loads before
+/// their stores: a store after each load (the compiler may not move a load above a store
+/// to memory it cannot tell apart) waited one global round trip per value, and prep is
+/// memory-bound.
+#[inline(always)]
+fn batched<T: Real>(total: usize, load: impl Fn(usize) -> T, mut store: impl FnMut(usize, T)) {
+    let (tid, threads) = (thread_idx_x() as usize, WIDE_THREADS as usize);
+    let mut e0 = tid;
+    while e0 < total {
+        let v: [T; PREP_BATCH] = core::array::from_fn(|i| {
+            let e = e0 + i * threads;
+            if e < total { load(e) } else { T::ZERO }
+        });
+        for (i, &x) in v.iter().enumerate() {
+            let e = e0 + i * threads;
+            if e < total {
+                store(e, x);
+            }
+        }
+        e0 += PREP_BATCH * threads;
+    }
+}
+
+/// Loads in flight per thread in [`prep`]'s copies: a `64 x 64` tile over 256 threads.
+const PREP_BATCH: usize = 16;
 
 /// The panel's three row bands: 0 = `D_i` (block `diag[b]`), 1 = the left coupling,
 /// 2 = the right coupling; `None` when the node has no such neighbour.
