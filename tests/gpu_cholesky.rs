@@ -158,6 +158,40 @@ fn tiled_failures_name_the_system_and_block() {
     assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12);
 }
 
+/// The tiled engine's factor + solve runs each level's forward sweep on a second stream
+/// beside the factorization of the levels above. The kernels and their order per buffer
+/// are those of a factorization followed by a solve, so the solutions have the same bits,
+/// with graphs (captured, then replayed) and without; node walks (n = 128, 200), the
+/// per-step diagonal solves (n = 320's top levels), several passes of right-hand-side
+/// columns (k = 70), a batch. A failure leaves the right-hand side as it was.
+#[test]
+fn tiled_factor_solve_with_the_forward_sweep_beside_matches_factor_then_solve() {
+    let Some(g) = gpu() else { return };
+    let seed = fresh_seed();
+    for graphs in [true, false] {
+        let options = GpuOptions { kernels: KernelFamily::Tiled, graphs, ..GpuOptions::default() };
+        let mut beside = GpuCholesky::<f64>::with_gpu(g.clone(), options.clone()).unwrap();
+        let mut apart = GpuCholesky::<f64>::with_gpu(g.clone(), options).unwrap();
+        for (i, (batch, nb, n, k)) in [(1, 1000, 128, 1), (3, 64, 200, 3), (1, 9, 320, 2), (2, 5, 129, 70)].into_iter().enumerate() {
+            let (a, b) = problem::<f64>(batch, nb, n, k, seed + i as u64);
+            apart.factor(&a).unwrap();
+            let expected = apart.solve(&b).unwrap();
+            assert!(residual::accuracy(&a, &expected, &b).unwrap().relative_residual < 1e-12);
+            for round in 0..2 {
+                let x = beside.factor_solve(&a, &b).unwrap();
+                assert_eq!(bits(&x), bits(&expected), "graphs {graphs}, S={batch} N={nb} n={n} k={k}, round {round} (seed {seed})");
+            }
+            let mut bad = a.clone();
+            bad.set_diag(batch - 1, nb / 2, n - 1, n - 1, -1e6);
+            let mut x = b.clone();
+            match beside.factor_solve_in_place(&bad, &mut x) {
+                Err(Error::NotPositiveDefinite { system, block, .. }) if system == batch - 1 && block == nb / 2 => {}
+                other => panic!("graphs {graphs}, n = {n}: expected system {} block {}, got {other:?}", batch - 1, nb / 2),
+            }
+            assert_eq!(bits(&x), bits(&b), "graphs {graphs}, n = {n}: the right-hand side was touched");
+        }
+    }
+}
 #[test]
 fn batches_of_7_and_256_systems() {
     let Some(g) = gpu() else { return };

@@ -100,17 +100,8 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
             }
             continue;
         }
-        batched(
-            w * h,
-            |e| {
-                let (cl, rl) = rem_div(e, w);
-                unsafe { *din.add((r0 + rl) * ld + c0 + cl) }
-            },
-            |e, v| {
-                let (cl, rl) = rem_div(e, w);
-                unsafe { *mirror.add(cl * (TILE + 1) + rl) = v };
-            },
-        );
+        // (Its values' finiteness is checked below, where they are compared.)
+        unsafe { load_transposed(din, ld, (r0, h), (c0, w), mirror) };
         if tid < h {
             unsafe { *dr.add(tid) = *din.add((r0 + tid) * ld + r0 + tid) };
         }
@@ -178,18 +169,7 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
         let (src, dst) = (sub(b - 1), unsafe { a.block(a.left, s, b) });
         for r0 in (0..n).step_by(TILE) {
             let h = TILE.min(n - r0);
-            batched(
-                w * h,
-                |e| {
-                    let (cl, rl) = rem_div(e, w);
-                    unsafe { *src.add((r0 + rl) * ld + c0 + cl) }
-                },
-                |e, v| {
-                    let (cl, rl) = rem_div(e, w);
-                    finite &= v.is_finite();
-                    unsafe { *tile.add(cl * (TILE + 1) + rl) = v };
-                },
-            );
+            finite &= unsafe { load_transposed(src, ld, (r0, h), (c0, w), tile) };
             blocktri_prims::sync_threads();
             let mut e = tid;
             while e < w * h {
@@ -205,28 +185,34 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
     }
 }
 
-/// Hands this thread's share of `total` values (entries `tid, tid + threads, ..` of
-/// [`prep`]'s 256 threads) from `load(e)` to `store(e, v)`, [`PREP_BATCH`] loads before
-/// their stores: a store after each load (the compiler may not move a load above a store
-/// to memory it cannot tell apart) waited one global round trip per value, and prep is
-/// memory-bound.
+/// [`super::batched`] over [`prep`]'s 256 threads, [`PREP_BATCH`] loads at a time.
 #[inline(always)]
-fn batched<T: Real>(total: usize, load: impl Fn(usize) -> T, mut store: impl FnMut(usize, T)) {
-    let (tid, threads) = (thread_idx_x() as usize, WIDE_THREADS as usize);
-    let mut e0 = tid;
-    while e0 < total {
-        let v: [T; PREP_BATCH] = core::array::from_fn(|i| {
-            let e = e0 + i * threads;
-            if e < total { load(e) } else { T::ZERO }
-        });
-        for (i, &x) in v.iter().enumerate() {
-            let e = e0 + i * threads;
-            if e < total {
-                store(e, x);
-            }
-        }
-        e0 += PREP_BATCH * threads;
-    }
+fn batched<T: Real>(total: usize, load: impl Fn(usize) -> T, store: impl FnMut(usize, T)) {
+    super::batched::<T, PREP_BATCH>(total, WIDE_THREADS as usize, load, store)
+}
+
+/// Rows `r0 .. r0 + h` and columns `c0 .. c0 + w` of `src` (leading dimension `ld`)
+/// transposed into the shared `tile` (`tile[cl (TILE + 1) + rl]`), read along the rows
+/// (coalesced); whether every value is finite.
+///
+/// # Safety
+/// The rows and columns lie inside `src`'s block; `tile` holds `TILE x (TILE + 1)` values.
+#[inline(always)]
+unsafe fn load_transposed<T: Real>(src: *const T, ld: usize, (r0, h): (usize, usize), (c0, w): (usize, usize), tile: *mut T) -> bool {
+    let mut finite = true;
+    batched(
+        w * h,
+        |e| {
+            let (cl, rl) = rem_div(e, w);
+            unsafe { *src.add((r0 + rl) * ld + c0 + cl) }
+        },
+        |e, v| {
+            let (cl, rl) = rem_div(e, w);
+            finite &= v.is_finite();
+            unsafe { *tile.add(cl * (TILE + 1) + rl) = v };
+        },
+    );
+    finite
 }
 
 /// Loads in flight per thread in [`prep`]'s copies: a `64 x 64` tile over 256 threads.

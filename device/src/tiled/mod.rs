@@ -207,6 +207,34 @@ pub(crate) fn rem_div(e: usize, d: usize) -> (usize, usize) {
     ((e % d) as usize, (e / d) as usize)
 }
 
+/// Hands this thread's share of `total` values (entries `tid, tid + threads, ..` of a
+/// block of `threads` threads) from `load(e)` to `store(e, v)`, `BATCH` loads before their
+/// stores: a store after each load (the compiler may not move a load above a store to
+/// memory it cannot tell apart) waits one global round trip per value, which the
+/// memory-bound copies (prep, the node walks' right-hand sides) cannot afford.
+#[inline(always)]
+pub(crate) fn batched<T: Real, const BATCH: usize>(
+    total: usize,
+    threads: usize,
+    load: impl Fn(usize) -> T,
+    mut store: impl FnMut(usize, T),
+) {
+    let mut e0 = thread_idx_x() as usize;
+    while e0 < total {
+        let v: [T; BATCH] = core::array::from_fn(|i| {
+            let e = e0 + i * threads;
+            if e < total { load(e) } else { T::ZERO }
+        });
+        for (i, &x) in v.iter().enumerate() {
+            let e = e0 + i * threads;
+            if e < total {
+                store(e, x);
+            }
+        }
+        e0 += BATCH * threads;
+    }
+}
+
 /// `(i, j)` with `j <= i` of the `e`-th pair of the lower triangle of a `t x t` tile grid,
 /// row by row: `e = i (i + 1) / 2 + j`.
 #[inline(always)]

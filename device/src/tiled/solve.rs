@@ -659,18 +659,12 @@ impl<T: Real, F: Fn(usize) -> (super::product::Panel<T>, usize)> TileRing<T, F> 
 /// memory; every thread calls it.
 #[inline(always)]
 unsafe fn move_node_rhs<T: Real>(g: *mut T, ldb: usize, ys: *mut T, n: usize, np: usize, kc: usize, to_shared: bool) {
-    // Eight values per thread in flight at a time: a load after each store would wait one
-    // global round trip per value.
-    const BATCH: usize = 8;
-    let total = if to_shared { np * kc } else { n * kc };
+    // Eight values per thread in flight at a time (`batched`).
     let rows = if to_shared { np } else { n };
-    let mut e0 = thread_idx_x() as usize;
-    while e0 < total {
-        let v: [T; BATCH] = core::array::from_fn(|i| {
-            let e = e0 + i * THREADS;
-            if e >= total {
-                return T::ZERO;
-            }
+    super::batched::<T, 8>(
+        rows * kc,
+        THREADS,
+        |e| {
             let (r, c) = rem_div(e, rows);
             // SAFETY: r < n rows of column c < kc of the node, or inside ys.
             unsafe {
@@ -682,22 +676,18 @@ unsafe fn move_node_rhs<T: Real>(g: *mut T, ldb: usize, ys: *mut T, n: usize, np
                     T::ZERO
                 }
             }
-        });
-        for (i, &value) in v.iter().enumerate() {
-            let e = e0 + i * THREADS;
-            if e < total {
-                let (r, c) = rem_div(e, rows);
-                unsafe {
-                    if to_shared {
-                        *ys.add(c * np + r) = value;
-                    } else {
-                        *g.add(c * ldb + r) = value;
-                    }
+        },
+        |e, value| {
+            let (r, c) = rem_div(e, rows);
+            unsafe {
+                if to_shared {
+                    *ys.add(c * np + r) = value;
+                } else {
+                    *g.add(c * ldb + r) = value;
                 }
             }
-        }
-        e0 += BATCH * THREADS;
-    }
+        },
+    );
     sync_threads();
 }
 

@@ -45,7 +45,7 @@ use chain::Chain;
 use chunked::ChunkPlan;
 use cudarc::driver::CudaStream;
 use fused::{Fused, Variant};
-use schedule::{Step, enqueue_all};
+use schedule::{Lanes, Step, enqueue_all};
 use std::sync::{Arc, Mutex};
 use tiled::Tiled;
 
@@ -303,6 +303,17 @@ impl Engine {
         }
     }
 
+    /// The steps of a factorization followed by a solve of `target`.
+    fn factor_solve_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>) -> Vec<Step<'k, T>> {
+        if let Engine::Tiled(t) = self {
+            return t.factor_solve_steps(b, target);
+        }
+        let interlaced = self.interlaces::<T>(b.shape.block, target.k);
+        let mut steps = self.factor_steps(b, interlaced.then_some(target));
+        steps.extend(self.solve_steps(b, target, !interlaced));
+        steps
+    }
+
     /// The solve's steps; `forward` false when an interlaced factorization did that sweep.
     fn solve_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>, forward: bool) -> Vec<Step<'k, T>> {
         match self {
@@ -399,6 +410,9 @@ pub struct GpuCholesky<T: Scalar> {
     /// The event [`GpuCholesky::wait_for_stream`] records on the caller's stream (made on
     /// first use, reused: a wait takes the event's state when it is enqueued).
     stream_event: std::sync::OnceLock<cudarc::driver::CudaEvent>,
+    /// The second stream of schedules that run work beside the main one ([`Step::Side`]),
+    /// made on first use.
+    side_stream: std::sync::OnceLock<Arc<CudaStream>>,
 }
 
 impl<T: Scalar> std::fmt::Debug for GpuCholesky<T> {
@@ -458,6 +472,7 @@ impl<T: Scalar> GpuCholesky<T> {
             partner: None,
             captures: Default::default(),
             stream_event: Default::default(),
+            side_stream: Default::default(),
         };
         solver.family()?; // options that cannot work are an error now, not at the first factor
         Ok(solver)
@@ -912,15 +927,32 @@ impl<T: Scalar> GpuCholesky<T> {
         timed("solve: launch", || self.launch_solve())
     }
 
+    /// The streams `steps` run on: the solver's, and its side stream where they fork
+    /// (made here, before any capture).
+    fn lanes(&self, steps: &[Step<'_, T>]) -> Result<Lanes<'_>> {
+        let side = match steps.iter().any(Step::forks) {
+            true => Some(match self.side_stream.get() {
+                Some(side) => side,
+                None => {
+                    let side = self.gpu.new_stream()?;
+                    self.side_stream.get_or_init(|| side)
+                }
+            }),
+            false => None,
+        };
+        Ok(Lanes { main: &self.stream, side: side.map(|s| &**s) })
+    }
+
     /// Captures `steps` into a graph (their shared-memory limits raised first: setting a
     /// function attribute is not a stream operation).
     fn capture(&self, steps: &[Step<'_, T>]) -> Result<Graph> {
         for step in steps {
             step.reserve_shared()?;
         }
+        let lanes = self.lanes(steps)?;
         self.captures.set(self.captures.get() + 1);
         // SAFETY: the steps were built from this solver's live plan buffers.
-        Graph::capture(&self.stream, || unsafe { enqueue_all(steps, &self.stream) })
+        Graph::capture(&self.stream, || unsafe { enqueue_all(steps, lanes) })
     }
 
     /// Runs `steps` directly (graphs off) or through the graph in `slot`, capturing it
@@ -928,7 +960,7 @@ impl<T: Scalar> GpuCholesky<T> {
     fn run(&self, steps: Vec<Step<'_, T>>, slot: &mut Option<Graph>) -> Result<()> {
         if !self.options.graphs {
             // SAFETY: as in `capture`.
-            return unsafe { enqueue_all(&steps, &self.stream) };
+            return unsafe { enqueue_all(&steps, self.lanes(&steps)?) };
         }
         if slot.is_none() {
             *slot = Some(self.capture(&steps)?);
@@ -1018,18 +1050,11 @@ impl<T: Scalar> GpuCholesky<T> {
     }
 
     /// Enqueues the factorization of the uploaded matrices and the solve of the uploaded
-    /// right-hand sides; the fused engine interlaces the forward substitution with the
-    /// factorization where its shared memory allows.
+    /// right-hand sides; the fused and chain engines interlace the forward substitution
+    /// with the factorization where their shared memory allows, the tiled engine runs it
+    /// beside the factorization, a level behind.
     pub fn launch_factor_solve(&mut self) -> Result<()> {
-        self.run_keyed(
-            |p| &mut p.factor_solve_graph,
-            |plan, target| {
-                let interlaced = plan.engine.interlaces::<T>(plan.bufs.shape.block, target.k);
-                let mut steps = plan.engine.factor_steps(&plan.bufs, interlaced.then_some(target));
-                steps.extend(plan.engine.solve_steps(&plan.bufs, target, !interlaced));
-                steps
-            },
-        )
+        self.run_keyed(|p| &mut p.factor_solve_graph, |plan, target| plan.engine.factor_solve_steps(&plan.bufs, target))
     }
 
     /// Runs the factorization and a solve of the uploaded data kernel by kernel with an
@@ -1046,7 +1071,7 @@ impl<T: Scalar> GpuCholesky<T> {
             step.reserve_shared()?;
             let t0 = self.stream.record_event(flags)?;
             // SAFETY: built from this solver's live plan buffers.
-            unsafe { step.enqueue(&self.stream)? };
+            unsafe { step.enqueue(Lanes::single(&self.stream))? };
             let t1 = self.stream.record_event(flags)?;
             t1.synchronize()?;
             if let Step::Launch { kernel, level, cfg, .. } = step {
@@ -1150,7 +1175,7 @@ impl<T: Scalar> GpuCholesky<T> {
             let steps = plan.engine.solve_steps(&plan.bufs, &target, true);
             // SAFETY: the factor buffers of the live plan and this job's own buffers, kept
             // alive in `jobs` until the results are copied back.
-            unsafe { enqueue_all(&steps, &stream)? };
+            unsafe { enqueue_all(&steps, Lanes::single(&stream))? };
             jobs.push((rhs, solve_info, b, stream));
         }
         let mut outs = Vec::with_capacity(sets.len());

@@ -311,6 +311,16 @@ impl Tiled {
     }
 
     pub(super) fn factor_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>) -> Vec<Step<'k, T>> {
+        self.factor_steps_with(b, |_, _| {})
+    }
+
+    /// The factorization's steps with `after_columns(level, steps)` called where a level's
+    /// panels are factored (before its neighbour updates).
+    fn factor_steps_with<'k, T: Scalar>(
+        &'k self,
+        b: &Buffers<T>,
+        mut after_columns: impl FnMut(u32, &mut Vec<Step<'k, T>>),
+    ) -> Vec<Step<'k, T>> {
         let shape = b.shape;
         let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
         let nt = tiles(n);
@@ -366,6 +376,7 @@ impl Tiled {
                     _ => launch(&self.trsm, m, trsm_blocks(k), PRODUCT_THREADS, product_smem, step, 0),
                 });
             }
+            after_columns(m, &mut steps);
             if m + 1 < top {
                 for side in 0..2 {
                     let wide_blocks = |wide: &ProductKernel| nodes * neighbour_blocks(n, wide.rows, side);
@@ -407,57 +418,144 @@ impl Tiled {
 
     /// One sweep of the solve (each starts with a reset of the status words).
     pub(super) fn sweep_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>, sweep: Sweep) -> Vec<Step<'k, T>> {
-        let shape = b.shape;
-        let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
-        let nt = tiles(n) as u32;
-        let chunk = Self::chunk(target.k);
-        let diag_smem = diag_solve_shared_bytes(T::BYTES) as u32;
-        // `per_node` blocks per node, tiles fastest.
-        let launch_with = |threads, kernel, level, per_node: u32, smem, step: u32, side| Step::Launch {
-            kernel,
-            level,
-            cfg: LaunchConfig { grid: (s * nodes_in_level(nb, level) * per_node, 1, 1), block: (threads, 1, 1), shared_bytes: smem },
-            args: Args::Tiled(Self::args(b, level, step, side, Some((target, chunk)))),
-        };
-        let launch = |kernel, level, per_node, smem, step, side| launch_with(SOLVE_THREADS, kernel, level, per_node, smem, step, side);
-        // The node walks: `walk` columns per pass (they keep the node's rows of them in
-        // shared memory), none where not even one fits.
-        let walk = node_walk_chunk(n, chunk, T::BYTES, self.max_shared);
-        let walks = |level: u32| walk > 0 && self.walks_nodes(n, s * nodes_in_level(nb, level));
-        let walk_smem = node_walk_shared_bytes(n, walk, T::BYTES) as u32;
-        let walk_launch = |kernel, level| Step::Launch {
-            kernel,
-            level,
-            cfg: LaunchConfig { grid: (s * nodes_in_level(nb, level), 1, 1), block: (SOLVE_THREADS, 1, 1), shared_bytes: walk_smem },
-            args: Args::Tiled(Self::args(b, level, 0, 0, Some((target, walk)))),
-        };
-        let couple_smem = couple_shared_bytes(T::BYTES) as u32;
-        let top = levels(nb);
-        let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
-        if sweep == Sweep::Backward {
-            for m in (0..top).rev() {
-                if m + 1 < top {
-                    steps.push(launch(&self.backward_couple, m, nt * BACKWARD_ROW_GROUPS, 0, 0, 0));
-                }
-                if walks(m) {
-                    steps.push(walk_launch(&self.backward_node, m));
-                } else {
-                    steps.extend((0..nt).rev().map(|t| launch(&self.backward_diag, m, t + 1, diag_smem, t, 0)));
-                }
-            }
+        let sweeps = SweepLaunches::new(self, b, target);
+        let mut steps = vec![sweeps.reset_status()];
+        let top = levels(b.shape.nblocks as u32);
+        match sweep {
+            Sweep::Forward => (0..top).for_each(|m| steps.extend(sweeps.forward_level(m))),
+            Sweep::Backward => (0..top).rev().for_each(|m| steps.extend(sweeps.backward_level(m))),
+        }
+        steps
+    }
+
+    /// A factorization and a solve: the forward sweep of each level runs on a side stream
+    /// once the level's panels are factored, beside the factorization of the levels above
+    /// (it reads only the level's finished factor blocks and writes only the right-hand
+    /// sides, which the factorization never touches); the backward sweep after both. With
+    /// `BLOCKTRI_FORWARD_BESIDE=off` one after the other, for measurements.
+    pub(super) fn factor_solve_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>) -> Vec<Step<'k, T>> {
+        if std::env::var("BLOCKTRI_FORWARD_BESIDE").as_deref() == Ok("off") {
+            let mut steps = self.factor_steps(b);
+            steps.extend(self.solve_steps(b, target));
             return steps;
         }
-        for m in 0..top {
-            if walks(m) {
-                steps.push(walk_launch(&self.forward_node, m));
-            } else {
-                steps.extend((0..nt).map(|t| launch(&self.forward_diag, m, nt - t, diag_smem, t, 0)));
-            }
-            if m + 1 < top {
-                let threads = couple_threads(s * nodes_in_level(nb, m) * nt, self.multiprocessors);
-                for side in 0..2 {
-                    steps.push(launch_with(threads, &self.forward_couple, m, nt, couple_smem, 0, side));
-                }
+        let sweeps = SweepLaunches::new(self, b, target);
+        let mut steps = vec![sweeps.reset_status()];
+        steps.extend(self.factor_steps_with(b, |m, steps| {
+            steps.push(Step::Fork);
+            steps.extend(sweeps.forward_level(m).into_iter().map(|s| Step::Side(Box::new(s))));
+        }));
+        steps.push(Step::Join);
+        (0..levels(b.shape.nblocks as u32)).rev().for_each(|m| steps.extend(sweeps.backward_level(m)));
+        steps
+    }
+}
+
+/// The launches of the solve's sweeps for one plan and right-hand-side target.
+struct SweepLaunches<'k, 'b, T> {
+    tiled: &'k Tiled,
+    bufs: &'b Buffers<T>,
+    target: &'b SolveTarget<T>,
+    /// Right-hand-side columns per pass of the per-step kernels.
+    chunk: usize,
+    /// Columns per pass of the node walks (they keep the node's rows of them in shared
+    /// memory); 0 where not even one fits.
+    walk: usize,
+}
+
+impl<'k, 'b, T: Scalar> SweepLaunches<'k, 'b, T> {
+    fn new(tiled: &'k Tiled, bufs: &'b Buffers<T>, target: &'b SolveTarget<T>) -> Self {
+        let chunk = Tiled::chunk(target.k);
+        let walk = node_walk_chunk(bufs.shape.block, chunk, T::BYTES, tiled.max_shared);
+        SweepLaunches { tiled, bufs, target, chunk, walk }
+    }
+
+    /// Sets the solve's status words.
+    fn reset_status(&self) -> Step<'k, T> {
+        Step::ResetStatus { addr: self.target.info as u64, systems: self.bufs.shape.batch }
+    }
+
+    /// Nodes of `level`, all systems.
+    fn nodes(&self, level: u32) -> u32 {
+        self.bufs.shape.batch as u32 * nodes_in_level(self.bufs.shape.nblocks as u32, level)
+    }
+
+    /// A launch of `per_node` blocks per node of `level` (tiles fastest) on `chunk`
+    /// right-hand-side columns per pass.
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        &self,
+        kernel: &'k Kernel,
+        level: u32,
+        per_node: u32,
+        threads: u32,
+        smem: u32,
+        step: u32,
+        side: u32,
+        chunk: usize,
+    ) -> Step<'k, T> {
+        Step::Launch {
+            kernel,
+            level,
+            cfg: LaunchConfig { grid: (self.nodes(level) * per_node, 1, 1), block: (threads, 1, 1), shared_bytes: smem },
+            args: Args::Tiled(Tiled::args(self.bufs, level, step, side, Some((self.target, chunk)))),
+        }
+    }
+
+    /// The per-step kernels' launch (`SOLVE_THREADS`, `chunk` columns per pass).
+    fn step_launch(&self, kernel: &'k Kernel, level: u32, per_node: u32, smem: u32, step: u32, side: u32) -> Step<'k, T> {
+        self.launch(kernel, level, per_node, SOLVE_THREADS, smem, step, side, self.chunk)
+    }
+
+    /// A node walk over `level` (one block per node).
+    fn walk_launch(&self, kernel: &'k Kernel, level: u32) -> Step<'k, T> {
+        let smem = node_walk_shared_bytes(self.bufs.shape.block, self.walk, T::BYTES) as u32;
+        self.launch(kernel, level, 1, SOLVE_THREADS, smem, 0, 0, self.walk)
+    }
+
+    /// Whether `level`'s diagonal solves are node walks.
+    fn walks(&self, level: u32) -> bool {
+        self.walk > 0 && self.tiled.walks_nodes(self.bufs.shape.block, self.nodes(level))
+    }
+
+    fn tiles(&self) -> u32 {
+        tiles(self.bufs.shape.block) as u32
+    }
+
+    fn is_top(&self, level: u32) -> bool {
+        level + 1 == levels(self.bufs.shape.nblocks as u32)
+    }
+
+    /// The forward sweep of `level`: the diagonal solves, then (below the top) the
+    /// couplings into both neighbours.
+    fn forward_level(&self, m: u32) -> Vec<Step<'k, T>> {
+        let (t, nt) = (self.tiled, self.tiles());
+        let diag_smem = diag_solve_shared_bytes(T::BYTES) as u32;
+        let mut steps = match self.walks(m) {
+            true => vec![self.walk_launch(&t.forward_node, m)],
+            false => (0..nt).map(|k| self.step_launch(&t.forward_diag, m, nt - k, diag_smem, k, 0)).collect(),
+        };
+        if !self.is_top(m) {
+            let threads = couple_threads(self.nodes(m) * nt, t.multiprocessors);
+            let smem = couple_shared_bytes(T::BYTES) as u32;
+            steps.extend((0..2).map(|side| self.launch(&t.forward_couple, m, nt, threads, smem, 0, side, self.chunk)));
+        }
+        steps
+    }
+
+    /// The backward sweep of `level`: (below the top) the couplings from both neighbours,
+    /// then the diagonal solves.
+    fn backward_level(&self, m: u32) -> Vec<Step<'k, T>> {
+        let (t, nt) = (self.tiled, self.tiles());
+        let mut steps = Vec::new();
+        if !self.is_top(m) {
+            steps.push(self.step_launch(&t.backward_couple, m, nt * BACKWARD_ROW_GROUPS, 0, 0, 0));
+        }
+        match self.walks(m) {
+            true => steps.push(self.walk_launch(&t.backward_node, m)),
+            false => {
+                let diag_smem = diag_solve_shared_bytes(T::BYTES) as u32;
+                steps.extend((0..nt).rev().map(|k| self.step_launch(&t.backward_diag, m, k + 1, diag_smem, k, 0)));
             }
         }
         steps
