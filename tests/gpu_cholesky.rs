@@ -170,7 +170,7 @@ fn tiled_factor_solve_with_the_forward_sweep_beside_matches_factor_then_solve() 
     let seed = fresh_seed();
     for graphs in [true, false] {
         let options = GpuOptions { kernels: KernelFamily::Tiled, graphs, ..GpuOptions::default() };
-        let mut beside = GpuCholesky::<f64>::with_gpu(g.clone(), options.clone()).unwrap();
+        let mut beside = GpuCholesky::<f64>::with_gpu(g.clone(), options).unwrap();
         let mut apart = GpuCholesky::<f64>::with_gpu(g.clone(), options).unwrap();
         for (i, (batch, nb, n, k)) in [(1, 1000, 128, 1), (3, 64, 200, 3), (1, 9, 320, 2), (2, 5, 129, 70)].into_iter().enumerate() {
             let (a, b) = problem::<f64>(batch, nb, n, k, seed + i as u64);

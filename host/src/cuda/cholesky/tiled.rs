@@ -10,6 +10,8 @@
 //! per level upward `forward_node` + two `forward_couple`; downward `backward_couple` +
 //! `backward_node` (the diagonal solves, one block per node; at levels with few nodes of
 //! more than 4 tiles one launch per tile step instead: `forward_diag`, `backward_diag`).
+//! Factor + solve: each level's forward sweep on a side stream beside the factorization
+//! of the levels above, then the backward sweep.
 
 use super::schedule::{Args, Step};
 use super::{Buffers, F32Products, SolveTarget, Sweep};
