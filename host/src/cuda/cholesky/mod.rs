@@ -955,15 +955,16 @@ impl<T: Scalar> GpuCholesky<T> {
         Graph::capture(&self.stream, || unsafe { enqueue_all(steps, lanes) })
     }
 
-    /// Runs `steps` directly (graphs off) or through the graph in `slot`, capturing it
-    /// first when the slot is empty.
-    fn run(&self, steps: Vec<Step<'_, T>>, slot: &mut Option<Graph>) -> Result<()> {
+    /// Runs the steps that `steps` builds directly (graphs off) or through the graph in
+    /// `slot`, capturing it first when the slot is empty: a replay builds no step list.
+    fn run<'k>(&self, steps: impl FnOnce() -> Vec<Step<'k, T>>, slot: &mut Option<Graph>) -> Result<()> {
         if !self.options.graphs {
+            let steps = steps();
             // SAFETY: as in `capture`.
             return unsafe { enqueue_all(&steps, self.lanes(&steps)?) };
         }
         if slot.is_none() {
-            *slot = Some(self.capture(&steps)?);
+            *slot = Some(self.capture(&steps())?);
         }
         slot.as_ref().expect("graph").launch()
     }
@@ -973,7 +974,7 @@ impl<T: Scalar> GpuCholesky<T> {
     pub fn launch_factor(&mut self) -> Result<()> {
         let mut plan = self.plan.take().ok_or(Error::NotFactored)?;
         let mut graph = plan.factor_graph.take();
-        let result = self.run(plan.engine.factor_steps(&plan.bufs, None), &mut graph);
+        let result = self.run(|| plan.engine.factor_steps(&plan.bufs, None), &mut graph);
         plan.factor_graph = graph;
         self.plan = Some(plan);
         result
@@ -993,7 +994,7 @@ impl<T: Scalar> GpuCholesky<T> {
             let k = plan.rhs_cols;
             let graphs = slot(&mut plan);
             let mut graph = graphs.iter().position(|(gk, _)| *gk == k).map(|i| graphs.remove(i).1);
-            let ran = self.run(steps_of(&plan, &target), &mut graph);
+            let ran = self.run(|| steps_of(&plan, &target), &mut graph);
             let graphs = slot(&mut plan);
             if let Some(g) = graph {
                 graphs.push((k, g));

@@ -199,6 +199,10 @@ pub(super) struct Tiled {
     forward_diag: Kernel,
     backward_diag: Kernel,
     diag_solve: DiagSolveChoice,
+    /// Whether factor + solve runs each level's forward sweep beside the factorization
+    /// (`factor_solve_steps`); `BLOCKTRI_FORWARD_BESIDE=off`, for measurements, runs the
+    /// factorization, then the solve (`docs/perf-notes.md`, entry 49).
+    forward_beside: bool,
     forward_couple: Kernel,
     backward_couple: Kernel,
     /// SMs of the device (the forward coupling's block width depends on the grid).
@@ -264,6 +268,7 @@ impl Tiled {
             forward_diag: k(names::TILED_FORWARD_DIAG)?,
             backward_diag: k(names::TILED_BACKWARD_DIAG)?,
             diag_solve: DiagSolveChoice::from_env(),
+            forward_beside: std::env::var("BLOCKTRI_FORWARD_BESIDE").as_deref() != Ok("off"),
             forward_couple: k(names::TILED_FORWARD_COUPLE)?,
             backward_couple: k(names::TILED_BACKWARD_COUPLE)?,
             multiprocessors: gpu.info().multiprocessors,
@@ -433,10 +438,10 @@ impl Tiled {
     /// A factorization and a solve: the forward sweep of each level runs on a side stream
     /// once the level's panels are factored, beside the factorization of the levels above
     /// (it reads only the level's finished factor blocks and writes only the right-hand
-    /// sides, which the factorization never touches); the backward sweep after both. With
-    /// `BLOCKTRI_FORWARD_BESIDE=off` one after the other, for measurements.
+    /// sides, which the factorization never touches); the backward sweep after both.
+    /// Without [`Tiled::forward_beside`] one after the other.
     pub(super) fn factor_solve_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>) -> Vec<Step<'k, T>> {
-        if std::env::var("BLOCKTRI_FORWARD_BESIDE").as_deref() == Ok("off") {
+        if !self.forward_beside {
             let mut steps = self.factor_steps(b);
             steps.extend(self.solve_steps(b, target));
             return steps;
