@@ -487,4 +487,30 @@ fn emulated_tiled_failures_name_the_system_and_block() {
     let mut d = upload(&a, &b);
     run_factor::<f64, Native>(&mut d, &a);
     assert_eq!(decode_info(d.info[0]).unwrap(), (2, InfoCode::NotSymmetric as u32, 3));
+
+    // Faults in level 0's input, in its second column tile: an infinity above the
+    // diagonal only, in the upper tile of level-0 block 2.
+    let (mut a, b) = problem::<f64>(1, 5, 70, 1, 12);
+    let ld = a.ld();
+    a.diag_block_mut(0, 2)[67 * ld + 3] = f64::INFINITY; // entry (3, 67) only
+    let mut d = upload(&a, &b);
+    run_factor::<f64, Native>(&mut d, &a);
+    assert_eq!(decode_info(d.info[0]).unwrap(), (0, InfoCode::NonFinite as u32, 2));
+    // An asymmetric level-0 block 4, in its second column tile.
+    let (mut a, b) = problem::<f64>(1, 5, 70, 1, 13);
+    a.diag_block_mut(0, 4)[66 * ld + 68] += 0.5; // entry (68, 66) only
+    let mut d = upload(&a, &b);
+    run_factor::<f64, Native>(&mut d, &a);
+    assert_eq!(decode_info(d.info[0]).unwrap(), (0, InfoCode::NotSymmetric as u32, 4));
+    // A NaN in column tile 1 of level-0 node 4's left coupling (sub-diagonal block 3,
+    // row 66: the transposed copy), while node 0 is not positive definite in its first
+    // tile and separator 3 is asymmetric (level 1): the input's non-finite value is the
+    // one reported (the smallest key: level 0, and input checks before pivots).
+    let (mut a, b) = problem::<f64>(1, 7, 70, 1, 14);
+    a.sub_block_mut(0, 3)[5 * ld + 66] = f64::NAN; // sub[3](66, 5) = A[4, 3](66, 5)
+    a.set_diag(0, 0, 1, 1, -1e4);
+    a.diag_block_mut(0, 3)[1] += 0.5;
+    let mut d = upload(&a, &b);
+    run_factor::<f64, Native>(&mut d, &a);
+    assert_eq!(decode_info(d.info[0]).unwrap(), (0, InfoCode::NonFinite as u32, 4));
 }

@@ -261,6 +261,11 @@ unsafe fn copy_tile<T: Real>(src: *const T, lds: usize, dst: *mut T, ldd: usize,
 /// Copies `kc` columns of `rows` rows between the right-hand sides (`g`, leading dimension
 /// `ldb`) and the shared tile `z` (leading dimension `rows`); `to_shared` picks the
 /// direction. Ends with a barrier.
+///
+/// The same copy as the node walks' `move_node_rhs` with `np = n = rows`, kept apart:
+/// through `move_node_rhs` (a run-time division per element, eight loads at a time) the
+/// per-step kernels took 89-92 registers instead of 128, but the solves that use them
+/// were 0.4-1.6 % slower on the H100 (`docs/bench/move-rhs-h100/`).
 #[inline(always)]
 unsafe fn move_rhs<T: Real>(g: *mut T, ldb: usize, z: *mut T, rows: usize, kc: usize, to_shared: bool) {
     // SAFETY: rows <= TILE and kc <= MAX_CHUNK <= TILE.
