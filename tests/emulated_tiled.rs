@@ -445,72 +445,73 @@ fn emulated_tiled_tf32_products_match_the_dense_reference() {
     check::<f32, Tf32>(&[CASES[1], CASES[4]], 1e-3);
 }
 
+/// The status words of an emulated tiled factorization of `a`, one per system.
+fn factor_status(a: &BlockTridiag<f64>, b: &BlockVec<f64>) -> Vec<u64> {
+    let mut d = upload(a, b);
+    run_factor::<f64, Native>(&mut d, a);
+    d.info
+}
+
 #[test]
 fn emulated_tiled_failures_name_the_system_and_block() {
     // System 1 of 2 gets an indefinite diagonal block 5 (level 1), in its second tile.
     let (mut a, b) = problem::<f64>(2, 7, 66, 1, 7);
     a.set_diag(1, 5, 65, 65, -1e4);
-    let mut d = upload(&a, &b);
-    run_factor::<f64, Native>(&mut d, &a);
-    assert_eq!(d.info[0], INFO_OK);
-    assert_eq!(decode_info(d.info[1]).unwrap(), (1, InfoCode::NotPositiveDefinite as u32, 5));
+    let info = factor_status(&a, &b);
+    assert_eq!(info[0], INFO_OK);
+    assert_eq!(decode_info(info[1]).unwrap(), (1, InfoCode::NotPositiveDefinite as u32, 5));
 
     // A pivot that fails in the third 16-column panel of a tile (row 40 of block 2, level 0).
     let (mut a, b) = problem::<f64>(1, 5, 66, 1, 10);
     a.set_diag(0, 2, 40, 40, -1e4);
-    let mut d = upload(&a, &b);
-    run_factor::<f64, Native>(&mut d, &a);
-    assert_eq!(decode_info(d.info[0]).unwrap(), (0, InfoCode::NotPositiveDefinite as u32, 2));
+    let info = factor_status(&a, &b);
+    assert_eq!(decode_info(info[0]).unwrap(), (0, InfoCode::NotPositiveDefinite as u32, 2));
 
     // A NaN in sub-diagonal block 2 of system 0 (right coupling of level-0 node 2), and
     // one in sub-diagonal block 3 (left coupling of level-0 node 4): the first reported.
     let (mut a, b) = problem::<f64>(2, 6, 3, 1, 8);
     a.sub_block_mut(0, 2)[1] = f64::NAN;
     a.sub_block_mut(0, 3)[2] = f64::INFINITY;
-    let mut d = upload(&a, &b);
-    run_factor::<f64, Native>(&mut d, &a);
-    assert_eq!(decode_info(d.info[0]).unwrap(), (0, InfoCode::NonFinite as u32, 2));
-    assert_eq!(d.info[1], INFO_OK);
+    let info = factor_status(&a, &b);
+    assert_eq!(decode_info(info[0]).unwrap(), (0, InfoCode::NonFinite as u32, 2));
+    assert_eq!(info[1], INFO_OK);
 
     // An infinity above the diagonal only, in the upper tile of diagonal block 1 (level
     // 1): prep reads that tile only as the mirror of the lower one.
     let (mut a, b) = problem::<f64>(1, 3, 70, 1, 11);
     let ld = a.ld();
     a.diag_block_mut(0, 1)[66 * ld + 2] = f64::INFINITY; // entry (2, 66) only
-    let mut d = upload(&a, &b);
-    run_factor::<f64, Native>(&mut d, &a);
-    assert_eq!(decode_info(d.info[0]).unwrap(), (1, InfoCode::NonFinite as u32, 1));
+    let info = factor_status(&a, &b);
+    assert_eq!(decode_info(info[0]).unwrap(), (1, InfoCode::NonFinite as u32, 1));
 
     // An asymmetric diagonal block 3 (level 2).
     let (mut a, b) = problem::<f64>(1, 7, 3, 1, 9);
     a.diag_block_mut(0, 3)[1] += 0.5; // entry (1, 0) only
-    let mut d = upload(&a, &b);
-    run_factor::<f64, Native>(&mut d, &a);
-    assert_eq!(decode_info(d.info[0]).unwrap(), (2, InfoCode::NotSymmetric as u32, 3));
+    let info = factor_status(&a, &b);
+    assert_eq!(decode_info(info[0]).unwrap(), (2, InfoCode::NotSymmetric as u32, 3));
 
     // Faults in level 0's input, in its second column tile: an infinity above the
     // diagonal only, in the upper tile of level-0 block 2.
     let (mut a, b) = problem::<f64>(1, 5, 70, 1, 12);
     let ld = a.ld();
     a.diag_block_mut(0, 2)[67 * ld + 3] = f64::INFINITY; // entry (3, 67) only
-    let mut d = upload(&a, &b);
-    run_factor::<f64, Native>(&mut d, &a);
-    assert_eq!(decode_info(d.info[0]).unwrap(), (0, InfoCode::NonFinite as u32, 2));
+    let info = factor_status(&a, &b);
+    assert_eq!(decode_info(info[0]).unwrap(), (0, InfoCode::NonFinite as u32, 2));
     // An asymmetric level-0 block 4, in its second column tile.
     let (mut a, b) = problem::<f64>(1, 5, 70, 1, 13);
+    let ld = a.ld();
     a.diag_block_mut(0, 4)[66 * ld + 68] += 0.5; // entry (68, 66) only
-    let mut d = upload(&a, &b);
-    run_factor::<f64, Native>(&mut d, &a);
-    assert_eq!(decode_info(d.info[0]).unwrap(), (0, InfoCode::NotSymmetric as u32, 4));
+    let info = factor_status(&a, &b);
+    assert_eq!(decode_info(info[0]).unwrap(), (0, InfoCode::NotSymmetric as u32, 4));
     // A NaN in column tile 1 of level-0 node 4's left coupling (sub-diagonal block 3,
     // row 66: the transposed copy), while node 0 is not positive definite in its first
     // tile and separator 3 is asymmetric (level 1): the input's non-finite value is the
     // one reported (the smallest key: level 0, and input checks before pivots).
     let (mut a, b) = problem::<f64>(1, 7, 70, 1, 14);
+    let ld = a.ld();
     a.sub_block_mut(0, 3)[5 * ld + 66] = f64::NAN; // sub[3](66, 5) = A[4, 3](66, 5)
     a.set_diag(0, 0, 1, 1, -1e4);
     a.diag_block_mut(0, 3)[1] += 0.5;
-    let mut d = upload(&a, &b);
-    run_factor::<f64, Native>(&mut d, &a);
-    assert_eq!(decode_info(d.info[0]).unwrap(), (0, InfoCode::NonFinite as u32, 4));
+    let info = factor_status(&a, &b);
+    assert_eq!(decode_info(info[0]).unwrap(), (0, InfoCode::NonFinite as u32, 4));
 }
