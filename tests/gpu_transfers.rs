@@ -169,13 +169,67 @@ fn a_device_memory_limit_turns_into_chunks() {
     assert!(limited.shape().is_none(), "ran in chunks");
     // `factor` keeps the factor on the device: the whole batch must fit.
     assert!(matches!(limited.factor(&a), Err(Error::OutOfMemory { .. })));
-    // Not even one system fits: a clear error (a fresh solver: the first one's plans
-    // would count as room it already holds).
-    g.set_memory_limit(Some(per_system / 2));
+    // Not even a segment of one block fits (one system alone runs in segments, see
+    // below): a clear error (a fresh solver: the first one's plans would count as room it
+    // already holds).
+    g.set_memory_limit(Some(per_system / 100));
     let mut tiny = solver::<f64>(&g, KernelFamily::Auto, None);
     assert!(matches!(tiny.factor_solve(&a, &b), Err(Error::OutOfMemory { .. })));
     g.set_memory_limit(None);
     assert!(limited.factor_solve(&a, &b).is_ok());
+}
+
+#[test]
+fn one_chain_larger_than_the_device_runs_in_segments() {
+    let Some(_) = gpu() else { return };
+    let g = Gpu::with_ordinal(0).unwrap(); // the limit stays with this handle
+    let seed = fresh_seed();
+    // Fused rows (n = 16), the blocked panel family (n = 64, two columns), the tiled
+    // engine (n = 130), and a batch of two chains of which not even one fits.
+    for (batch, nblocks, n, k) in [(1, 3000, 16, 1), (1, 700, 64, 2), (1, 120, 130, 1), (2, 900, 16, 3)] {
+        let (a, b) = problem::<f64>(batch, nblocks, n, k, seed + nblocks as u64);
+        let x_ref = solver::<f64>(&g, KernelFamily::Auto, None).factor_solve(&a, &b).unwrap();
+        let one = GpuCholesky::<f64>::required_memory(Shape::new(1, nblocks, n).unwrap(), k);
+        g.set_memory_limit(Some(one / 3));
+        let mut limited = solver::<f64>(&g, KernelFamily::Auto, None);
+        let what = format!("{} k = {k} (seed {seed})", a.shape());
+        let x = limited.factor_solve(&a, &b).unwrap();
+        assert!(limited.shape().is_none(), "{what}: ran in segments, nothing left to solve with");
+        assert!(matches!(limited.solve(&b), Err(Error::NotFactored)), "{what}");
+        let r = residual::accuracy(&a, &x, &b).unwrap().relative_residual;
+        assert!(r < 1e-12, "{what}: residual {r:e}");
+        assert!(rel_diff(&x, &x_ref) < 1e-10, "{what}: {:e} from the one-shot solve", rel_diff(&x, &x_ref));
+        // In place, into the caller's memory (the same schedule; the fused kernels add
+        // separator updates in any order, so the same to rounding).
+        let mut y = b.clone();
+        limited.factor_solve_in_place(&a, &mut y).unwrap();
+        assert!(rel_diff(&y, &x) < 1e-13, "{what}: in place, second run");
+        // f32, same cut.
+        let (a32, b32) = (a.cast::<f32>(), b.cast::<f32>());
+        let x32 = solver::<f32>(&g, KernelFamily::Auto, None).factor_solve(&a32, &b32).unwrap();
+        let r32 = residual::accuracy(&a32, &x32, &b32).unwrap().relative_residual;
+        assert!(r32 < 1e-5, "{what}: f32 residual {r32:e}");
+        g.set_memory_limit(None);
+    }
+    // A block that is not positive definite is named in the caller's chain, wherever the
+    // cut puts it (inside a segment or as a separator).
+    let (mut a, b) = problem::<f64>(2, 3000, 16, 1, seed);
+    let one = GpuCholesky::<f64>::required_memory(Shape::new(1, 3000, 16).unwrap(), 1);
+    g.set_memory_limit(Some(one / 3));
+    let mut limited = solver::<f64>(&g, KernelFamily::Auto, None);
+    for bad in [17, 1234, 2999] {
+        let mut a_bad = a.clone();
+        for r in 0..16 {
+            a_bad.set_diag(1, bad, r, r, -1.0);
+        }
+        match limited.factor_solve(&a_bad, &b) {
+            Err(Error::NotPositiveDefinite { system: 1, block, .. }) => assert_eq!(block, bad),
+            other => panic!("block {bad}: {other:?}"),
+        }
+    }
+    a.set_sub(0, 700, 3, 4, f64::INFINITY);
+    assert!(matches!(limited.factor_solve(&a, &b), Err(Error::NonFinite { system: 0, block: 700 | 701, .. })));
+    g.set_memory_limit(None);
 }
 
 #[test]

@@ -40,6 +40,7 @@ pub mod matrix;
 pub mod plan;
 pub mod residual;
 pub mod scalar;
+mod segmented;
 pub mod solver;
 mod trace;
 pub mod tridiag;

@@ -377,7 +377,9 @@ fn solve<T: Scalar>(args: &SolveArgs) -> Result<()> {
         let resolve = t.elapsed();
         println!("refactor: {:.3} ms, solve: {:.3} ms (buffers and graphs reused)", ms(refactor), ms(resolve));
     } else if solver.backend_name() == "gpu" {
-        println!("(the batch is larger than the device memory: it ran in chunks, no factorization stays on the device)");
+        println!(
+            "(the problem is larger than the device memory: it ran in chunks of systems or segments of one chain; no factorization stays on the device)"
+        );
     }
     println!("(wall-clock times from host memory, transfers included; `blocktri bench` times device work)");
     let acc = residual::accuracy(&a, &x, &b)?;

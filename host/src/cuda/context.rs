@@ -157,6 +157,13 @@ impl Gpu {
         Ok(self.ctx.mem_get_info()?.0.min(self.memory_limit.load(Ordering::Relaxed)))
     }
 
+    /// Device bytes a caller that holds `held` bytes of its own (which it would free to
+    /// make room) can plan with: the free memory plus `held`, at most the limit (the limit
+    /// caps all that the caller holds, not only what it allocates next).
+    pub(crate) fn room_with(&self, held: usize) -> Result<usize> {
+        Ok((self.ctx.mem_get_info()?.0 + held).min(self.memory_limit.load(Ordering::Relaxed)))
+    }
+
     /// Caps the free memory the size checks see (`None`: the device's own). Batches
     /// larger than the cap then run in chunks; a single system that does not fit gets
     /// [`Error::OutOfMemory`]. Also set by the environment variable

@@ -13,6 +13,18 @@ use crate::error::{Error, Result};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use crate::scalar::Scalar;
 
+/// The share of the usable device memory one segment's plan may take.
+const SEGMENT_SHARE: usize = 8;
+
+/// What a factor + solve that does not fit at once does instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Deferred {
+    /// The batch in chunks of whole systems.
+    Chunks(ChunkPlan),
+    /// Each chain in segments of about this many blocks.
+    Segments(usize),
+}
+
 /// How a batch is cut: `systems` per chunk (the last chunk may hold fewer), run by
 /// `solvers` plans in turn (2 to overlap transfers with compute, 1 when only one chunk
 /// fits at a time).
@@ -62,8 +74,30 @@ impl<T: Scalar> GpuCholesky<T> {
         }
         let one = Shape { batch: 1, ..shape };
         let tiled = self.is_tiled(shape.block)?;
-        let free = self.gpu.free_memory()? + self.plan_footprint();
+        let free = self.gpu.room_with(self.plan_footprint())?;
         plan_chunks(shape.batch, plan_bytes::<T>(one, k, tiled), free, self.options.chunk_systems)
+    }
+
+    /// Blocks per segment for one chain too long for the device (see `segmented.rs`): the
+    /// longest segment whose plan with `k + 2n` right-hand-side columns takes at most an
+    /// eighth of the usable memory, so that the chunked batches of segments run two plans
+    /// of several segments each and the reduced system fits beside them. Fails with
+    /// [`Error::OutOfMemory`] when not even a segment of one block fits so.
+    pub(super) fn segment_target(&self, shape: Shape, k: usize) -> Result<usize> {
+        let tiled = self.is_tiled(shape.block)?;
+        let free = self.gpu.room_with(self.plan_footprint())?;
+        let budget = (free - free / 21) / SEGMENT_SHARE;
+        let bytes = |m: usize| plan_bytes::<T>(Shape { batch: 1, nblocks: m, block: shape.block }, k + 2 * shape.block, tiled);
+        if bytes(1) > budget {
+            return Err(Error::OutOfMemory { needed: SEGMENT_SHARE * bytes(1), free });
+        }
+        // The plan grows with `m`: the largest `m` within the budget, by bisection.
+        let (mut fits, mut too_big) = (1, shape.nblocks);
+        while too_big - fits > 1 {
+            let mid = fits + (too_big - fits) / 2;
+            if bytes(mid) <= budget { fits = mid } else { too_big = mid }
+        }
+        Ok(fits)
     }
 
     /// Factor + solve of a batch in chunks (see the module docs): `x` receives the
@@ -118,6 +152,21 @@ impl<T: Scalar> GpuCholesky<T> {
         // The plan holds the last chunk's factor, not the batch's: nothing to solve with.
         self.factored = false;
         Ok(())
+    }
+
+    /// Factor + solve of chains too long for the device, by segments of about `target`
+    /// blocks (`segmented.rs`). The plan is left holding the last batch's or the reduced
+    /// system's factor, not `a`'s: nothing to solve with afterwards.
+    pub(super) fn factor_solve_segmented(&mut self, a: &BlockTridiag<T>, b: &BlockVec<T>, target: usize) -> Result<BlockVec<T>> {
+        // The batch buffers page-locked once, so that every batch moves by DMA.
+        let gpu = self.gpu.clone();
+        let pin = move |m: &mut BlockTridiag<T>, v: &mut BlockVec<T>| {
+            m.pin_for_gpu(&gpu)?;
+            v.pin_for_gpu(&gpu)
+        };
+        let x = crate::trace::timed("factor+solve: segments", || crate::segmented::factor_solve(self, a, b, target, &pin));
+        self.factored = false;
+        x
     }
 
     /// Waits for a chunk, checks it and copies its solutions into `x`.

@@ -42,7 +42,7 @@ use blocktri_device::layout::round_up;
 use blocktri_device::level::{FactorArgs, InfoCode, SolveArgs, decode_info, factor_flag_words, solve_flag_words};
 use blocktri_device::logdet::{LOGDET_SHARED_BYTES, LOGDET_THREADS, LogDetArgs};
 use chain::Chain;
-use chunked::ChunkPlan;
+use chunked::Deferred;
 use cudarc::driver::CudaStream;
 use fused::{Fused, Variant};
 use schedule::{Lanes, Step, enqueue_all};
@@ -1031,15 +1031,29 @@ impl<T: Scalar> GpuCholesky<T> {
     /// chunk plan of a batch that does not fit at once (nothing enqueued) or uploads both,
     /// launches the factor + solve and checks the factorization (waits), so that a failure
     /// is reported before anything is written back.
-    fn factor_solve_enqueue(&mut self, a: &BlockTridiag<T>, b: &BlockVec<T>) -> Result<Option<ChunkPlan>> {
+    fn factor_solve_enqueue(&mut self, a: &BlockTridiag<T>, b: &BlockVec<T>) -> Result<Option<Deferred>> {
         if a.shape() != b.shape() {
             shape_err!("right-hand side shape {} does not match the matrix {}", b.shape(), a.shape());
         }
-        let chunks = timed("factor+solve: chunk plan", || self.chunk_plan(a.shape(), b.ncols()))?;
+        let chunks = match timed("factor+solve: chunk plan", || self.chunk_plan(a.shape(), b.ncols())) {
+            // Not even one system fits: its chain in segments, when it has blocks to cut.
+            Err(Error::OutOfMemory { .. }) if a.shape().nblocks >= 3 => {
+                let target = self.segment_target(a.shape(), b.ncols())?;
+                if target < a.shape().nblocks {
+                    timed("factor+solve: checks", || b.validate())?;
+                    return Ok(Some(Deferred::Segments(target)));
+                }
+                return Err(Error::OutOfMemory {
+                    needed: plan_bytes::<T>(a.shape(), b.ncols(), self.is_tiled(a.shape().block)?),
+                    free: self.gpu.free_memory()?,
+                });
+            }
+            other => other?,
+        };
         if chunks.chunks > 1 {
             // The chunks upload `b` piece by piece: check it whole first.
             timed("factor+solve: checks", || b.validate())?;
-            return Ok(Some(chunks));
+            return Ok(Some(Deferred::Chunks(chunks)));
         }
         self.with_inputs(Some(a), Some(b), |s| {
             timed("factor+solve: launch, check (waits)", || {
@@ -1218,10 +1232,14 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
     }
 
     fn factor_solve(&mut self, a: &BlockTridiag<T>, b: &BlockVec<T>) -> Result<BlockVec<T>> {
-        if let Some(chunks) = self.factor_solve_enqueue(a, b)? {
-            let mut x = b.clone();
-            self.factor_solve_chunked(a, b, chunks, &mut x)?;
-            return Ok(x);
+        match self.factor_solve_enqueue(a, b)? {
+            Some(Deferred::Chunks(chunks)) => {
+                let mut x = b.clone();
+                self.factor_solve_chunked(a, b, chunks, &mut x)?;
+                return Ok(x);
+            }
+            Some(Deferred::Segments(target)) => return self.factor_solve_segmented(a, b, target),
+            None => {}
         }
         let mut x = BlockVec::zeros(b.shape(), b.ncols())?;
         self.download_rhs(&mut x)?;
@@ -1230,9 +1248,18 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
     }
 
     fn factor_solve_in_place(&mut self, a: &BlockTridiag<T>, b: &mut BlockVec<T>) -> Result<()> {
-        if let Some(chunks) = self.factor_solve_enqueue(a, b)? {
-            let rhs = b.clone(); // the chunks read their right-hand sides while writing `b`
-            return self.factor_solve_chunked(a, &rhs, chunks, b);
+        match self.factor_solve_enqueue(a, b)? {
+            Some(Deferred::Chunks(chunks)) => {
+                let rhs = b.clone(); // the chunks read their right-hand sides while writing `b`
+                return self.factor_solve_chunked(a, &rhs, chunks, b);
+            }
+            Some(Deferred::Segments(target)) => {
+                // Into `b`'s own memory, which may be page-locked by the caller.
+                let x = self.factor_solve_segmented(a, b, target)?;
+                b.as_mut_slice().copy_from_slice(x.as_slice());
+                return Ok(());
+            }
+            None => {}
         }
         timed("factor+solve: download (waits)", || self.download_rhs(b))?;
         self.check_solve()

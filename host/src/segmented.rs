@@ -1,0 +1,524 @@
+//! One chain longer than the device holds: factor + solve in segments joined by a Schur
+//! complement on separator blocks.
+//!
+//! The chain is cut into `M` segments of consecutive blocks with one separator block
+//! between neighbours (`seg 0 | sep 0 | seg 1 | ... | sep M-2 | seg M-1`). With the
+//! separators ordered last, `A = [A_seg E; E^T A_sep]`, where `A_seg` is block diagonal
+//! over the segments and `E` couples each segment's first and last block to its two
+//! separators. Then
+//!
+//! - `S = A_sep - E^T A_seg^-1 E` is block tridiagonal over the separators (and SPD when
+//!   `A` is): the reduced system;
+//! - `S x_sep = b_sep - E^T A_seg^-1 b_seg`;
+//! - `A_seg x_seg = b_seg - E x_sep`.
+//!
+//! The segments are independent systems, so they run as batches on any backend, padded
+//! to one length with identity blocks (which decouple and leave the other blocks' results
+//! unchanged). Pass 1 factors each batch and solves for `[b_seg, E_left, E_right]`, keeping
+//! only the first and last block rows of the solutions: all that `S` and its right-hand
+//! side need. The reduced system (one block per separator) is solved by the same backend.
+//! Pass 2 factors the segments again and solves for the corrected right-hand sides: the
+//! segments' factors are as large as the problem, so they are recomputed rather than kept.
+//! The matrix therefore crosses to the device twice, plus `2n` right-hand-side columns in
+//! pass 1. While the backend works on one batch of segments, a host thread copies the
+//! next batch out of the caller's arrays, so the host memory this takes is two batches.
+//!
+//! Errors name the system and block of the caller's chain: a segment's block `i` is the
+//! block `start + i`, the reduced system's block `q` is separator `q`'s block.
+
+use nalgebra::DMatrix;
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::matrix::{BlockTridiag, BlockVec, Shape, asymmetric_entry};
+use crate::scalar::{Scalar, cast, wide};
+use crate::solver::Factorization;
+use crate::trace::timed;
+
+/// Host bytes of one batch of segments (matrix blocks and pass-1 right-hand sides), so
+/// that two batches in flight stay small beside the problem.
+const BATCH_BYTES: usize = 1 << 28;
+
+/// The fewest segments per batch (the GPU sizes its segments so that eight fit at once).
+const MIN_BATCH: usize = 8;
+
+/// The cut of a chain of `nblocks` blocks: segment `j` holds blocks
+/// `starts[j] .. starts[j] + lens[j]`, separator `j` is the block right after it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Segments {
+    starts: Vec<usize>,
+    lens: Vec<usize>,
+}
+
+impl Segments {
+    /// Segments of at most `target` blocks (two where `target` is one and `N` even), all of
+    /// length `longest - 1` or `longest`; `None` when the chain is too short for two
+    /// segments and a separator (`N <= target`).
+    pub(crate) fn new(nblocks: usize, target: usize) -> Option<Self> {
+        let target = target.max(1);
+        // `count` segments of at most `target` blocks and `count - 1` separators cover
+        // `count (target + 1) - 1 >= nblocks` blocks; each segment holds one or more.
+        let count = (nblocks + 1).div_ceil(target + 1).min(nblocks.div_ceil(2));
+        if count < 2 {
+            return None;
+        }
+        let interior = nblocks - (count - 1);
+        let (base, extra) = (interior / count, interior % count);
+        let lens: Vec<usize> = (0..count).map(|j| base + usize::from(j < extra)).collect();
+        let starts = lens
+            .iter()
+            .scan(0, |next, &len| {
+                let start = *next;
+                *next += len + 1;
+                Some(start)
+            })
+            .collect();
+        Some(Segments { starts, lens })
+    }
+
+    /// Number of segments `M`.
+    pub(crate) fn count(&self) -> usize {
+        self.lens.len()
+    }
+
+    /// Blocks of the longest segment (the padded length of every batch).
+    pub(crate) fn longest(&self) -> usize {
+        self.lens.iter().copied().max().unwrap_or(0)
+    }
+
+    /// The block of separator `q` (between segments `q` and `q + 1`).
+    pub(crate) fn separator(&self, q: usize) -> usize {
+        self.starts[q] + self.lens[q]
+    }
+}
+
+/// Factor + solve of every system of `a` by segments of about `target` blocks (see the
+/// module docs), on the backend `f`. The result matches a one-shot factor + solve to
+/// rounding, not bit for bit: the elimination order differs.
+/// `prepare` is called once on each batch buffer pair (the GPU page-locks them).
+pub(crate) fn factor_solve<T: Scalar>(
+    f: &mut dyn Factorization<T>,
+    a: &BlockTridiag<T>,
+    b: &BlockVec<T>,
+    target: usize,
+    prepare: &Prepare<T>,
+) -> Result<BlockVec<T>> {
+    let shape = a.shape();
+    if b.shape() != shape {
+        crate::error::shape_err!("right-hand side shape {} does not match the matrix {}", b.shape(), shape);
+    }
+    let Some(segs) = Segments::new(shape.nblocks, target) else {
+        return f.factor_solve(a, b);
+    };
+    let (n, k) = (shape.block, b.ncols());
+    let per_segment = segs.longest() * a.block_len() * 2 * T::BYTES + segs.longest() * n * (k + 2 * n) * T::BYTES;
+    // At least `MIN_BATCH` segments per call: a backend's fixed cost per call (and, on the
+    // GPU, per launch) spread over several segments.
+    let batch = (BATCH_BYTES / per_segment.max(1)).max(MIN_BATCH).min(segs.count());
+    let mut x = BlockVec::zeros(shape, k)?;
+    for s in 0..shape.batch {
+        Chain { a, b, s, segs: &segs, batch }.solve(f, prepare, &mut x)?;
+    }
+    Ok(x)
+}
+
+/// One system `s` of `a`, cut by `segs`, run `batch` segments at a time.
+struct Chain<'a, T> {
+    a: &'a BlockTridiag<T>,
+    b: &'a BlockVec<T>,
+    s: usize,
+    segs: &'a Segments,
+    batch: usize,
+}
+
+/// A batch's matrix and right-hand sides.
+type Batch<T> = (BlockTridiag<T>, BlockVec<T>);
+
+/// Called once on each batch buffer pair before use (the GPU page-locks them).
+pub(crate) type Prepare<T> = dyn Fn(&mut BlockTridiag<T>, &mut BlockVec<T>) -> Result<()> + Sync;
+
+/// The first and the last block row (`n x (k + 2n)` each: `A_seg^-1 [b, E_left, E_right]`)
+/// of one segment's pass-1 solution.
+type Edges = (DMatrix<f64>, DMatrix<f64>);
+
+impl<T: Scalar> Chain<'_, T> {
+    fn n(&self) -> usize {
+        self.a.shape().block
+    }
+
+    fn k(&self) -> usize {
+        self.b.ncols()
+    }
+
+    /// Sub-diagonal block `C_i = A[i+1, i]` of the system as an `f64` matrix.
+    fn coupling(&self, i: usize) -> DMatrix<f64> {
+        let (n, ld) = (self.n(), self.a.ld());
+        let c = self.a.sub_block(self.s, i);
+        DMatrix::from_fn(n, n, |r, col| wide(c[col * ld + r]))
+    }
+
+    /// Rows `block * n ..` of the right-hand side, `n x k`.
+    fn rhs_rows(&self, block: usize) -> DMatrix<f64> {
+        let (n, dim) = (self.n(), self.a.shape().dim());
+        let b = self.b.system(self.s);
+        DMatrix::from_fn(n, self.k(), |r, c| wide(b[c * dim + block * n + r]))
+    }
+
+    /// Both passes; writes system `s` of `x`.
+    fn solve(&self, f: &mut dyn Factorization<T>, prepare: &Prepare<T>, x: &mut BlockVec<T>) -> Result<()> {
+        self.check_separators()?;
+        let mut edges: Vec<Edges> = Vec::with_capacity(self.segs.count());
+        self.run_batches(f, None, prepare, |first, sol| {
+            edges.extend(self.edges(first, sol));
+            Ok(())
+        })?;
+        let x_sep = timed("segments: the reduced system", || self.solve_reduced(f, &edges))?;
+        drop(edges);
+        let (n, k, dim) = (self.n(), self.k(), self.a.shape().dim());
+        let out = x.system_mut(self.s);
+        self.run_batches(f, Some(&x_sep), prepare, |first, sol| {
+            let padded = sol.shape().dim();
+            let real = self.segs.count() - first; // the slots after it are padding
+            for (g, part) in sol.as_slice().chunks(padded * k).take(real).enumerate() {
+                let (start, len) = (self.segs.starts[first + g], self.segs.lens[first + g]);
+                for c in 0..k {
+                    out[c * dim + start * n..][..len * n].copy_from_slice(&part[c * padded..][..len * n]);
+                }
+            }
+            Ok(())
+        })?;
+        for (q, xq) in x_sep.iter().enumerate() {
+            let p = self.segs.separator(q);
+            for c in 0..k {
+                for r in 0..n {
+                    out[c * dim + p * n + r] = cast(xq[(r, c)]);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The separators' own input (diagonal blocks, their couplings, right-hand-side rows)
+    /// checked as every backend checks its input: no segment batch holds them.
+    fn check_separators(&self) -> Result<()> {
+        let (n, ld, s) = (self.n(), self.a.ld(), self.s);
+        let tol = wide(T::symmetry_tolerance());
+        let finite = |blk: &[T]| (0..n).all(|c| blk[c * ld..c * ld + n].iter().all(|v| v.is_finite()));
+        for q in 0..self.segs.count() - 1 {
+            let p = self.segs.separator(q);
+            let d = self.a.diag_block(s, p);
+            if !finite(d) {
+                return Err(Error::NonFinite { what: "diagonal block", system: s, block: p });
+            }
+            if let Some((row, col)) = asymmetric_entry(d, n, ld, tol) {
+                return Err(Error::NotSymmetric { system: s, block: p, row, col, tol });
+            }
+            for i in [p - 1, p] {
+                if !finite(self.a.sub_block(s, i)) {
+                    return Err(Error::NonFinite { what: "sub-diagonal block", system: s, block: i });
+                }
+            }
+            if self.rhs_rows(p).iter().any(|v| !v.is_finite()) {
+                return Err(Error::NonFinite { what: "right-hand side", system: s, block: p });
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the segments through `f` in batches (pass 1 when `x_sep` is `None`, else
+    /// pass 2), handing each batch's solutions to `take` with the index of its first
+    /// segment. Two pairs of batch buffers, made once (and handed to `prepare`, which
+    /// may page-lock them) and refilled in place: while `f` solves one, another thread
+    /// fills the other with the next batch. Every batch has the same shape (the last one
+    /// is padded with identity segments), so a backend reuses its plan.
+    fn run_batches(
+        &self,
+        f: &mut dyn Factorization<T>,
+        x_sep: Option<&[DMatrix<f64>]>,
+        prepare: &Prepare<T>,
+        mut take: impl FnMut(usize, &BlockVec<T>) -> Result<()>,
+    ) -> Result<()> {
+        let firsts: Vec<usize> = (0..self.segs.count()).step_by(self.batch).collect();
+        let shape = Shape::new(self.batch, self.segs.longest(), self.n())?;
+        let cols = if x_sep.is_some() { self.k() } else { self.k() + 2 * self.n() };
+        let mut bufs = Vec::with_capacity(2);
+        for _ in 0..firsts.len().min(2) {
+            let mut pair = (BlockTridiag::zeros_padded(shape, self.a.ld())?, BlockVec::zeros(shape, cols)?);
+            timed("segments: prepare a batch buffer pair", || prepare(&mut pair.0, &mut pair.1))?;
+            bufs.push(pair);
+        }
+        let (even, odd) = bufs.split_at_mut(1);
+        let fill = |pair: &mut Batch<T>, first: usize| self.fill_batch(pair, first, x_sep);
+        timed("segments: fill the first batch", || fill(&mut even[0], firsts[0]));
+        for (i, &first) in firsts.iter().enumerate() {
+            let (cur, next) = if i % 2 == 0 { (&mut even[0], odd.first_mut()) } else { (&mut odd[0], Some(&mut even[0])) };
+            let solved = timed("segments: factor+solve a batch (the next one filled beside it)", || {
+                std::thread::scope(|scope| {
+                    if let (Some(&first_next), Some(next)) = (firsts.get(i + 1), next) {
+                        scope.spawn(move || fill(next, first_next));
+                    }
+                    f.factor_solve_in_place(&cur.0, &mut cur.1)
+                })
+            });
+            solved.map_err(|e| self.relocate(e, |g, block| self.segs.starts[first + g] + block))?;
+            timed("segments: take the solutions", || take(first, &cur.1))?;
+        }
+        Ok(())
+    }
+
+    /// Fills `pair` with segments `first ..` (at most `batch`; the slots beyond the last
+    /// segment become identity systems with zero right-hand sides), each padded to the
+    /// longest segment with identity blocks: pass 1's `[b, E_left, E_right]` when `x_sep`
+    /// is `None`, else pass 2's `b - E x_sep`.
+    fn fill_batch(&self, (m, rhs): &mut Batch<T>, first: usize, x_sep: Option<&[DMatrix<f64>]>) {
+        let (a, s, n, k) = (self.a, self.s, self.n(), self.k());
+        let (ld, bl, nb) = (a.ld(), a.block_len(), a.shape().nblocks);
+        let longest = self.segs.longest();
+        // (start, len) of slot `g`; `None` for a padding slot.
+        let seg = |g: usize| (first + g < self.segs.count()).then(|| (self.segs.starts[first + g], self.segs.lens[first + g]));
+        let identity = |blocks: &mut [T]| {
+            blocks.fill(T::zero());
+            for pad in blocks.chunks_mut(bl) {
+                (0..n).for_each(|d| pad[d * ld + d] = T::one());
+            }
+        };
+        let (diag, sub) = m.parts_mut();
+        diag.par_chunks_mut(longest * bl).enumerate().for_each(|(g, out)| {
+            let len = match seg(g) {
+                Some((start, len)) => {
+                    out[..len * bl].copy_from_slice(&a.diag()[(s * nb + start) * bl..][..len * bl]);
+                    len
+                }
+                None => 0,
+            };
+            identity(&mut out[len * bl..]);
+        });
+        if longest > 1 {
+            sub.par_chunks_mut((longest - 1) * bl).enumerate().for_each(|(g, out)| {
+                let kept = match seg(g) {
+                    Some((start, len)) => {
+                        out[..(len - 1) * bl].copy_from_slice(&a.sub()[(s * (nb - 1) + start) * bl..][..(len - 1) * bl]);
+                        (len - 1) * bl
+                    }
+                    None => 0,
+                };
+                out[kept..].fill(T::zero());
+            });
+        }
+        let cols = rhs.ncols();
+        let (dim, padded) = (a.shape().dim(), rhs.shape().dim());
+        let b = self.b.system(s);
+        let last = self.segs.count() - 1;
+        rhs.as_mut_slice().par_chunks_mut(padded * cols).enumerate().for_each(|(g, out)| {
+            out.fill(T::zero());
+            let Some((start, len)) = seg(g) else { return };
+            let j = first + g;
+            for c in 0..k {
+                out[c * padded..][..len * n].copy_from_slice(&b[c * dim + start * n..][..len * n]);
+            }
+            let end = (len - 1) * n; // first row of the segment's last block
+            match x_sep {
+                None => {
+                    // E_left: block row 0 is C_{start-1} = A[start, start-1].
+                    if j > 0 {
+                        let cl = a.sub_block(s, start - 1);
+                        for c in 0..n {
+                            out[(k + c) * padded..][..n].copy_from_slice(&cl[c * ld..][..n]);
+                        }
+                    }
+                    // E_right: the last block row is C_{end}^T = A[end, end+1] (end = the
+                    // segment's last block).
+                    if j < last {
+                        let cr = a.sub_block(s, start + len - 1);
+                        for c in 0..n {
+                            for r in 0..n {
+                                out[(k + n + c) * padded + end + r] = cr[r * ld + c];
+                            }
+                        }
+                    }
+                }
+                Some(x_sep) => {
+                    // b_seg - E x_sep, in f64.
+                    let mut sub_from = |row0: usize, cp: DMatrix<f64>| {
+                        for c in 0..k {
+                            for r in 0..n {
+                                let v = &mut out[c * padded + row0 + r];
+                                *v = cast(wide(*v) - cp[(r, c)]);
+                            }
+                        }
+                    };
+                    if j > 0 {
+                        sub_from(0, self.coupling(start - 1) * &x_sep[j - 1]);
+                    }
+                    if j < last {
+                        sub_from(end, self.coupling(start + len - 1).transpose() * &x_sep[j]);
+                    }
+                }
+            }
+        });
+    }
+
+    /// The first and last block rows of each segment's pass-1 solution in `sol`.
+    fn edges(&self, first: usize, sol: &BlockVec<T>) -> Vec<Edges> {
+        let (n, cols, padded) = (self.n(), sol.ncols(), sol.shape().dim());
+        (0..sol.shape().batch.min(self.segs.count() - first))
+            .map(|g| {
+                let v = sol.system(g);
+                let rows = |row0: usize| DMatrix::from_fn(n, cols, |r, c| wide(v[c * padded + row0 + r]));
+                (rows(0), rows((self.segs.lens[first + g] - 1) * n))
+            })
+            .collect()
+    }
+
+    /// Assembles and solves `S x_sep = b_sep - E^T A_seg^-1 b_seg` on `f`: one `n x k`
+    /// solution per separator.
+    fn solve_reduced(&self, f: &mut dyn Factorization<T>, edges: &[Edges]) -> Result<Vec<DMatrix<f64>>> {
+        let (n, k, s) = (self.n(), self.k(), self.s);
+        let seps = self.segs.count() - 1;
+        let shape = Shape::new(1, seps, n)?;
+        let mut m = BlockTridiag::<T>::zeros(seps, n)?;
+        let mut rhs = BlockVec::<T>::zeros(shape, k)?;
+        let (y, zl, zr) = (0..k, k..k + n, k + n..k + 2 * n);
+        let ld = self.a.ld();
+        // Each separator's blocks on their own (four `n x n` products each, on all cores).
+        let parts: Vec<_> = (0..seps)
+            .into_par_iter()
+            .map(|q| {
+                let p = self.segs.separator(q);
+                let (left, right) = (self.coupling(p - 1), self.coupling(p));
+                let (left_last, right_first) = (&edges[q].1, &edges[q + 1].0);
+                let d = self.a.diag_block(s, p);
+                let mut sq = DMatrix::from_fn(n, n, |r, c| wide(d[c * ld + r]));
+                sq -= &left * left_last.columns_range(zr.clone()) + right.transpose() * right_first.columns_range(zl.clone());
+                let sq = (&sq + sq.transpose()) * 0.5; // exactly symmetric
+                let cq = self.rhs_rows(p)
+                    - &left * left_last.columns_range(y.clone())
+                    - right.transpose() * right_first.columns_range(y.clone());
+                // S[q+1, q] = -C_{p'-1} (A_seg^-1 E_left)[last block] of segment q + 1.
+                let sub =
+                    (q + 1 < seps).then(|| -(self.coupling(self.segs.separator(q + 1) - 1) * edges[q + 1].1.columns_range(zl.clone())));
+                (sq, cq, sub)
+            })
+            .collect();
+        for (q, (sq, cq, sub)) in parts.into_iter().enumerate() {
+            let to_block = |out: &mut [T], v: &DMatrix<f64>| out.iter_mut().zip(v.iter()).for_each(|(o, &v)| *o = cast(v));
+            to_block(m.diag_block_mut(0, q), &sq); // `ld = n`: the same column-major order
+            if let Some(sub) = sub {
+                to_block(m.sub_block_mut(0, q), &sub);
+            }
+            for c in 0..k {
+                for r in 0..n {
+                    rhs.set(0, q * n + r, c, cast(cq[(r, c)]));
+                }
+            }
+        }
+        let x = f.factor_solve(&m, &rhs).map_err(|e| self.relocate(e, |_, q| self.segs.separator(q)))?;
+        Ok((0..seps).map(|q| DMatrix::from_fn(n, k, |r, c| wide(x.get(0, q * n + r, c)))).collect())
+    }
+
+    /// `e` from a batch (or the reduced system) with its system and block those of the
+    /// caller's chain: `block_of(system in the batch, block in it)`.
+    fn relocate(&self, e: Error, block_of: impl Fn(usize, usize) -> usize) -> Error {
+        let s = self.s;
+        match e {
+            Error::NotPositiveDefinite { system, block, level } => {
+                Error::NotPositiveDefinite { system: s, block: block_of(system, block), level }
+            }
+            Error::NonFinite { what, system, block } => Error::NonFinite { what, system: s, block: block_of(system, block) },
+            Error::NotSymmetric { system, block, row, col, tol } => {
+                Error::NotSymmetric { system: s, block: block_of(system, block), row, col, tol }
+            }
+            Error::NonFiniteSolution { system, block } => Error::NonFiniteSolution { system: s, block: block_of(system, block) },
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::SequentialCholesky;
+    use crate::generate;
+
+    #[test]
+    fn segments_cover_the_chain_with_one_separator_between_neighbours() {
+        for nblocks in 3..60 {
+            for target in 1..12 {
+                let Some(segs) = Segments::new(nblocks, target) else {
+                    assert!(nblocks <= target, "N = {nblocks} > target {target} makes two segments or more");
+                    continue;
+                };
+                let mut next = 0;
+                for j in 0..segs.count() {
+                    assert_eq!(segs.starts[j], next, "N = {nblocks}, target {target}");
+                    assert!(segs.lens[j] >= 1 && segs.lens[j] + 1 >= segs.longest());
+                    next = segs.starts[j] + segs.lens[j] + 1;
+                }
+                assert_eq!(next, nblocks + 1, "the last segment ends the chain");
+                // Only segments of one block need a separator after the last block.
+                assert!(segs.longest() <= target.max(2), "N = {nblocks}, target {target}");
+            }
+        }
+        assert_eq!(Segments::new(2, 1), None);
+        assert_eq!(Segments::new(100, 100), None);
+    }
+
+    /// Relative residual of system `s`.
+    fn residual(a: &BlockTridiag<f64>, x: &BlockVec<f64>, b: &BlockVec<f64>) -> f64 {
+        crate::residual::accuracy(a, x, b).unwrap().relative_residual
+    }
+
+    #[test]
+    fn segmented_solves_match_the_reference_at_every_cut() {
+        for (batch, nblocks, n, k, seed) in [(1, 40, 3, 1, 1), (2, 23, 4, 2, 2), (1, 7, 1, 3, 3), (3, 16, 2, 1, 4)] {
+            let a = generate::random_spd::<f64>(batch, nblocks, n, seed).unwrap();
+            let b = generate::random_rhs(a.shape(), k, seed + 10).unwrap();
+            let want = SequentialCholesky::new().factor_solve(&a, &b).unwrap();
+            for target in [1, 2, 3, 5, 8, 20] {
+                let x = factor_solve(&mut SequentialCholesky::new(), &a, &b, target, &|_, _| Ok(())).unwrap();
+                assert!(residual(&a, &x, &b) < 1e-12, "{} target {target}", a.shape());
+                let diff = x.as_slice().iter().zip(want.as_slice()).map(|(u, v)| (u - v).abs()).fold(0.0, f64::max);
+                assert!(diff < 1e-9, "{} target {target}: {diff:e} from the one-shot solve", a.shape());
+            }
+        }
+    }
+
+    #[test]
+    fn batches_of_segments_give_the_same_bits_as_one_batch() {
+        let a = generate::random_spd::<f64>(1, 50, 3, 7).unwrap();
+        let b = generate::random_rhs(a.shape(), 2, 8).unwrap();
+        let segs = Segments::new(50, 4).unwrap();
+        let run = |batch: usize| {
+            let mut x = BlockVec::zeros(a.shape(), 2).unwrap();
+            Chain { a: &a, b: &b, s: 0, segs: &segs, batch }.solve(&mut SequentialCholesky::new(), &|_, _| Ok(()), &mut x).unwrap();
+            x
+        };
+        let whole = run(segs.count());
+        for batch in [1, 2, 3] {
+            assert_eq!(run(batch), whole, "batches of {batch} segments");
+        }
+    }
+
+    #[test]
+    fn failures_name_the_block_of_the_chain() {
+        let nblocks = 30;
+        let segs = Segments::new(nblocks, 4).unwrap();
+        let sep = segs.separator(2);
+        for (bad, what) in [(sep + 2, "a segment's block"), (sep, "a separator")] {
+            let mut a = generate::random_spd::<f64>(2, nblocks, 3, 5).unwrap();
+            let b = generate::random_rhs(a.shape(), 1, 6).unwrap();
+            for d in 0..3 {
+                a.set_diag(1, bad, d, d, -50.0);
+            }
+            match factor_solve(&mut SequentialCholesky::new(), &a, &b, 4, &|_, _| Ok(())) {
+                Err(Error::NotPositiveDefinite { system: 1, block, .. }) => assert_eq!(block, bad, "{what}"),
+                other => panic!("{what}: expected a pivot failure in system 1, got {other:?}"),
+            }
+            a.set_diag(1, bad, 0, 1, f64::NAN);
+            match factor_solve(&mut SequentialCholesky::new(), &a, &b, 4, &|_, _| Ok(())) {
+                Err(Error::NonFinite { system: 1, block, .. }) => assert_eq!(block, bad, "{what}"),
+                other => panic!("{what}: expected a non-finite value in system 1, got {other:?}"),
+            }
+        }
+    }
+}
