@@ -35,12 +35,18 @@ pub(crate) struct ChunkPlan {
     pub solvers: usize,
 }
 
+/// The most bytes that pass the memory check's 5 % margin in `free` (`bytes + bytes / 20
+/// <= free`).
+fn usable(free: usize) -> usize {
+    free - free / 21
+}
+
 /// Cuts `batch` systems of `per_system` device bytes each: one chunk when the batch fits
 /// in `free` (with the 5 % margin of the memory check) and no `cap` is smaller; else two
 /// alternating plans of at most `cap` systems that fit together, or one plan when only
 /// one fits. Fails with [`Error::OutOfMemory`] when not even one system fits.
 pub(crate) fn plan_chunks(batch: usize, per_system: usize, free: usize, cap: Option<usize>) -> Result<ChunkPlan> {
-    let usable = free - free / 21; // bytes + bytes / 20 <= free
+    let usable = usable(free);
     let fit = |plans: usize| usable / (plans * per_system).max(1);
     let cap = cap.unwrap_or(usize::MAX).max(1);
     if batch <= cap && fit(1) >= batch {
@@ -81,17 +87,18 @@ impl<T: Scalar> GpuCholesky<T> {
     /// Blocks per segment for one chain too long for the device (see `segmented.rs`): the
     /// longest segment whose plan with `k + 2n` right-hand-side columns takes at most an
     /// eighth of the usable memory, so that the chunked batches of segments run two plans
-    /// of several segments each and the reduced system fits beside them. Fails with
-    /// [`Error::OutOfMemory`] when not even a segment of one block fits so.
+    /// of several segments each and the reduced system fits beside them; always shorter
+    /// than the chain (`shape.nblocks >= 2`). Fails with [`Error::OutOfMemory`] when not
+    /// even a segment of one block fits so.
     pub(super) fn segment_target(&self, shape: Shape, k: usize) -> Result<usize> {
         let tiled = self.is_tiled(shape.block)?;
         let free = self.gpu.room_with(self.plan_footprint())?;
-        let budget = (free - free / 21) / SEGMENT_SHARE;
+        let budget = usable(free) / SEGMENT_SHARE;
         let bytes = |m: usize| plan_bytes::<T>(Shape { batch: 1, nblocks: m, block: shape.block }, k + 2 * shape.block, tiled);
         if bytes(1) > budget {
             return Err(Error::OutOfMemory { needed: SEGMENT_SHARE * bytes(1), free });
         }
-        // The plan grows with `m`: the largest `m` within the budget, by bisection.
+        // The plan grows with `m`: the largest `m < nblocks` within the budget, by bisection.
         let (mut fits, mut too_big) = (1, shape.nblocks);
         while too_big - fits > 1 {
             let mid = fits + (too_big - fits) / 2;

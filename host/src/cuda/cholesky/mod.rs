@@ -1039,14 +1039,8 @@ impl<T: Scalar> GpuCholesky<T> {
             // Not even one system fits: its chain in segments, when it has blocks to cut.
             Err(Error::OutOfMemory { .. }) if a.shape().nblocks >= 3 => {
                 let target = self.segment_target(a.shape(), b.ncols())?;
-                if target < a.shape().nblocks {
-                    timed("factor+solve: checks", || b.validate())?;
-                    return Ok(Some(Deferred::Segments(target)));
-                }
-                return Err(Error::OutOfMemory {
-                    needed: plan_bytes::<T>(a.shape(), b.ncols(), self.is_tiled(a.shape().block)?),
-                    free: self.gpu.free_memory()?,
-                });
+                timed("factor+solve: checks", || b.validate())?;
+                return Ok(Some(Deferred::Segments(target)));
             }
             other => other?,
         };
