@@ -1,6 +1,10 @@
 //! Kernel entry points: one `extern "ptx-kernel"` function per kernel and precision,
 //! named `<kernel>_f32` / `<kernel>_f64` (see [`kernel_name`]). They only exist when
 //! compiling for nvptx64; each forwards its by-value argument struct to the generic body.
+//! Each starts with [`blocktri_prims::sync::kernel_prologue`], so that the host may launch
+//! it before the previous kernel of its stream has finished (programmatic dependent
+//! launch on sm_90: the launch overlaps the previous kernel's tail, and the wait orders
+//! every memory access after it).
 
 use blocktri_prims::Real;
 
@@ -207,15 +211,19 @@ mod entry {
     use crate::tiled::{Narrow, Native, Tall, Tf32, Tf32x3, TiledArgs, Wide, Wide16, factor as tf, solve as ts};
     use crate::tridiag::{TridiagArgs, fused, stagewise};
 
+    use blocktri_prims::sync::kernel_prologue;
+
     macro_rules! kernel {
         ($f64name:ident, $f32name:ident, $body:path, $args:ident) => {
             #[unsafe(no_mangle)]
             pub unsafe extern "ptx-kernel" fn $f64name(args: $args<f64>) {
+                kernel_prologue();
                 // SAFETY: the host launches it as the body's docs require.
                 unsafe { $body(&args) }
             }
             #[unsafe(no_mangle)]
             pub unsafe extern "ptx-kernel" fn $f32name(args: $args<f32>) {
+                kernel_prologue();
                 // SAFETY: as above.
                 unsafe { $body(&args) }
             }
@@ -415,21 +423,25 @@ mod entry {
     // `f64` only: the wide products are FP64 tensor-core tiles.
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn tiled_wide_neighbours_f64(args: TiledArgs<f64>) {
+        kernel_prologue();
         // SAFETY: the host launches it as the body's docs require.
         unsafe { tf::neighbours::<f64, Wide>(&args) }
     }
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn tiled_wide16_neighbours_f64(args: TiledArgs<f64>) {
+        kernel_prologue();
         // SAFETY: as above.
         unsafe { tf::neighbours::<f64, Wide16>(&args) }
     }
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn tiled_tall_update_f64(args: TiledArgs<f64>) {
+        kernel_prologue();
         // SAFETY: as above.
         unsafe { tf::update::<f64, Tall>(&args) }
     }
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn tiled_wide_update_f64(args: TiledArgs<f64>) {
+        kernel_prologue();
         // SAFETY: as above.
         unsafe { tf::update::<f64, Wide>(&args) }
     }
@@ -438,16 +450,19 @@ mod entry {
         ($mac:ty, $trsm:ident, $update:ident, $neighbours:ident) => {
             #[unsafe(no_mangle)]
             pub unsafe extern "ptx-kernel" fn $trsm(args: TiledArgs<f32>) {
+                kernel_prologue();
                 // SAFETY: the host launches it as the body's docs require.
                 unsafe { tf::trsm::<f32, $mac>(&args) }
             }
             #[unsafe(no_mangle)]
             pub unsafe extern "ptx-kernel" fn $update(args: TiledArgs<f32>) {
+                kernel_prologue();
                 // SAFETY: as above.
                 unsafe { tf::update::<f32, Narrow<$mac>>(&args) }
             }
             #[unsafe(no_mangle)]
             pub unsafe extern "ptx-kernel" fn $neighbours(args: TiledArgs<f32>) {
+                kernel_prologue();
                 // SAFETY: as above.
                 unsafe { tf::neighbours::<f32, Narrow<$mac>>(&args) }
             }

@@ -99,3 +99,28 @@ pub fn sleep_ns(ns: u32) {
         std::thread::yield_now();
     }
 }
+
+/// The start of a kernel that may have been launched before the previous kernel of its
+/// stream finished (programmatic dependent launch, sm_90): waits until every kernel this
+/// one depends on has completed and its writes are visible (`griddepcontrol.wait`).
+///
+/// Every thread of every kernel that the host launches with the programmatic attribute
+/// must call it before its first access to global memory, and before any return: a kernel
+/// that returned without waiting could complete before its predecessor, and its successor
+/// would then wait for too little. A no-op for kernels launched without the attribute,
+/// in builds for architectures before sm_90 (whose kernels the host never launches that
+/// way), and in the emulator (whose launches run one after another).
+///
+/// There is no early `griddepcontrol.launch_dependents`: the next kernel launches as this
+/// one's blocks exit, and waits here for the memory flush. An early trigger let the next
+/// kernel's blocks sit beside this one's and cost the tiled solve 3 % at n = 256, where
+/// the exit-time trigger gained as much (`docs/perf-notes.md`, entry 56).
+#[inline(always)]
+pub fn kernel_prologue() {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+    // SAFETY: no operands; `griddepcontrol` is valid on sm_90 and later, which this build
+    // targets. Not `nomem`: the wait must order every later memory access after it.
+    unsafe {
+        core::arch::asm!("griddepcontrol.wait;", options(nostack))
+    };
+}

@@ -638,7 +638,7 @@ fn info(args: &InfoArgs) -> Result<()> {
     let g = Gpu::shared()?;
     let i = g.info();
     println!(
-        "GPU {}: {} (compute {}.{}, {} SMs, {:.1} GB, L2 {} MB, {} KB shared/block), PTX {} loaded",
+        "GPU {}: {} (compute {}.{}, {} SMs, {:.1} GB, L2 {} MB, {} KB shared/block), PTX {} loaded{}",
         i.ordinal,
         i.name,
         i.compute_capability.0,
@@ -647,7 +647,8 @@ fn info(args: &InfoArgs) -> Result<()> {
         i.total_memory as f64 / 1e9,
         i.l2_bytes >> 20,
         i.max_shared_per_block / 1024,
-        i.ptx_arch
+        i.ptx_arch,
+        if g.module().dependent_launch() { ", dependent launches" } else { "" }
     );
     let s64 = blocktri::cuda::GpuCholesky::<f64>::with_gpu(g.clone(), Default::default())?;
     let s32 = blocktri::cuda::GpuCholesky::<f32>::with_gpu(g, Default::default())?;

@@ -151,6 +151,8 @@ pub struct Kernel {
     func: CudaFunction,
     name: String,
     smem_limit: Arc<Mutex<u32>>,
+    /// Launched with programmatic stream serialization ([`Module::dependent_launch`]).
+    dependent: bool,
 }
 
 impl Kernel {
@@ -185,10 +187,28 @@ impl Kernel {
     pub unsafe fn launch(&self, stream: &CudaStream, cfg: LaunchConfig, mut params: impl KernelParams) -> Result<()> {
         self.ensure_shared(cfg.shared_bytes)?;
         let mut ptrs = params.pointers();
-        // SAFETY: forwarded from the caller; `ptrs` points into `params`, alive for the call
-        // (cuLaunchKernel copies the values before returning).
-        unsafe { result::launch_kernel(self.func.cu_function(), cfg.grid, cfg.block, cfg.shared_bytes, stream.cu_stream(), &mut ptrs) }
-            .map_err(|e| Error::Cuda(format!("launching {}: {e}", self.name)))
+        let launched = if self.dependent {
+            // SAFETY: as below; the kernel starts with `kernel_prologue` (the module's
+            // `dependent_launch` says so), which waits for the kernels it depends on.
+            unsafe { launch_dependent(self.func.cu_function(), cfg, stream.cu_stream(), &mut ptrs) }
+        } else {
+            // SAFETY: forwarded from the caller; `ptrs` points into `params`, alive for the
+            // call (cuLaunchKernel copies the values before returning).
+            unsafe { result::launch_kernel(self.func.cu_function(), cfg.grid, cfg.block, cfg.shared_bytes, stream.cu_stream(), &mut ptrs) }
+        };
+        launched.map_err(|e| Error::Cuda(format!("launching {}: {e}", self.name)))
+    }
+
+    /// Whether launches of this kernel may start before the previous kernel of the stream
+    /// has finished (see [`Module::dependent_launch`]).
+    ///
+    /// ```no_run
+    /// let gpu = blocktri::cuda::Gpu::shared().expect("a CUDA GPU");
+    /// let kernel = gpu.kernel("factor_prep_f64").unwrap();
+    /// assert_eq!(kernel.dependent_launch(), gpu.module().dependent_launch());
+    /// ```
+    pub fn dependent_launch(&self) -> bool {
+        self.dependent
     }
 
     fn ensure_shared(&self, bytes: u32) -> Result<()> {
@@ -209,6 +229,49 @@ pub struct Module {
     module: Arc<CudaModule>,
     kernels: Mutex<HashMap<String, Kernel>>,
     arch: String,
+    dependent_launch: bool,
+}
+
+/// Environment variable that turns programmatic dependent launches of the crate's
+/// kernels off (`off`): every launch then waits for the previous kernel of its stream to
+/// finish, as before sm_90 (A/B measurements, and a way out should a driver misbehave).
+pub const DEPENDENT_LAUNCH_ENV: &str = "BLOCKTRI_DEPENDENT_LAUNCH";
+
+/// Launches `func` with the programmatic-stream-serialization attribute: the driver may
+/// start its blocks before the previous kernel of `stream` has completed (once that
+/// kernel's blocks have exited, or all called `griddepcontrol.launch_dependents`, which
+/// the crate's kernels do not), so its launch overlaps the previous kernel's completion.
+///
+/// # Safety
+/// As `cuLaunchKernel` with these arguments, and every thread of `func` executes
+/// `griddepcontrol.wait` before its first global-memory access and before it returns
+/// ([`blocktri_device`]'s entry points do, through `kernel_prologue`).
+unsafe fn launch_dependent(
+    func: sys::CUfunction,
+    cfg: LaunchConfig,
+    stream: sys::CUstream,
+    ptrs: &mut [*mut c_void],
+) -> std::result::Result<(), result::DriverError> {
+    // SAFETY: a plain C struct of integers and pointers, all-zero is a valid value; the
+    // union member written is the one the attribute id names.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    let config = sys::CUlaunchConfig {
+        gridDimX: cfg.grid.0,
+        gridDimY: cfg.grid.1,
+        gridDimZ: cfg.grid.2,
+        blockDimX: cfg.block.0,
+        blockDimY: cfg.block.1,
+        blockDimZ: cfg.block.2,
+        sharedMemBytes: cfg.shared_bytes,
+        hStream: stream,
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    // SAFETY: `config` and `attr` live through the call; the parameters as the caller
+    // guarantees (the driver copies them before returning).
+    unsafe { sys::cuLaunchKernelEx(&config, func, ptrs.as_mut_ptr(), std::ptr::null_mut()) }.result()
 }
 
 impl Module {
@@ -216,7 +279,7 @@ impl Module {
     pub fn from_ptx(ctx: &Arc<CudaContext>, ptx: &str, arch: &str) -> Result<Self> {
         let module =
             ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(|e| Error::Cuda(format!("loading the {arch} PTX module: {e}")))?;
-        Ok(Module { module, kernels: Mutex::new(HashMap::new()), arch: arch.to_string() })
+        Ok(Module { module, kernels: Mutex::new(HashMap::new()), arch: arch.to_string(), dependent_launch: false })
     }
 
     /// Loads the best of several PTX builds `(arch, source)` (as generated by
@@ -246,7 +309,25 @@ impl Module {
                     capability.0, capability.1
                 )),
             })?;
-        Self::from_ptx(ctx, best.2, best.1)
+        let mut module = Self::from_ptx(ctx, best.2, best.1)?;
+        // The crate's own sm_90 kernels start with `kernel_prologue`; PTX of other origin
+        // (`from_ptx`) might not, and the sm_80 build's prologue is empty.
+        let off = std::env::var(DEPENDENT_LAUNCH_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("off"));
+        module.dependent_launch = best.0 >= 90 && cc >= 90 && !off;
+        Ok(module)
+    }
+
+    /// Whether this module's kernels are launched with programmatic stream serialization
+    /// (sm_90 and later, the crate's embedded kernels only, unless
+    /// [`DEPENDENT_LAUNCH_ENV`] is `off`): each launch may start while the previous kernel
+    /// of its stream is completing, and waits for it before touching memory.
+    ///
+    /// ```no_run
+    /// let gpu = blocktri::cuda::Gpu::shared().expect("a CUDA GPU");
+    /// println!("dependent launches: {}", gpu.module().dependent_launch());
+    /// ```
+    pub fn dependent_launch(&self) -> bool {
+        self.dependent_launch
     }
 
     /// The architecture of the loaded PTX.
@@ -261,7 +342,7 @@ impl Module {
             return Ok(k.clone());
         }
         let func = self.module.load_function(name).map_err(|e| Error::Cuda(format!("kernel {name} not found in the module: {e}")))?;
-        let k = Kernel { func, name: name.to_string(), smem_limit: Arc::new(Mutex::new(48 * 1024)) };
+        let k = Kernel { func, name: name.to_string(), smem_limit: Arc::new(Mutex::new(48 * 1024)), dependent: self.dependent_launch };
         cache.insert(name.to_string(), k.clone());
         Ok(k)
     }

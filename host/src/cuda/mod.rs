@@ -21,7 +21,7 @@ pub use cholesky::{DeviceArray, F32Products, GpuCholesky, GpuOptions, KernelFami
 pub use context::{Gpu, GpuInfo};
 pub use context::{MEMORY_LIMIT_ENV, PTX_ARCH_ENV};
 pub use graph::Graph;
-pub use launch::{DevicePtr, Kernel, KernelParam, KernelParams, LaunchConfig, Module};
+pub use launch::{DEPENDENT_LAUNCH_ENV, DevicePtr, Kernel, KernelParam, KernelParams, LaunchConfig, Module};
 pub use memory::DeviceBuffer;
 pub use mixed::{MixedCholesky, RefineOptions, RefineReport};
 pub(crate) use transfer::parallel_copy;
