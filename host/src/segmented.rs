@@ -21,7 +21,8 @@
 //! segments' factors are as large as the problem, so they are recomputed rather than kept.
 //! The matrix therefore crosses to the device twice, plus `2n` right-hand-side columns in
 //! pass 1. While the backend works on one batch of segments, a host thread copies the
-//! next batch out of the caller's arrays, so the host memory this takes is two batches.
+//! next batch out of the caller's arrays, so each pass takes two batches of host memory;
+//! a caller may keep both passes' batches for its next call ([`BatchBuffers`]).
 //!
 //! Errors name the system and block of the caller's chain: a segment's block `i` is the
 //! block `start + i`, the reduced system's block `q` is separator `q`'s block.
@@ -95,13 +96,15 @@ impl Segments {
 /// Factor + solve of every system of `a` by segments of about `target` blocks (see the
 /// module docs), on the backend `f`. The result matches a one-shot factor + solve to
 /// rounding, not bit for bit: the elimination order differs.
-/// `prepare` is called once on each batch buffer pair (the GPU page-locks them).
+/// `prepare` is called on each batch buffer pair before a pass uses it (the GPU
+/// page-locks them); `buffers` keeps the pairs for the next call.
 pub(crate) fn factor_solve<T: Scalar>(
     f: &mut dyn Factorization<T>,
     a: &BlockTridiag<T>,
     b: &BlockVec<T>,
     target: usize,
-    prepare: &Prepare<T>,
+    prepare: &Prepare<'_, T>,
+    buffers: &mut BatchBuffers<T>,
 ) -> Result<BlockVec<T>> {
     let shape = a.shape();
     if b.shape() != shape {
@@ -117,7 +120,7 @@ pub(crate) fn factor_solve<T: Scalar>(
     let batch = (BATCH_BYTES / per_segment.max(1)).max(MIN_BATCH).min(segs.count());
     let mut x = BlockVec::zeros(shape, k)?;
     for s in 0..shape.batch {
-        Chain { a, b, s, segs: &segs, batch }.solve(f, prepare, &mut x)?;
+        Chain { a, b, s, segs: &segs, batch }.solve(f, prepare, buffers, &mut x)?;
     }
     Ok(x)
 }
@@ -134,8 +137,57 @@ struct Chain<'a, T> {
 /// A batch's matrix and right-hand sides.
 type Batch<T> = (BlockTridiag<T>, BlockVec<T>);
 
-/// Called once on each batch buffer pair before use (the GPU page-locks them).
-pub(crate) type Prepare<T> = dyn Fn(&mut BlockTridiag<T>, &mut BlockVec<T>) -> Result<()> + Sync;
+/// Called on each batch buffer pair before a pass uses it (the GPU page-locks them; a
+/// pair that is page-locked already costs nothing).
+pub(crate) type Prepare<'a, T> = dyn Fn(&mut BlockTridiag<T>, &mut BlockVec<T>) -> Result<()> + Sync + 'a;
+
+/// The batch buffer pairs of both passes, kept from one call to the next: a backend that
+/// page-locks them (the GPU: 0.15-0.37 s per call on the H100, `docs/perf-notes.md`
+/// entry 57) pays that once per shape. Every pair is refilled completely before each
+/// use, so what a previous call left in it never reaches a result.
+pub(crate) struct BatchBuffers<T> {
+    /// Pass 1's pairs (`k + 2n` right-hand-side columns), then pass 2's (`k`).
+    passes: [Vec<Batch<T>>; 2],
+}
+
+impl<T> Default for BatchBuffers<T> {
+    fn default() -> Self {
+        BatchBuffers { passes: [Vec::new(), Vec::new()] }
+    }
+}
+
+impl<T: Scalar> BatchBuffers<T> {
+    /// `count` pairs of pass `pass` for batches of `shape` (matrix leading dimension
+    /// `ld`, `cols` right-hand-side columns): the kept ones when they have that shape,
+    /// else new ones; each handed to `prepare`.
+    fn pairs(
+        &mut self,
+        pass: usize,
+        count: usize,
+        (shape, ld, cols): (Shape, usize, usize),
+        prepare: &Prepare<'_, T>,
+    ) -> Result<&mut [Batch<T>]> {
+        let kept = &mut self.passes[pass];
+        let fits = |(m, v): &Batch<T>| m.shape() == shape && m.ld() == ld && v.shape() == shape && v.ncols() == cols;
+        if kept.len() < count || !kept.iter().all(fits) {
+            kept.clear(); // free (and unpin) before allocating the new ones
+            for _ in 0..count {
+                kept.push((BlockTridiag::zeros_padded(shape, ld)?, BlockVec::zeros(shape, cols)?));
+            }
+        }
+        let pairs = &mut kept[..count];
+        for pair in pairs.iter_mut() {
+            timed("segments: prepare a batch buffer pair", || prepare(&mut pair.0, &mut pair.1))?;
+        }
+        Ok(pairs)
+    }
+
+    /// Host bytes held.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        self.passes.iter().flatten().map(|(m, v)| (m.diag().len() + m.sub().len() + v.as_slice().len()) * T::BYTES).sum()
+    }
+}
 
 /// The first and the last block row (`n x (k + 2n)` each: `A_seg^-1 [b, E_left, E_right]`)
 /// of one segment's pass-1 solution.
@@ -165,10 +217,16 @@ impl<T: Scalar> Chain<'_, T> {
     }
 
     /// Both passes; writes system `s` of `x`.
-    fn solve(&self, f: &mut dyn Factorization<T>, prepare: &Prepare<T>, x: &mut BlockVec<T>) -> Result<()> {
+    fn solve(
+        &self,
+        f: &mut dyn Factorization<T>,
+        prepare: &Prepare<'_, T>,
+        buffers: &mut BatchBuffers<T>,
+        x: &mut BlockVec<T>,
+    ) -> Result<()> {
         self.check_separators()?;
         let mut edges: Vec<Edges> = Vec::with_capacity(self.segs.count());
-        self.run_batches(f, None, prepare, |first, sol| {
+        self.run_batches(f, None, prepare, buffers, |first, sol| {
             edges.extend(self.edges(first, sol));
             Ok(())
         })?;
@@ -176,7 +234,7 @@ impl<T: Scalar> Chain<'_, T> {
         drop(edges);
         let (n, k, dim) = (self.n(), self.k(), self.a.shape().dim());
         let out = x.system_mut(self.s);
-        self.run_batches(f, Some(&x_sep), prepare, |first, sol| {
+        self.run_batches(f, Some(&x_sep), prepare, buffers, |first, sol| {
             let padded = sol.shape().dim();
             let real = self.segs.count() - first; // the slots after it are padding
             for (g, part) in sol.as_slice().chunks(padded * k).take(real).enumerate() {
@@ -227,26 +285,23 @@ impl<T: Scalar> Chain<'_, T> {
 
     /// Runs the segments through `f` in batches (pass 1 when `x_sep` is `None`, else
     /// pass 2), handing each batch's solutions to `take` with the index of its first
-    /// segment. Two pairs of batch buffers, made once (and handed to `prepare`, which
-    /// may page-lock them) and refilled in place: while `f` solves one, another thread
-    /// fills the other with the next batch. Every batch has the same shape (the last one
-    /// is padded with identity segments), so a backend reuses its plan.
+    /// segment. Two pairs of batch buffers (kept in `buffers` from call to call, handed
+    /// to `prepare`, which may page-lock them) refilled in place: while `f` solves one,
+    /// another thread fills the other with the next batch. Every batch has the same shape
+    /// (the last one is padded with identity segments), so a backend reuses its plan.
     fn run_batches(
         &self,
         f: &mut dyn Factorization<T>,
         x_sep: Option<&[DMatrix<f64>]>,
-        prepare: &Prepare<T>,
+        prepare: &Prepare<'_, T>,
+        buffers: &mut BatchBuffers<T>,
         mut take: impl FnMut(usize, &BlockVec<T>) -> Result<()>,
     ) -> Result<()> {
         let firsts: Vec<usize> = (0..self.segs.count()).step_by(self.batch).collect();
         let shape = Shape::new(self.batch, self.segs.longest(), self.n())?;
         let cols = if x_sep.is_some() { self.k() } else { self.k() + 2 * self.n() };
-        let mut bufs = Vec::with_capacity(2);
-        for _ in 0..firsts.len().min(2) {
-            let mut pair = (BlockTridiag::zeros_padded(shape, self.a.ld())?, BlockVec::zeros(shape, cols)?);
-            timed("segments: prepare a batch buffer pair", || prepare(&mut pair.0, &mut pair.1))?;
-            bufs.push(pair);
-        }
+        let pass = usize::from(x_sep.is_some());
+        let bufs = buffers.pairs(pass, firsts.len().min(2), (shape, self.a.ld(), cols), prepare)?;
         let (even, odd) = bufs.split_at_mut(1);
         let fill = |pair: &mut Batch<T>, first: usize| self.fill_batch(pair, first, x_sep);
         timed("segments: fill the first batch", || fill(&mut even[0], firsts[0]));
@@ -475,7 +530,7 @@ mod tests {
             let b = generate::random_rhs(a.shape(), k, seed + 10).unwrap();
             let want = SequentialCholesky::new().factor_solve(&a, &b).unwrap();
             for target in [1, 2, 3, 5, 8, 20] {
-                let x = factor_solve(&mut SequentialCholesky::new(), &a, &b, target, &|_, _| Ok(())).unwrap();
+                let x = factor_solve(&mut SequentialCholesky::new(), &a, &b, target, &|_, _| Ok(()), &mut BatchBuffers::default()).unwrap();
                 assert!(residual(&a, &x, &b) < 1e-12, "{} target {target}", a.shape());
                 let diff = x.as_slice().iter().zip(want.as_slice()).map(|(u, v)| (u - v).abs()).fold(0.0, f64::max);
                 assert!(diff < 1e-9, "{} target {target}: {diff:e} from the one-shot solve", a.shape());
@@ -490,13 +545,53 @@ mod tests {
         let segs = Segments::new(50, 4).unwrap();
         let run = |batch: usize| {
             let mut x = BlockVec::zeros(a.shape(), 2).unwrap();
-            Chain { a: &a, b: &b, s: 0, segs: &segs, batch }.solve(&mut SequentialCholesky::new(), &|_, _| Ok(()), &mut x).unwrap();
+            Chain { a: &a, b: &b, s: 0, segs: &segs, batch }
+                .solve(&mut SequentialCholesky::new(), &|_, _| Ok(()), &mut BatchBuffers::default(), &mut x)
+                .unwrap();
             x
         };
         let whole = run(segs.count());
         for batch in [1, 2, 3] {
             assert_eq!(run(batch), whole, "batches of {batch} segments");
         }
+    }
+
+    #[test]
+    fn kept_batch_buffers_are_reused_and_change_no_bit() {
+        use std::sync::Mutex;
+        // The addresses of the pairs handed to `prepare`, call by call.
+        let seen = Mutex::new(Vec::new());
+        let record = |m: &mut BlockTridiag<f64>, v: &mut BlockVec<f64>| {
+            seen.lock().unwrap().push((m.diag().as_ptr() as usize, v.as_slice().as_ptr() as usize));
+            Ok(())
+        };
+        let segs = Segments::new(50, 4).unwrap();
+        // Batches of 3 segments: several batches per pass, both pairs of each pass in use.
+        let run = |seed: u64, prepare: &Prepare<'_, f64>, buffers: &mut BatchBuffers<f64>| {
+            let a = generate::random_spd::<f64>(1, 50, 3, seed).unwrap();
+            let b = generate::random_rhs(a.shape(), 2, seed + 1).unwrap();
+            let mut x = BlockVec::zeros(a.shape(), 2).unwrap();
+            Chain { a: &a, b: &b, s: 0, segs: &segs, batch: 3 }.solve(&mut SequentialCholesky::new(), prepare, buffers, &mut x).unwrap();
+            assert!(residual(&a, &x, &b) < 1e-12);
+            x
+        };
+        // A first call leaves its last batches in the buffers; a second problem of the same
+        // shape through them gives the bits of fresh buffers, in the same buffers.
+        let mut kept = BatchBuffers::default();
+        run(11, &record, &mut kept);
+        let first = std::mem::take(&mut *seen.lock().unwrap());
+        assert_eq!(first.len(), 4, "two pairs per pass");
+        let held = kept.bytes();
+        let again = run(21, &record, &mut kept);
+        assert_eq!(again, run(21, &|_, _| Ok(()), &mut BatchBuffers::default()), "kept buffers change the result");
+        assert_eq!(*seen.lock().unwrap(), first, "the second call of one shape made new buffers");
+        assert_eq!(kept.bytes(), held);
+        // Another shape replaces them: the buffers do not grow from call to call.
+        let a = generate::random_spd::<f64>(1, 23, 3, 31).unwrap();
+        let b = generate::random_rhs(a.shape(), 1, 32).unwrap();
+        let x = factor_solve(&mut SequentialCholesky::new(), &a, &b, 4, &|_, _| Ok(()), &mut kept).unwrap();
+        assert!(residual(&a, &x, &b) < 1e-12);
+        assert!(kept.bytes() < held, "{} bytes kept after a smaller problem, {held} before", kept.bytes());
     }
 
     #[test]
@@ -510,12 +605,12 @@ mod tests {
             for d in 0..3 {
                 a.set_diag(1, bad, d, d, -50.0);
             }
-            match factor_solve(&mut SequentialCholesky::new(), &a, &b, 4, &|_, _| Ok(())) {
+            match factor_solve(&mut SequentialCholesky::new(), &a, &b, 4, &|_, _| Ok(()), &mut BatchBuffers::default()) {
                 Err(Error::NotPositiveDefinite { system: 1, block, .. }) => assert_eq!(block, bad, "{what}"),
                 other => panic!("{what}: expected a pivot failure in system 1, got {other:?}"),
             }
             a.set_diag(1, bad, 0, 1, f64::NAN);
-            match factor_solve(&mut SequentialCholesky::new(), &a, &b, 4, &|_, _| Ok(())) {
+            match factor_solve(&mut SequentialCholesky::new(), &a, &b, 4, &|_, _| Ok(()), &mut BatchBuffers::default()) {
                 Err(Error::NonFinite { system: 1, block, .. }) => assert_eq!(block, bad, "{what}"),
                 other => panic!("{what}: expected a non-finite value in system 1, got {other:?}"),
             }

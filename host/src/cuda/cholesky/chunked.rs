@@ -171,7 +171,10 @@ impl<T: Scalar> GpuCholesky<T> {
             m.pin_for_gpu(&gpu)?;
             v.pin_for_gpu(&gpu)
         };
-        let x = crate::trace::timed("factor+solve: segments", || crate::segmented::factor_solve(self, a, b, target, &pin));
+        // The buffers stay with the solver for its next call (page-locked once per shape).
+        let mut buffers = std::mem::take(&mut self.segment_buffers);
+        let x = crate::trace::timed("factor+solve: segments", || crate::segmented::factor_solve(self, a, b, target, &pin, &mut buffers));
+        self.segment_buffers = buffers;
         self.factored = false;
         x
     }

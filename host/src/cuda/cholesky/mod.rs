@@ -405,6 +405,9 @@ pub struct GpuCholesky<T: Scalar> {
     staging: Mutex<Staging>,
     /// Second solver for batches run in chunks (`chunked.rs`), kept for its plan.
     partner: Option<Box<GpuCholesky<T>>>,
+    /// The page-locked host batches of a chain run in segments (`chunked.rs`), kept for
+    /// the next call of the same shape.
+    segment_buffers: crate::segmented::BatchBuffers<T>,
     /// Graphs captured so far ([`GpuCholesky::graph_captures`]).
     captures: std::cell::Cell<u64>,
     /// The event [`GpuCholesky::wait_for_stream`] records on the caller's stream (made on
@@ -470,6 +473,7 @@ impl<T: Scalar> GpuCholesky<T> {
             factored: false,
             staging,
             partner: None,
+            segment_buffers: Default::default(),
             captures: Default::default(),
             stream_event: Default::default(),
             side_stream: Default::default(),
