@@ -90,7 +90,8 @@ impl Gpu {
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream()?;
         let cc = ctx.compute_capability()?;
-        let module = Module::from_embedded(&ctx, crate::ptx::PTX, cc)?;
+        // The crate's kernels start with `kernel_prologue`: launched dependently on sm_90.
+        let module = Module::from_embedded(&ctx, crate::ptx::PTX, cc)?.with_dependent_launch(cc);
         let attr = |a| ctx.attribute(a).map(|v| v.max(0) as u32);
         let info = GpuInfo {
             name: ctx.name()?,

@@ -309,18 +309,28 @@ impl Module {
                     capability.0, capability.1
                 )),
             })?;
-        let mut module = Self::from_ptx(ctx, best.2, best.1)?;
-        // The crate's own sm_90 kernels start with `kernel_prologue`; PTX of other origin
-        // (`from_ptx`) might not, and the sm_80 build's prologue is empty.
-        let off = std::env::var(DEPENDENT_LAUNCH_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("off"));
-        module.dependent_launch = best.0 >= 90 && cc >= 90 && !off;
-        Ok(module)
+        Self::from_ptx(ctx, best.2, best.1)
     }
 
-    /// Whether this module's kernels are launched with programmatic stream serialization
-    /// (sm_90 and later, the crate's embedded kernels only, unless
-    /// [`DEPENDENT_LAUNCH_ENV`] is `off`): each launch may start while the previous kernel
-    /// of its stream is completing, and waits for it before touching memory.
+    /// Marks the module as the crate's own kernels, which start with `kernel_prologue`:
+    /// on an sm_90 (or newer) build and device they are launched with programmatic stream
+    /// serialization, unless [`DEPENDENT_LAUNCH_ENV`] is `off`. Only [`super::Gpu`] calls
+    /// it, on the module of `crate::ptx::PTX`, before any kernel is looked up: the kernels
+    /// of any other module (the kernel kit's included) need not wait, so they are always
+    /// launched plainly.
+    pub(crate) fn with_dependent_launch(mut self, capability: (i32, i32)) -> Self {
+        let build = self.arch.strip_prefix("sm_").and_then(|v| v.parse::<i32>().ok()).unwrap_or(0);
+        let off = std::env::var(DEPENDENT_LAUNCH_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("off"));
+        self.dependent_launch = build >= 90 && capability.0 * 10 + capability.1 >= 90 && !off;
+        self
+    }
+
+    /// Whether this module's kernels are launched with programmatic stream serialization:
+    /// the crate's own kernels (the module [`super::Gpu`] loads) on sm_90 and later,
+    /// unless [`DEPENDENT_LAUNCH_ENV`] is `off`; never a module loaded by
+    /// [`Self::from_ptx`] or [`Self::from_embedded`]. Each such launch may start while
+    /// the previous kernel of its stream is completing, and waits for it before touching
+    /// memory.
     ///
     /// ```no_run
     /// let gpu = blocktri::cuda::Gpu::shared().expect("a CUDA GPU");
