@@ -213,20 +213,23 @@ mod entry {
 
     use blocktri_prims::sync::kernel_prologue;
 
-    macro_rules! kernel {
-        ($f64name:ident, $f32name:ident, $body:path, $args:ident) => {
+    /// One entry point: the prologue every kernel owes its dependent launch, then the body.
+    /// Every entry goes through here, so that none can miss the prologue.
+    macro_rules! entry {
+        ($name:ident, $body:path, $args:ty) => {
             #[unsafe(no_mangle)]
-            pub unsafe extern "ptx-kernel" fn $f64name(args: $args<f64>) {
+            pub unsafe extern "ptx-kernel" fn $name(args: $args) {
                 kernel_prologue();
                 // SAFETY: the host launches it as the body's docs require.
                 unsafe { $body(&args) }
             }
-            #[unsafe(no_mangle)]
-            pub unsafe extern "ptx-kernel" fn $f32name(args: $args<f32>) {
-                kernel_prologue();
-                // SAFETY: as above.
-                unsafe { $body(&args) }
-            }
+        };
+    }
+
+    macro_rules! kernel {
+        ($f64name:ident, $f32name:ident, $body:path, $args:ident) => {
+            entry!($f64name, $body, $args<f64>);
+            entry!($f32name, $body, $args<f32>);
         };
     }
 
@@ -421,51 +424,16 @@ mod entry {
     kernel!(tiled_update_trsm_f64, tiled_update_trsm_f32, tf::update_trsm::<_, Native>, TiledArgs);
     kernel!(tiled_neighbours_f64, tiled_neighbours_f32, tf::neighbours::<_, Narrow<Native>>, TiledArgs);
     // `f64` only: the wide products are FP64 tensor-core tiles.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn tiled_wide_neighbours_f64(args: TiledArgs<f64>) {
-        kernel_prologue();
-        // SAFETY: the host launches it as the body's docs require.
-        unsafe { tf::neighbours::<f64, Wide>(&args) }
-    }
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn tiled_wide16_neighbours_f64(args: TiledArgs<f64>) {
-        kernel_prologue();
-        // SAFETY: as above.
-        unsafe { tf::neighbours::<f64, Wide16>(&args) }
-    }
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn tiled_tall_update_f64(args: TiledArgs<f64>) {
-        kernel_prologue();
-        // SAFETY: as above.
-        unsafe { tf::update::<f64, Tall>(&args) }
-    }
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn tiled_wide_update_f64(args: TiledArgs<f64>) {
-        kernel_prologue();
-        // SAFETY: as above.
-        unsafe { tf::update::<f64, Wide>(&args) }
-    }
+    entry!(tiled_wide_neighbours_f64, tf::neighbours::<f64, Wide>, TiledArgs<f64>);
+    entry!(tiled_wide16_neighbours_f64, tf::neighbours::<f64, Wide16>, TiledArgs<f64>);
+    entry!(tiled_tall_update_f64, tf::update::<f64, Tall>, TiledArgs<f64>);
+    entry!(tiled_wide_update_f64, tf::update::<f64, Wide>, TiledArgs<f64>);
 
     macro_rules! tf32_kernels {
         ($mac:ty, $trsm:ident, $update:ident, $neighbours:ident) => {
-            #[unsafe(no_mangle)]
-            pub unsafe extern "ptx-kernel" fn $trsm(args: TiledArgs<f32>) {
-                kernel_prologue();
-                // SAFETY: the host launches it as the body's docs require.
-                unsafe { tf::trsm::<f32, $mac>(&args) }
-            }
-            #[unsafe(no_mangle)]
-            pub unsafe extern "ptx-kernel" fn $update(args: TiledArgs<f32>) {
-                kernel_prologue();
-                // SAFETY: as above.
-                unsafe { tf::update::<f32, Narrow<$mac>>(&args) }
-            }
-            #[unsafe(no_mangle)]
-            pub unsafe extern "ptx-kernel" fn $neighbours(args: TiledArgs<f32>) {
-                kernel_prologue();
-                // SAFETY: as above.
-                unsafe { tf::neighbours::<f32, Narrow<$mac>>(&args) }
-            }
+            entry!($trsm, tf::trsm::<f32, $mac>, TiledArgs<f32>);
+            entry!($update, tf::update::<f32, Narrow<$mac>>, TiledArgs<f32>);
+            entry!($neighbours, tf::neighbours::<f32, Narrow<$mac>>, TiledArgs<f32>);
         };
     }
     tf32_kernels!(Tf32, tiled_trsm_tf32, tiled_update_tf32, tiled_neighbours_tf32);

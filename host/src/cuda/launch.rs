@@ -199,18 +199,6 @@ impl Kernel {
         launched.map_err(|e| Error::Cuda(format!("launching {}: {e}", self.name)))
     }
 
-    /// Whether launches of this kernel may start before the previous kernel of the stream
-    /// has finished (see [`Module::dependent_launch`]).
-    ///
-    /// ```no_run
-    /// let gpu = blocktri::cuda::Gpu::shared().expect("a CUDA GPU");
-    /// let kernel = gpu.kernel("factor_prep_f64").unwrap();
-    /// assert_eq!(kernel.dependent_launch(), gpu.module().dependent_launch());
-    /// ```
-    pub fn dependent_launch(&self) -> bool {
-        self.dependent
-    }
-
     fn ensure_shared(&self, bytes: u32) -> Result<()> {
         let mut limit = self.smem_limit.lock().unwrap_or_else(|e| e.into_inner());
         if bytes > *limit {
@@ -230,6 +218,16 @@ pub struct Module {
     kernels: Mutex<HashMap<String, Kernel>>,
     arch: String,
     dependent_launch: bool,
+}
+
+/// `90` for `sm_90`: the number of a PTX build's architecture name.
+fn arch_number(arch: &str) -> Option<i32> {
+    arch.strip_prefix("sm_").and_then(|v| v.parse().ok())
+}
+
+/// `90` for compute capability 9.0, comparable with [`arch_number`].
+fn sm_number(capability: (i32, i32)) -> i32 {
+    capability.0 * 10 + capability.1
 }
 
 /// Environment variable that turns programmatic dependent launches of the crate's
@@ -289,12 +287,12 @@ impl Module {
     pub fn from_embedded(ctx: &Arc<CudaContext>, builds: &[(&str, &str)], capability: (i32, i32)) -> Result<Self> {
         let forced = std::env::var(super::context::PTX_ARCH_ENV).ok().filter(|v| !v.trim().is_empty());
         let only = forced.as_deref().map(str::trim);
-        let cc = capability.0 * 10 + capability.1;
+        let cc = sm_number(capability);
         let archs: Vec<_> = builds.iter().map(|b| b.0).collect();
         let best = builds
             .iter()
             .filter(|(arch, _)| only.is_none_or(|o| o == *arch))
-            .filter_map(|(arch, src)| arch.strip_prefix("sm_").and_then(|v| v.parse::<i32>().ok()).map(|v| (v, *arch, *src)))
+            .filter_map(|(arch, src)| arch_number(arch).map(|v| (v, *arch, *src)))
             .filter(|(v, _, _)| *v <= cc)
             .max_by_key(|(v, _, _)| *v)
             .ok_or_else(|| match only {
@@ -319,9 +317,9 @@ impl Module {
     /// of any other module (the kernel kit's included) need not wait, so they are always
     /// launched plainly.
     pub(crate) fn with_dependent_launch(mut self, capability: (i32, i32)) -> Self {
-        let build = self.arch.strip_prefix("sm_").and_then(|v| v.parse::<i32>().ok()).unwrap_or(0);
+        let build = arch_number(&self.arch).unwrap_or(0);
         let off = std::env::var(DEPENDENT_LAUNCH_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("off"));
-        self.dependent_launch = build >= 90 && capability.0 * 10 + capability.1 >= 90 && !off;
+        self.dependent_launch = build >= 90 && sm_number(capability) >= 90 && !off;
         self
     }
 
