@@ -9,7 +9,7 @@ use blocktri::{BlockTridiag, BlockVec, Scalar};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{INFO_OK, InfoCode, decode_info};
 use blocktri_device::tiled::factor::{
-    ColumnUpdate, WIDE_THREADS, column_update, neighbour_blocks, neighbours, panel_blocks, potrf, potrf_shared_bytes, prep,
+    BOTH_SIDES, ColumnUpdate, WIDE_THREADS, column_update, neighbour_blocks, neighbours, panel_blocks, potrf, potrf_shared_bytes, prep,
     prep_shared_bytes, product_kernel_shared_bytes, shape_kernel_shared_bytes, trsm, update, update_diagonal, update_trsm,
     wide_product_kernel_shared_bytes,
 };
@@ -115,11 +115,14 @@ struct ColumnSteps<'f, T> {
     /// The rows below the diagonal tile updated with their solve (`update_diagonal`
     /// before the `potrf`, `update_trsm` after it).
     fused: bool,
+    /// The neighbour products in one launch per side (`BLOCKTRI_NEIGHBOURS=split`)
+    /// instead of both sides in one.
+    split_neighbours: bool,
 }
 
 /// [`run_factor`] with the column updates on the product shape `U` (in pairs of columns
 /// and fused with the solves as `steps` says) and the neighbour launches of
-/// `neighbour_launch(args, nodes, side)`.
+/// `neighbour_launch(args, nodes, side)` (both sides in one unless `steps` splits them).
 fn run_factor_with<T: Scalar, M: TileMac<T>, U: ProductShape<T>>(
     d: &mut Device<T>,
     a: &BlockTridiag<T>,
@@ -167,7 +170,8 @@ fn run_factor_with<T: Scalar, M: TileMac<T>, U: ProductShape<T>>(
             }
         }
         if m + 1 < top {
-            for side in 0..2 {
+            let sides: &[u32] = if steps.split_neighbours { &[0, 1] } else { &[BOTH_SIDES] };
+            for &side in sides {
                 neighbour_launch(&args(d, a, m, 0, side, None), nodes, side);
             }
         }
@@ -397,6 +401,48 @@ fn emulated_tiled_wide_neighbour_products_match_the_dense_reference() {
     emu::with_compute_capability(80, || check_with::<f64, Native>(&cases[1..], 1e-11, run_factor_wide));
 }
 
+/// The neighbour products of both sides in one launch (`BOTH_SIDES`, the executor's
+/// default) give the same bits as one launch per side (`BLOCKTRI_NEIGHBOURS=split`): each
+/// separator's tile gets the same two products in the same order. Levels with several
+/// nodes and separators with one and two contributors (N = 7, 6), one and two partial
+/// tiles, a batch, the `64 x 64` and the wide `128 x 128` products.
+#[test]
+fn emulated_tiled_neighbours_in_one_launch_match_one_launch_per_side_bit_for_bit() {
+    let seed = fresh_seed();
+    let narrow = |x: &TiledArgs<f64>, nodes: u32, side: u32| {
+        let blocks = nodes * neighbour_blocks(x.n as usize, TILE_EDGE, side);
+        // SAFETY: as in run_factor_with.
+        unsafe { emu::launch_unchecked(blocks, PRODUCT_THREADS, product_kernel_shared_bytes(8), || neighbours::<f64, Narrow<Native>>(x)) }
+    };
+    let wide = |x: &TiledArgs<f64>, nodes: u32, side: u32| {
+        let blocks = nodes * neighbour_blocks(x.n as usize, WIDE_TILE, side);
+        // SAFETY: as in run_factor_with.
+        unsafe { emu::launch_unchecked(blocks, WIDE_PRODUCT_THREADS, wide_product_kernel_shared_bytes(), || neighbours::<f64, Wide>(x)) }
+    };
+    type NeighbourLaunch<'f> = &'f dyn Fn(&TiledArgs<f64>, u32, u32);
+    let launches: [(&str, NeighbourLaunch); 2] = [("64 x 64", &narrow), ("128 x 128", &wide)];
+    for (i, &(s, nb, n)) in [(2, 7, 33), (1, 6, 70)].iter().enumerate() {
+        let (a, b) = problem::<f64>(s, nb, n, 1, seed + i as u64);
+        for (shape, launch) in launches {
+            let factor = |split_neighbours| {
+                let mut d = upload(&a, &b);
+                let steps = ColumnSteps { split_neighbours, ..ColumnSteps::default() };
+                run_factor_with::<f64, Native, Narrow<Native>>(&mut d, &a, steps, launch);
+                d
+            };
+            let (one, per_side) = (factor(false), factor(true));
+            assert!(one.info.iter().all(|&x| x == INFO_OK), "S={s} N={nb} n={n} {shape}: info {:?}", one.info);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            for (name, x, y) in
+                [("diag", &one.diag, &per_side.diag), ("left", &one.left, &per_side.left), ("right", &one.right, &per_side.right)]
+            {
+                assert!(bits(x) == bits(y), "S={s} N={nb} n={n} {shape}: {name} differs (seed {seed})");
+            }
+            assert_eq!(bits(&one.dinv), bits(&per_side.dinv), "S={s} N={nb} n={n} {shape} (seed {seed})");
+        }
+    }
+}
+
 /// The column updates fused with the solves below the diagonal tile at every level
 /// (`update_diagonal`, `update_trsm`), with `128 x 128` pairs of columns from step 2
 /// where `pairs` (`ColumnUpdate::Pair`, then the second column's last `K = 64`).
@@ -404,7 +450,7 @@ fn run_factor_fused<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, pairs: Op
 where
     Native: TileMac<T>,
 {
-    let steps = ColumnSteps { pairs: pairs.map(|p| (2, p)), fused: true };
+    let steps = ColumnSteps { pairs: pairs.map(|p| (2, p)), fused: true, split_neighbours: false };
     run_factor_with::<T, Native, Narrow<Native>>(d, a, steps, |x, nodes, side| {
         let blocks = nodes * neighbour_blocks(x.n as usize, TILE_EDGE, side);
         // SAFETY: as in run_factor_with.

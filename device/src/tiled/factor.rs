@@ -521,11 +521,15 @@ pub const fn column_update(k: usize, nt: usize, first_pair: Option<usize>) -> Co
     }
 }
 
+/// [`neighbours`]' `side` that does both sides in one launch (see there).
+pub const BOTH_SIDES: u32 = 2;
+
 /// Blocks per node of a [`neighbours`] launch on output tiles of `edge` rows: the lower
-/// tile pairs for `side` 0, those plus the `tiles^2` fill tiles for `side` 1.
+/// tile pairs for `side` 0, those plus the `tiles^2` fill tiles for `side` 1 and
+/// [`BOTH_SIDES`].
 pub const fn neighbour_blocks(n: usize, edge: usize, side: u32) -> u32 {
     let t = n.div_ceil(edge);
-    (t * (t + 1) / 2 + if side == 1 { t * t } else { 0 }) as u32
+    (t * (t + 1) / 2 + if side >= 1 { t * t } else { 0 }) as u32
 }
 
 /// After a level's panels are factored: `side` 0 subtracts `L_li L_li^T` from `D_l`
@@ -536,6 +540,15 @@ pub const fn neighbour_blocks(n: usize, edge: usize, side: u32) -> u32 {
 /// product shape `S` (`64 x 64`, or `128 x 128` for [`Wide`]: `tiled_wide_neighbours_f64`);
 /// a block computes the whole `K = n` sum of its tile ([`neighbour_blocks`] per node).
 /// Within one launch every target block has one writer.
+///
+/// [`BOTH_SIDES`] does both in one launch, on `side` 1's grid: the block of a tile of
+/// `D_r` (`r` this node's right neighbour) first subtracts `L_lc L_lc^T` of the level's
+/// node `c = r + 2^level` beyond `r` (if it exists: the tile side 0 gave it), then this
+/// node's `L_ri L_ri^T`. Every separator of the level is some node's right neighbour
+/// (its left neighbour on the level always exists), so every tile gets both terms, in
+/// the order of the two launches: the same bits. `D_r` is read and written once from
+/// DRAM instead of once per side (the second pass reads what the block just wrote,
+/// from L2), and the level has one launch fewer.
 ///
 /// # Safety
 /// As [`trsm`] with `S::THREADS` threads and `FLAG_BYTES + S::SHARED_BYTES` of shared
@@ -548,13 +561,17 @@ pub unsafe fn neighbours<T: Real, S: ProductShape<T>>(args: &TiledArgs<T>) {
     let pairs = nt * (nt + 1) / 2;
     let (nd, y) = a.node_and_tile(neighbour_blocks(n, S::ROWS, a.side) as usize);
     let (s, b) = (nd.s, nd.b);
-    // (source A, source B, target, row tile, col tile, subtract into the lower triangle?)
+    // (first source, source A, source B, target, row tile, col tile, subtract into the
+    // lower triangle?); a first source (BOTH_SIDES) is subtracted before A B^T.
     let job = unsafe {
         if a.side == 0 || y < pairs {
             let (src, target) = if a.side == 0 { (a.left, nd.left) } else { (a.right, nd.right) };
             target.map(|t| {
                 let (i, j) = lower_pair(y);
-                (a.block(src, s, b), a.block(src, s, b), a.block(a.diag, s, t), i, j, true)
+                // The level's node beyond t (0-based t + 2^level), if any: its left coupling.
+                let beyond = t + (1usize << a.level);
+                let first = (a.side == BOTH_SIDES && beyond < a.nblocks as usize).then(|| a.block(a.left, s, beyond));
+                (first, a.block(src, s, b), a.block(src, s, b), a.block(a.diag, s, t), i, j, true)
             })
         } else {
             match (nd.l1, nd.r1) {
@@ -563,23 +580,33 @@ pub unsafe fn neighbours<T: Real, S: ProductShape<T>>(args: &TiledArgs<T>) {
                     let (owner, is_left) = fill_slot(l1, r1, a.level);
                     let (lb, rb) = (a.block(a.left, s, b), a.block(a.right, s, b));
                     let (pa, pb, dst) = if is_left { (lb, rb, a.left) } else { (rb, lb, a.right) };
-                    Some((pa, pb, a.block(dst, s, (owner - 1) as usize), e / nt, e % nt, false))
+                    Some((None, pa, pb, a.block(dst, s, (owner - 1) as usize), e / nt, e % nt, false))
                 }
                 _ => None,
             }
         }
     };
-    let Some((src_a, src_b, target, it, jt, subtract)) = job else { return };
+    let Some((first, src_a, src_b, target, it, jt, subtract)) = job else { return };
     let (flag, sh) = shared_areas::<T>();
     if unsafe { a.failed(s, flag) } {
         return;
     }
     let edge = S::ROWS;
-    let (pa, pb) = unsafe { (rows_panel(src_a, ld, n, it * edge, 0, edge), rows_panel(src_b, ld, n, jt * edge, 0, edge)) };
-    let acc = unsafe { S::product(pa, pb, n, sh) };
+    // SAFETY (panels): row tiles it, jt of n x n blocks of system s, clipped to n.
+    let panels = |x: *mut T, y: *mut T| unsafe { (rows_panel(x, ld, n, it * edge, 0, edge), rows_panel(y, ld, n, jt * edge, 0, edge)) };
+    let (pa, pb) = panels(src_a, src_b);
     let diagonal = subtract && it == jt;
+    let keep = |r: usize, c: usize| r < pa.rows && c < pb.rows && (!diagonal || r >= c);
     let dst = unsafe { target.add(jt * edge * ld + it * edge) };
-    unsafe { subtract_acc::<T, S>(&acc, dst, ld, subtract, |r, c| r < pa.rows && c < pb.rows && (!diagonal || r >= c)) };
+    if let Some(f) = first {
+        let (fa, fb) = panels(f, f);
+        let acc = unsafe { S::product(fa, fb, n, sh) };
+        unsafe { subtract_acc::<T, S>(&acc, dst, ld, true, keep) };
+        // The next product refills `sh`. Each thread reads back only the entries it wrote.
+        sync_threads();
+    }
+    let acc = unsafe { S::product(pa, pb, n, sh) };
+    unsafe { subtract_acc::<T, S>(&acc, dst, ld, subtract, keep) };
 }
 
 #[cfg(test)]

@@ -5,8 +5,9 @@
 //! Launches of a factorization: reset the status words, `prep`; per level and per column
 //! tile `k` of the panel: `update` (from `k = 1`), `potrf`, `trsm` (on levels with many
 //! nodes `update_diagonal`, `potrf`, `update_trsm`; at `n >= 512` a `wide_update` of two
-//! columns from step 6 on every other step, `column_update`); then the
-//! two neighbour launches (not on the top level, whose node has no neighbours). Solve:
+//! columns from step 6 on every other step, `column_update`); then the neighbour
+//! products, both sides in one launch (not on the top level, whose node has no
+//! neighbours). Solve:
 //! per level upward `forward_node` + two `forward_couple`; downward `backward_couple` +
 //! `backward_node` (the diagonal solves, one block per node; at levels with few nodes of
 //! more than 4 tiles one launch per tile step instead: `forward_diag`, `backward_diag`).
@@ -22,7 +23,7 @@ use crate::scalar::Scalar;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::tiled::factor::{
-    ColumnUpdate, WIDE_THREADS, column_update, neighbour_blocks, panel_blocks, potrf_shared_bytes, prep_shared_bytes,
+    BOTH_SIDES, ColumnUpdate, WIDE_THREADS, column_update, neighbour_blocks, panel_blocks, potrf_shared_bytes, prep_shared_bytes,
     product_kernel_shared_bytes, shape_kernel_shared_bytes,
 };
 use blocktri_device::tiled::solve::{
@@ -203,6 +204,9 @@ pub(super) struct Tiled {
     /// (`factor_solve_steps`); `BLOCKTRI_FORWARD_BESIDE=off`, for measurements, runs the
     /// factorization, then the solve (`docs/perf-notes.md`, entry 49).
     forward_beside: bool,
+    /// The neighbour products' sides per level: both in one launch ([`BOTH_SIDES`]), or
+    /// `BLOCKTRI_NEIGHBOURS=split`, for measurements, one launch per side.
+    neighbour_sides: &'static [u32],
     forward_couple: Kernel,
     backward_couple: Kernel,
     /// SMs of the device (the forward coupling's block width depends on the grid).
@@ -269,6 +273,7 @@ impl Tiled {
             backward_diag: k(names::TILED_BACKWARD_DIAG)?,
             diag_solve: DiagSolveChoice::from_env(),
             forward_beside: std::env::var("BLOCKTRI_FORWARD_BESIDE").as_deref() != Ok("off"),
+            neighbour_sides: if std::env::var("BLOCKTRI_NEIGHBOURS").as_deref() == Ok("split") { &[0, 1] } else { &[BOTH_SIDES] },
             forward_couple: k(names::TILED_FORWARD_COUPLE)?,
             backward_couple: k(names::TILED_BACKWARD_COUPLE)?,
             multiprocessors: gpu.info().multiprocessors,
@@ -385,7 +390,7 @@ impl Tiled {
             }
             after_columns(m, &mut steps);
             if m + 1 < top {
-                for side in 0..2 {
+                for &side in self.neighbour_sides {
                     let wide_blocks = |wide: &ProductKernel| nodes * neighbour_blocks(n, wide.rows, side);
                     steps.push(match &self.wide_neighbours {
                         Some((wide, min_blocks)) if wide_blocks(wide) >= *min_blocks => {
