@@ -9,8 +9,8 @@ use blocktri::{BlockTridiag, BlockVec, Scalar};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{INFO_OK, InfoCode, decode_info};
 use blocktri_device::tiled::factor::{
-    BOTH_SIDES, ColumnUpdate, WIDE_THREADS, column_update, neighbour_blocks, neighbours, panel_blocks, potrf, potrf_shared_bytes, prep,
-    prep_shared_bytes, product_kernel_shared_bytes, shape_kernel_shared_bytes, trsm, update, update_diagonal, update_trsm,
+    ColumnUpdate, WIDE_THREADS, column_update, neighbour_blocks, neighbour_sides, neighbours, panel_blocks, potrf, potrf_shared_bytes,
+    prep, prep_shared_bytes, product_kernel_shared_bytes, shape_kernel_shared_bytes, trsm, update, update_diagonal, update_trsm,
     wide_product_kernel_shared_bytes,
 };
 use blocktri_device::tiled::solve::{
@@ -97,11 +97,22 @@ const TILE_EDGE: usize = blocktri_device::tiled::TILE;
 
 /// The factor launches of `Tiled::factor_steps`, in order, with the `64 x 64` products of `M`.
 fn run_factor<T: Scalar, M: TileMac<T>>(d: &mut Device<T>, a: &BlockTridiag<T>) {
-    run_factor_with::<T, M, Narrow<M>>(d, a, ColumnSteps::default(), |x, nodes, side| {
-        let blocks = nodes * neighbour_blocks(x.n as usize, TILE_EDGE, side);
-        // SAFETY: as in run_factor_with.
-        unsafe { emu::launch_unchecked(blocks, PRODUCT_THREADS, product_kernel_shared_bytes(T::BYTES), || neighbours::<T, Narrow<M>>(x)) }
-    });
+    run_factor_with::<T, M, Narrow<M>>(d, a, ColumnSteps::default(), narrow_neighbours::<T, M>);
+}
+
+/// The neighbour launch of `side` on the `64 x 64` products of `M`, for a level of
+/// `nodes` nodes.
+fn narrow_neighbours<T: Scalar, M: TileMac<T>>(x: &TiledArgs<T>, nodes: u32, side: u32) {
+    let blocks = nodes * neighbour_blocks(x.n as usize, TILE_EDGE, side);
+    // SAFETY: as in run_factor_with.
+    unsafe { emu::launch_unchecked(blocks, PRODUCT_THREADS, product_kernel_shared_bytes(T::BYTES), || neighbours::<T, Narrow<M>>(x)) }
+}
+
+/// The neighbour launch of `side` on the wide `128 x 128` products (`f64`).
+fn wide_neighbours(x: &TiledArgs<f64>, nodes: u32, side: u32) {
+    let blocks = nodes * neighbour_blocks(x.n as usize, WIDE_TILE, side);
+    // SAFETY: as in run_factor_with.
+    unsafe { emu::launch_unchecked(blocks, WIDE_PRODUCT_THREADS, wide_product_kernel_shared_bytes(), || neighbours::<f64, Wide>(x)) }
 }
 
 /// A launch of `(args, nodes of the level)`.
@@ -170,8 +181,7 @@ fn run_factor_with<T: Scalar, M: TileMac<T>, U: ProductShape<T>>(
             }
         }
         if m + 1 < top {
-            let sides: &[u32] = if steps.split_neighbours { &[0, 1] } else { &[BOTH_SIDES] };
-            for &side in sides {
+            for &side in neighbour_sides(steps.split_neighbours) {
                 neighbour_launch(&args(d, a, m, 0, side, None), nodes, side);
             }
         }
@@ -364,11 +374,7 @@ fn emulated_tiled_f64_sm80_products_match_the_dense_reference() {
 
 /// The factor with every neighbour launch on the wide `128 x 128` products (`f64`).
 fn run_factor_wide(d: &mut Device<f64>, a: &BlockTridiag<f64>) {
-    run_factor_with::<f64, Native, Narrow<Native>>(d, a, ColumnSteps::default(), |x, nodes, side| {
-        let blocks = nodes * neighbour_blocks(x.n as usize, WIDE_TILE, side);
-        // SAFETY: as in run_factor_with.
-        unsafe { emu::launch_unchecked(blocks, WIDE_PRODUCT_THREADS, wide_product_kernel_shared_bytes(), || neighbours::<f64, Wide>(x)) }
-    });
+    run_factor_with::<f64, Native, Narrow<Native>>(d, a, ColumnSteps::default(), wide_neighbours);
 }
 
 /// The factor with the column updates on `U` and every neighbour launch on the wide
@@ -409,18 +415,8 @@ fn emulated_tiled_wide_neighbour_products_match_the_dense_reference() {
 #[test]
 fn emulated_tiled_neighbours_in_one_launch_match_one_launch_per_side_bit_for_bit() {
     let seed = fresh_seed();
-    let narrow = |x: &TiledArgs<f64>, nodes: u32, side: u32| {
-        let blocks = nodes * neighbour_blocks(x.n as usize, TILE_EDGE, side);
-        // SAFETY: as in run_factor_with.
-        unsafe { emu::launch_unchecked(blocks, PRODUCT_THREADS, product_kernel_shared_bytes(8), || neighbours::<f64, Narrow<Native>>(x)) }
-    };
-    let wide = |x: &TiledArgs<f64>, nodes: u32, side: u32| {
-        let blocks = nodes * neighbour_blocks(x.n as usize, WIDE_TILE, side);
-        // SAFETY: as in run_factor_with.
-        unsafe { emu::launch_unchecked(blocks, WIDE_PRODUCT_THREADS, wide_product_kernel_shared_bytes(), || neighbours::<f64, Wide>(x)) }
-    };
-    type NeighbourLaunch<'f> = &'f dyn Fn(&TiledArgs<f64>, u32, u32);
-    let launches: [(&str, NeighbourLaunch); 2] = [("64 x 64", &narrow), ("128 x 128", &wide)];
+    type NeighbourLaunch = fn(&TiledArgs<f64>, u32, u32);
+    let launches: [(&str, NeighbourLaunch); 2] = [("64 x 64", narrow_neighbours::<f64, Native>), ("128 x 128", wide_neighbours)];
     for (i, &(s, nb, n)) in [(2, 7, 33), (1, 6, 70)].iter().enumerate() {
         let (a, b) = problem::<f64>(s, nb, n, 1, seed + i as u64);
         for (shape, launch) in launches {
@@ -451,13 +447,7 @@ where
     Native: TileMac<T>,
 {
     let steps = ColumnSteps { pairs: pairs.map(|p| (2, p)), fused: true, split_neighbours: false };
-    run_factor_with::<T, Native, Narrow<Native>>(d, a, steps, |x, nodes, side| {
-        let blocks = nodes * neighbour_blocks(x.n as usize, TILE_EDGE, side);
-        // SAFETY: as in run_factor_with.
-        unsafe {
-            emu::launch_unchecked(blocks, PRODUCT_THREADS, product_kernel_shared_bytes(T::BYTES), || neighbours::<T, Narrow<Native>>(x))
-        }
-    });
+    run_factor_with::<T, Native, Narrow<Native>>(d, a, steps, narrow_neighbours::<T, Native>);
 }
 
 /// The wide pair launch of step `x.step` (`f64`).

@@ -524,6 +524,12 @@ pub const fn column_update(k: usize, nt: usize, first_pair: Option<usize>) -> Co
 /// [`neighbours`]' `side` that does both sides in one launch (see there).
 pub const BOTH_SIDES: u32 = 2;
 
+/// The `side`s of a level's [`neighbours`] launches, in order: [`BOTH_SIDES`] alone, or
+/// with `split` one launch per side (0, then 1).
+pub const fn neighbour_sides(split: bool) -> &'static [u32] {
+    if split { &[0, 1] } else { &[BOTH_SIDES] }
+}
+
 /// Blocks per node of a [`neighbours`] launch on output tiles of `edge` rows: the lower
 /// tile pairs for `side` 0, those plus the `tiles^2` fill tiles for `side` 1 and
 /// [`BOTH_SIDES`].

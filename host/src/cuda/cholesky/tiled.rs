@@ -23,7 +23,7 @@ use crate::scalar::Scalar;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::tiled::factor::{
-    BOTH_SIDES, ColumnUpdate, WIDE_THREADS, column_update, neighbour_blocks, panel_blocks, potrf_shared_bytes, prep_shared_bytes,
+    ColumnUpdate, WIDE_THREADS, column_update, neighbour_blocks, neighbour_sides, panel_blocks, potrf_shared_bytes, prep_shared_bytes,
     product_kernel_shared_bytes, shape_kernel_shared_bytes,
 };
 use blocktri_device::tiled::solve::{
@@ -204,8 +204,8 @@ pub(super) struct Tiled {
     /// (`factor_solve_steps`); `BLOCKTRI_FORWARD_BESIDE=off`, for measurements, runs the
     /// factorization, then the solve (`docs/perf-notes.md`, entry 49).
     forward_beside: bool,
-    /// The neighbour products' sides per level: both in one launch ([`BOTH_SIDES`]), or
-    /// `BLOCKTRI_NEIGHBOURS=split`, for measurements, one launch per side.
+    /// The neighbour products' sides per level ([`neighbour_sides`]): both in one launch,
+    /// or `BLOCKTRI_NEIGHBOURS=split`, for measurements, one launch per side.
     neighbour_sides: &'static [u32],
     forward_couple: Kernel,
     backward_couple: Kernel,
@@ -273,7 +273,7 @@ impl Tiled {
             backward_diag: k(names::TILED_BACKWARD_DIAG)?,
             diag_solve: DiagSolveChoice::from_env(),
             forward_beside: std::env::var("BLOCKTRI_FORWARD_BESIDE").as_deref() != Ok("off"),
-            neighbour_sides: if std::env::var("BLOCKTRI_NEIGHBOURS").as_deref() == Ok("split") { &[0, 1] } else { &[BOTH_SIDES] },
+            neighbour_sides: neighbour_sides(std::env::var("BLOCKTRI_NEIGHBOURS").as_deref() == Ok("split")),
             forward_couple: k(names::TILED_FORWARD_COUPLE)?,
             backward_couple: k(names::TILED_BACKWARD_COUPLE)?,
             multiprocessors: gpu.info().multiprocessors,
