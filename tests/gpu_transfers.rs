@@ -227,8 +227,30 @@ fn one_chain_larger_than_the_device_runs_in_segments() {
             other => panic!("block {bad}: {other:?}"),
         }
     }
+    // A non-finite right-hand side (checked once before the segments, whose batches are
+    // then not scanned again) is named in the caller's chain, wherever it lies.
+    for (system, block) in [(1, 1234), (0, 2999), (1, 0)] {
+        let mut b_bad = b.clone();
+        b_bad.set(system, block * 16 + 5, 0, f64::NAN);
+        match limited.factor_solve(&a, &b_bad) {
+            Err(Error::NonFinite { what: "right-hand side", system: s2, block: b2 }) => assert_eq!((s2, b2), (system, block)),
+            other => panic!("NaN in block {block} of system {system}: {other:?}"),
+        }
+    }
+    let a_good = a.clone();
     a.set_sub(0, 700, 3, 4, f64::INFINITY);
     assert!(matches!(limited.factor_solve(&a, &b), Err(Error::NonFinite { system: 0, block: 700 | 701, .. })));
+    // After the segment path, the same solver scans the right-hand side of a problem
+    // that fits on the host again (a NaN named as such, not as a non-finite solution),
+    // and still runs a chain in segments.
+    let (small_a, mut small_b) = problem::<f64>(1, 200, 16, 1, seed + 1);
+    small_b.set(0, 77 * 16, 0, f64::NAN);
+    match limited.factor_solve(&small_a, &small_b) {
+        Err(Error::NonFinite { what: "right-hand side", system: 0, block: 77 }) => {}
+        other => panic!("a NaN after the segment path: {other:?}"),
+    }
+    let x = limited.factor_solve(&a_good, &b).unwrap();
+    assert!(residual::accuracy(&a_good, &x, &b).unwrap().relative_residual < 1e-12, "seed {seed}");
     g.set_memory_limit(None);
 }
 
@@ -354,4 +376,49 @@ fn matrices_pinned_in_place_move_by_dma_and_give_the_same_bits() {
     assert_eq!(bits(&pb), bits(&x_ref));
     drop(pa); // unregisters before the memory is freed
     assert!(pb.is_pinned());
+}
+
+/// A page-locked right-hand side is scanned for non-finite values by threads of its own
+/// while its DMA runs (in shares once it holds more than a few million values): the first
+/// bad value is named by system and block wherever it lies, the page-locked input stays
+/// as it was, and the factorization in place still solves afterwards.
+#[test]
+fn a_non_finite_value_in_a_large_pinned_right_hand_side_is_named() {
+    let Some(g) = gpu() else { return };
+    let seed = fresh_seed();
+    // 2 x 4096 x 16 x 20 = 2.6 M values: two shares of the scan, one per system.
+    let (a, b) = problem::<f64>(2, 4096, 16, 20, seed);
+    let mut s = solver::<f64>(&g, KernelFamily::Auto, None);
+    s.factor(&a).unwrap();
+    let x_ref = s.solve(&b).unwrap();
+    let mut pb = b.clone();
+    pb.pin_for_gpu(&g).unwrap();
+    assert!(is_page_locked(pb.as_slice()));
+    let dim = a.shape().dim();
+    // (system, row, column) of a NaN, and of a later infinity that must not be the one named.
+    for (system, row, col) in [(0, 0, 0), (0, dim - 1, 19), (1, 5 * 16 + 3, 7), (1, dim - 1, 19)] {
+        pb.as_mut_slice().copy_from_slice(b.as_slice());
+        pb.set(system, row, col, f64::NAN);
+        if (system, row, col) != (1, dim - 1, 19) {
+            pb.set(1, dim - 1, 19, f64::INFINITY);
+        }
+        let before = bits(&pb);
+        let block = row / 16;
+        let what = format!("NaN at system {system}, row {row}, column {col} (seed {seed})");
+        match s.solve(&pb) {
+            Err(Error::NonFinite { what: "right-hand side", system: s2, block: b2 }) => assert_eq!((s2, b2), (system, block), "{what}"),
+            other => panic!("{what}: {other:?}"),
+        }
+        match s.solve_in_place(&mut pb) {
+            Err(Error::NonFinite { what: "right-hand side", system: s2, block: b2 }) => {
+                assert_eq!((s2, b2), (system, block), "{what}, in place")
+            }
+            other => panic!("{what}, in place: {other:?}"),
+        }
+        assert_eq!(bits(&pb), before, "{what}: the refused input changed");
+    }
+    pb.as_mut_slice().copy_from_slice(b.as_slice());
+    s.solve_in_place(&mut pb).unwrap();
+    // The fused kernels add separator updates in any order: the same up to rounding.
+    assert!(rel_diff(&pb, &x_ref) < 1e-13, "after the refusals (seed {seed})");
 }

@@ -659,7 +659,19 @@ pub(crate) fn rhs_non_finite(shape: Shape, k: usize, p: usize) -> Error {
 /// ~0.5 ms in the GPU machine's VM, more than a serial scan of a few megabytes
 /// (`docs/perf-notes.md`, entry 14).
 pub(crate) fn first_non_finite<T: Scalar>(values: &[T]) -> Option<usize> {
-    const CHUNK: usize = 1024;
+    if values.len() < 1 << 22 {
+        first_non_finite_serial(values)
+    } else {
+        use rayon::prelude::*;
+        values.par_chunks(SCAN_CHUNK).enumerate().find_map_first(|(i, chunk)| first_non_finite_serial(chunk).map(|p| i * SCAN_CHUNK + p))
+    }
+}
+
+/// Values per branch-free chunk of [`first_non_finite_serial`].
+const SCAN_CHUNK: usize = 1024;
+
+/// [`first_non_finite`] on the calling thread alone.
+pub(crate) fn first_non_finite_serial<T: Scalar>(values: &[T]) -> Option<usize> {
     let scan = |(i, chunk): (usize, &[T])| -> Option<usize> {
         let mut lanes = [T::ZERO; 8];
         let mut groups = chunk.chunks_exact(8);
@@ -669,14 +681,9 @@ pub(crate) fn first_non_finite<T: Scalar>(values: &[T]) -> Option<usize> {
             }
         }
         let finite = lanes.iter().chain(groups.remainder()).all(|v| v.is_finite());
-        if finite { None } else { chunk.iter().position(|v| !v.is_finite()).map(|p| i * CHUNK + p) }
+        if finite { None } else { chunk.iter().position(|v| !v.is_finite()).map(|p| i * SCAN_CHUNK + p) }
     };
-    if values.len() < 1 << 22 {
-        values.chunks(CHUNK).enumerate().find_map(scan)
-    } else {
-        use rayon::prelude::*;
-        values.par_chunks(CHUNK).enumerate().find_map_first(scan)
-    }
+    values.chunks(SCAN_CHUNK).enumerate().find_map(scan)
 }
 
 /// The first entry `(row, col)`, `row > col`, of the `n x n` column-major block `blk`

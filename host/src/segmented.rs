@@ -134,50 +134,59 @@ struct Chain<'a, T> {
     batch: usize,
 }
 
-/// A batch's matrix and right-hand sides.
-type Batch<T> = (BlockTridiag<T>, BlockVec<T>);
+/// A batch's matrix and right-hand sides (kept in [`BatchBuffers`]).
+type Batch<'a, T> = (&'a mut BlockTridiag<T>, &'a mut BlockVec<T>);
 
 /// Called on each batch buffer pair before a pass uses it (the GPU page-locks them; a
 /// pair that is page-locked already costs nothing).
 pub(crate) type Prepare<'a, T> = dyn Fn(&mut BlockTridiag<T>, &mut BlockVec<T>) -> Result<()> + Sync + 'a;
 
-/// The batch buffer pairs of both passes, kept from one call to the next: a backend that
+/// The batch buffers of both passes, kept from one call to the next: a backend that
 /// page-locks them (the GPU: 0.15-0.37 s per call on the H100, `docs/perf-notes.md`
-/// entry 57) pays that once per shape. Every pair is refilled completely before each
-/// use, so what a previous call left in it never reaches a result.
+/// entry 57) pays that once per shape. Both passes factor the same segments, so they
+/// share the matrices; only the right-hand sides differ in width (entry 60). Every buffer
+/// is refilled completely before each use, so what a previous call or pass left in it
+/// never reaches a result.
 pub(crate) struct BatchBuffers<T> {
-    /// Pass 1's pairs (`k + 2n` right-hand-side columns), then pass 2's (`k`).
-    passes: [Vec<Batch<T>>; 2],
+    /// The batches' matrices, used by both passes.
+    matrices: Vec<BlockTridiag<T>>,
+    /// Pass 1's right-hand sides (`k + 2n` columns), then pass 2's (`k`).
+    rhs: [Vec<BlockVec<T>>; 2],
 }
 
 impl<T> Default for BatchBuffers<T> {
     fn default() -> Self {
-        BatchBuffers { passes: [Vec::new(), Vec::new()] }
+        BatchBuffers { matrices: Vec::new(), rhs: [Vec::new(), Vec::new()] }
     }
 }
 
 impl<T: Scalar> BatchBuffers<T> {
     /// `count` pairs of pass `pass` for batches of `shape` (matrix leading dimension
-    /// `ld`, `cols` right-hand-side columns): the kept ones when they have that shape,
-    /// else new ones; each handed to `prepare`.
+    /// `ld`, `cols` right-hand-side columns): the kept buffers when they have that shape,
+    /// else new ones; each pair handed to `prepare`.
     fn pairs(
         &mut self,
         pass: usize,
         count: usize,
         (shape, ld, cols): (Shape, usize, usize),
         prepare: &Prepare<'_, T>,
-    ) -> Result<&mut [Batch<T>]> {
-        let kept = &mut self.passes[pass];
-        let fits = |(m, v): &Batch<T>| m.shape() == shape && m.ld() == ld && v.shape() == shape && v.ncols() == cols;
-        if kept.len() < count || !kept.iter().all(fits) {
-            kept.clear(); // free (and unpin) before allocating the new ones
+    ) -> Result<Vec<Batch<'_, T>>> {
+        let (matrices, rhs) = (&mut self.matrices, &mut self.rhs[pass]);
+        if matrices.len() < count || !matrices.iter().all(|m| m.shape() == shape && m.ld() == ld) {
+            matrices.clear(); // free (and unpin) before allocating the new ones
             for _ in 0..count {
-                kept.push((BlockTridiag::zeros_padded(shape, ld)?, BlockVec::zeros(shape, cols)?));
+                matrices.push(BlockTridiag::zeros_padded(shape, ld)?);
             }
         }
-        let pairs = &mut kept[..count];
+        if rhs.len() < count || !rhs.iter().all(|v| v.shape() == shape && v.ncols() == cols) {
+            rhs.clear();
+            for _ in 0..count {
+                rhs.push(BlockVec::zeros(shape, cols)?);
+            }
+        }
+        let mut pairs: Vec<Batch<'_, T>> = matrices.iter_mut().zip(rhs.iter_mut()).take(count).collect();
         for pair in pairs.iter_mut() {
-            timed("segments: prepare a batch buffer pair", || prepare(&mut pair.0, &mut pair.1))?;
+            timed("segments: prepare a batch buffer pair", || prepare(pair.0, pair.1))?;
         }
         Ok(pairs)
     }
@@ -185,7 +194,9 @@ impl<T: Scalar> BatchBuffers<T> {
     /// Host bytes held.
     #[cfg(test)]
     fn bytes(&self) -> usize {
-        self.passes.iter().flatten().map(|(m, v)| (m.diag().len() + m.sub().len() + v.as_slice().len()) * T::BYTES).sum()
+        let matrices: usize = self.matrices.iter().map(|m| m.diag().len() + m.sub().len()).sum();
+        let rhs: usize = self.rhs.iter().flatten().map(|v| v.as_slice().len()).sum();
+        (matrices + rhs) * T::BYTES
     }
 }
 
@@ -301,9 +312,9 @@ impl<T: Scalar> Chain<'_, T> {
         let shape = Shape::new(self.batch, self.segs.longest(), self.n())?;
         let cols = if x_sep.is_some() { self.k() } else { self.k() + 2 * self.n() };
         let pass = usize::from(x_sep.is_some());
-        let bufs = buffers.pairs(pass, firsts.len().min(2), (shape, self.a.ld(), cols), prepare)?;
+        let mut bufs = buffers.pairs(pass, firsts.len().min(2), (shape, self.a.ld(), cols), prepare)?;
         let (even, odd) = bufs.split_at_mut(1);
-        let fill = |pair: &mut Batch<T>, first: usize| self.fill_batch(pair, first, x_sep);
+        let fill = |pair: &mut Batch<'_, T>, first: usize| self.fill_batch(pair, first, x_sep);
         timed("segments: fill the first batch", || fill(&mut even[0], firsts[0]));
         for (i, &first) in firsts.iter().enumerate() {
             let (cur, next) = if i % 2 == 0 { (&mut even[0], odd.first_mut()) } else { (&mut odd[0], Some(&mut even[0])) };
@@ -312,11 +323,11 @@ impl<T: Scalar> Chain<'_, T> {
                     if let (Some(&first_next), Some(next)) = (firsts.get(i + 1), next) {
                         scope.spawn(move || fill(next, first_next));
                     }
-                    f.factor_solve_in_place(&cur.0, &mut cur.1)
+                    f.factor_solve_in_place(cur.0, cur.1)
                 })
             });
             solved.map_err(|e| self.relocate(e, |g, block| self.segs.starts[first + g] + block))?;
-            timed("segments: take the solutions", || take(first, &cur.1))?;
+            timed("segments: take the solutions", || take(first, cur.1))?;
         }
         Ok(())
     }
@@ -325,7 +336,7 @@ impl<T: Scalar> Chain<'_, T> {
     /// segment become identity systems with zero right-hand sides), each padded to the
     /// longest segment with identity blocks: pass 1's `[b, E_left, E_right]` when `x_sep`
     /// is `None`, else pass 2's `b - E x_sep`.
-    fn fill_batch(&self, (m, rhs): &mut Batch<T>, first: usize, x_sep: Option<&[DMatrix<f64>]>) {
+    fn fill_batch(&self, (m, rhs): &mut Batch<'_, T>, first: usize, x_sep: Option<&[DMatrix<f64>]>) {
         let (a, s, n, k) = (self.a, self.s, self.n(), self.k());
         let (ld, bl, nb) = (a.ld(), a.block_len(), a.shape().nblocks);
         let longest = self.segs.longest();
@@ -581,6 +592,10 @@ mod tests {
         run(11, &record, &mut kept);
         let first = std::mem::take(&mut *seen.lock().unwrap());
         assert_eq!(first.len(), 4, "two pairs per pass");
+        // Pass 2 factors the same segments in pass 1's matrix buffers; only the
+        // right-hand sides are its own.
+        assert_eq!((first[2].0, first[3].0), (first[0].0, first[1].0), "pass 2 made matrices of its own");
+        assert!(first[2].1 != first[0].1 && first[3].1 != first[1].1);
         let held = kept.bytes();
         let again = run(21, &record, &mut kept);
         assert_eq!(again, run(21, &|_, _| Ok(()), &mut BatchBuffers::default()), "kept buffers change the result");

@@ -171,9 +171,15 @@ impl<T: Scalar> GpuCholesky<T> {
             m.pin_for_gpu(&gpu)?;
             v.pin_for_gpu(&gpu)
         };
+        // `b` checked once, on the whole pool, before the batches: their right-hand sides
+        // are then built from checked values only, and the per-batch host scan (~12-19 ms
+        // per 150 MB batch beside the next batch's fill, docs/perf-notes.md entry 60) goes.
+        crate::trace::timed("segments: rhs checks", || b.validate())?;
         // The buffers stay with the solver for its next call (page-locked once per shape).
         let mut buffers = std::mem::take(&mut self.segment_buffers);
+        self.rhs_known_finite = true;
         let x = crate::trace::timed("factor+solve: segments", || crate::segmented::factor_solve(self, a, b, target, &pin, &mut buffers));
+        self.rhs_known_finite = false;
         self.segment_buffers = buffers;
         self.factored = false;
         x

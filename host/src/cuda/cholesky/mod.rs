@@ -408,6 +408,11 @@ pub struct GpuCholesky<T: Scalar> {
     /// The page-locked host batches of a chain run in segments (`chunked.rs`), kept for
     /// the next call of the same shape.
     segment_buffers: crate::segmented::BatchBuffers<T>,
+    /// Set only while the segment path runs ([`Self::factor_solve_segmented`]): every
+    /// right-hand side it hands this solver is built from values it has checked (the
+    /// caller's `b` and the couplings), so [`Self::with_inputs`] skips the host's
+    /// finiteness scan. The device still flags a non-finite solution.
+    rhs_known_finite: bool,
     /// Graphs captured so far ([`GpuCholesky::graph_captures`]).
     captures: std::cell::Cell<u64>,
     /// The event [`GpuCholesky::wait_for_stream`] records on the caller's stream (made on
@@ -474,6 +479,7 @@ impl<T: Scalar> GpuCholesky<T> {
             staging,
             partner: None,
             segment_buffers: Default::default(),
+            rhs_known_finite: false,
             captures: Default::default(),
             stream_event: Default::default(),
             side_stream: Default::default(),
@@ -693,11 +699,12 @@ impl<T: Scalar> GpuCholesky<T> {
         // it goes first, so that a rejected `b` leaves the matrices and the factorization
         // as they were. Otherwise (a new shape) on the host before anything changes.
         let plan_shape = self.plan.as_ref().map(|p| p.bufs.shape);
-        let b_first = b.filter(|b| plan_shape == Some(b.shape()) && a.is_none_or(|a| a.shape() == b.shape()));
+        let to_check = b.filter(|_| !self.rhs_known_finite);
+        let b_first = to_check.filter(|b| plan_shape == Some(b.shape()) && a.is_none_or(|a| a.shape() == b.shape()));
         if let Some(b) = b_first {
             // SAFETY: `b` stays borrowed until `wait` has synchronized the stream.
             timed("upload rhs and checks (enqueued)", || unsafe { self.upload_rhs_checked(b, false) })?;
-        } else if let Some(b) = b {
+        } else if let Some(b) = to_check {
             timed("rhs checks", || b.validate())?;
         }
         if let Some(a) = a {

@@ -536,7 +536,7 @@ impl Staging {
     ) -> Result<Option<(usize, usize)>> {
         let (mut staged, mut staged_jobs) = (Vec::with_capacity(jobs.len()), Vec::with_capacity(jobs.len()));
         let mut direct = false;
-        let mut non_finite = None;
+        let mut to_scan = Vec::new();
         for (i, job) in jobs.iter().enumerate() {
             check_layouts(job.src.len(), job.from, job.to)?;
             if job.from.cols == 0 || job.from.width == 0 {
@@ -544,19 +544,24 @@ impl Staging {
             }
             count_transfer(job.from.cols * job.from.width * std::mem::size_of::<T>());
             if is_page_locked(job.src) {
-                if job.check_finite && non_finite.is_none() {
-                    // No copy pass to scan in: a scan of its own, as before the ring.
-                    let whole = Piece::Columns { first: 0, count: job.from.cols };
-                    non_finite = ring::first_non_finite_in(job.src, job.from, whole).map(|at| (i, at));
-                }
                 // SAFETY: the caller's contract; waited for below when asked.
                 unsafe { copy_columns_htod(stream, job.src, job.from, job.dst, job.to)? };
                 direct = true;
+                if job.check_finite {
+                    to_scan.push(i);
+                }
             } else {
                 staged.push(*job);
                 staged_jobs.push(i);
             }
         }
+        // No copy pass to scan in: a scan of their own, while their DMAs run. A value
+        // found there only fails the call; the device copy is the solver's own buffer.
+        // As many threads as staging workers (the pool's size stands for the cores: asking
+        // the OS may read cgroup files, too slow for every small upload).
+        let threads = self.workers.min(rayon::current_num_threads()).max(1);
+        let mut non_finite =
+            to_scan.iter().find_map(|&i| ring::first_non_finite_beside(jobs[i].src, jobs[i].from, threads).map(|at| (i, at)));
         if !staged.is_empty() {
             let found = self.upload_staged(stream, &staged)?.map(|(j, at)| (staged_jobs[j], at));
             non_finite = non_finite.into_iter().chain(found).min();

@@ -58,6 +58,47 @@ pub(super) fn first_non_finite_in<T: Scalar>(src: &[T], from: Columns, piece: Pi
     }
 }
 
+/// Values per thread of [`first_non_finite_beside`]: below this a thread's start costs
+/// more than its share of the scan (8 MB take ~0.2 ms on one core).
+const VALUES_PER_SCAN_THREAD: usize = 1 << 20;
+
+/// The host index (layout `from`) of the first non-finite value of the whole array, found
+/// by up to `threads` scoped threads of its own, each scanning a contiguous share (a range
+/// of a dense layout, whole columns of a padded one). Not rayon's pool: a page-locked
+/// input has no staging pass to scan in, and its caller may keep the pool busy meanwhile.
+/// The segment path fills its next batch there, and the pool's scan of a ~150 MB batch
+/// beside that fill took ~19 ms (`docs/perf-notes.md`, entry 60).
+pub(super) fn first_non_finite_beside<T: Scalar>(src: &[T], from: Columns, threads: usize) -> Option<usize> {
+    let shares = threads.min(from.cols * from.width / VALUES_PER_SCAN_THREAD).max(1);
+    first_non_finite_in_shares(src, from, shares)
+}
+
+/// [`first_non_finite_beside`] in exactly `shares` shares (at least one), the first on
+/// the calling thread.
+fn first_non_finite_in_shares<T: Scalar>(src: &[T], from: Columns, shares: usize) -> Option<usize> {
+    if shares <= 1 {
+        return first_non_finite_in(src, from, Piece::Columns { first: 0, count: from.cols });
+    }
+    let values = from.cols * from.width;
+    let share = |i: usize| -> Option<usize> {
+        let scan = |start: usize, len: usize| crate::matrix::first_non_finite_serial(&src[start..start + len]).map(|p| start + p);
+        if from.is_dense() {
+            let (start, end) = (i * values / shares, (i + 1) * values / shares);
+            scan(start, end - start)
+        } else {
+            let (first, end) = (i * from.cols / shares, (i + 1) * from.cols / shares);
+            (first..end).find_map(|c| scan(c * from.ld, from.width))
+        }
+    };
+    std::thread::scope(|scope| {
+        let others: Vec<_> = (1..shares).map(|i| scope.spawn(move || share(i))).collect();
+        let mine = share(0);
+        // The shares are in host order: the first one that found a value has the answer.
+        let joined = others.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        std::iter::once(mine).chain(joined).flatten().next()
+    })
+}
+
 /// Where one piece of an upload sits in the ring and on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct RingPiece {
@@ -832,6 +873,43 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The page-locked inputs' scan on threads of its own: in any number of shares, even
+    /// more than the values or the columns, it names the same first value as one serial
+    /// pass, ignores NaNs in the host padding, and finds a value that only a later share
+    /// holds.
+    #[test]
+    fn scans_in_shares_find_the_first_non_finite_value() {
+        let mut layouts = super::super::tests::STAGING_LAYOUTS.to_vec();
+        // One more dense layout (split by value ranges, not by columns).
+        layouts.push((37, 41, 37, 37));
+        for (width, cols, host_ld, _) in layouts {
+            let from = Columns { width, cols, ld: host_ld };
+            let values = cols * width;
+            let at = |v: usize| (v / width) * host_ld + v % width;
+            for bad in [None, Some(0), Some(1), Some(values / 3), Some(values - 1)].into_iter().filter(|b| b.is_none_or(|v| v < values)) {
+                let mut src = vec![f32::NAN; from.span()];
+                for v in 0..values {
+                    src[at(v)] = v as f32;
+                }
+                if let Some(v) = bad {
+                    src[at(v)] = f32::NEG_INFINITY;
+                    if v + 1 < values {
+                        // A later bad value must not win over the first.
+                        src[at(values - 1)] = f32::NAN;
+                    }
+                }
+                let serial = first_non_finite_in(&src, from, Piece::Columns { first: 0, count: cols });
+                assert_eq!(serial, bad.map(at), "{from:?}");
+                for shares in [1, 2, 3, 7, 16, cols + 1, values + 2] {
+                    assert_eq!(first_non_finite_in_shares(&src, from, shares), serial, "{from:?} in {shares} shares, bad {bad:?}");
+                }
+            }
+        }
+        // The public entry takes one share below VALUES_PER_SCAN_THREAD values a thread.
+        let small = vec![1.0f64; 1000];
+        assert_eq!(first_non_finite_beside(&small, Columns::flat(1000), 16), None);
     }
 
     #[test]
