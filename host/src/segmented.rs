@@ -172,18 +172,8 @@ impl<T: Scalar> BatchBuffers<T> {
         prepare: &Prepare<'_, T>,
     ) -> Result<Vec<Batch<'_, T>>> {
         let (matrices, rhs) = (&mut self.matrices, &mut self.rhs[pass]);
-        if matrices.len() < count || !matrices.iter().all(|m| m.shape() == shape && m.ld() == ld) {
-            matrices.clear(); // free (and unpin) before allocating the new ones
-            for _ in 0..count {
-                matrices.push(BlockTridiag::zeros_padded(shape, ld)?);
-            }
-        }
-        if rhs.len() < count || !rhs.iter().all(|v| v.shape() == shape && v.ncols() == cols) {
-            rhs.clear();
-            for _ in 0..count {
-                rhs.push(BlockVec::zeros(shape, cols)?);
-            }
-        }
+        keep_or_make(matrices, count, |m| m.shape() == shape && m.ld() == ld, || BlockTridiag::zeros_padded(shape, ld))?;
+        keep_or_make(rhs, count, |v| v.shape() == shape && v.ncols() == cols, || BlockVec::zeros(shape, cols))?;
         let mut pairs: Vec<Batch<'_, T>> = matrices.iter_mut().zip(rhs.iter_mut()).take(count).collect();
         for pair in pairs.iter_mut() {
             timed("segments: prepare a batch buffer pair", || prepare(pair.0, pair.1))?;
@@ -198,6 +188,18 @@ impl<T: Scalar> BatchBuffers<T> {
         let rhs: usize = self.rhs.iter().flatten().map(|v| v.as_slice().len()).sum();
         (matrices + rhs) * T::BYTES
     }
+}
+
+/// Keeps the buffers of `kept` when there are at least `count` and all `fit`; otherwise
+/// frees them (which unpins them) before making `count` new ones.
+fn keep_or_make<B>(kept: &mut Vec<B>, count: usize, fit: impl Fn(&B) -> bool, make: impl Fn() -> Result<B>) -> Result<()> {
+    if kept.len() < count || !kept.iter().all(fit) {
+        kept.clear();
+        for _ in 0..count {
+            kept.push(make()?);
+        }
+    }
+    Ok(())
 }
 
 /// The first and the last block row (`n x (k + 2n)` each: `A_seg^-1 [b, E_left, E_right]`)

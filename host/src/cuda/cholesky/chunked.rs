@@ -162,7 +162,8 @@ impl<T: Scalar> GpuCholesky<T> {
     }
 
     /// Factor + solve of chains too long for the device, by segments of about `target`
-    /// blocks (`segmented.rs`). The plan is left holding the last batch's or the reduced
+    /// blocks (`segmented.rs`), for `a` and `b` that [`Self::factor_solve_enqueue`] has
+    /// checked and deferred here. The plan is left holding the last batch's or the reduced
     /// system's factor, not `a`'s: nothing to solve with afterwards.
     pub(super) fn factor_solve_segmented(&mut self, a: &BlockTridiag<T>, b: &BlockVec<T>, target: usize) -> Result<BlockVec<T>> {
         // The batch buffers page-locked once, so that every batch moves by DMA.
@@ -171,12 +172,11 @@ impl<T: Scalar> GpuCholesky<T> {
             m.pin_for_gpu(&gpu)?;
             v.pin_for_gpu(&gpu)
         };
-        // `b` checked once, on the whole pool, before the batches: their right-hand sides
-        // are then built from checked values only, and the per-batch host scan (~12-19 ms
-        // per 150 MB batch beside the next batch's fill, docs/perf-notes.md entry 60) goes.
-        crate::trace::timed("segments: rhs checks", || b.validate())?;
         // The buffers stay with the solver for its next call (page-locked once per shape).
         let mut buffers = std::mem::take(&mut self.segment_buffers);
+        // `factor_solve_enqueue` checked `b` whole before it deferred here: the batches'
+        // right-hand sides are built from checked values only, so their host scans (~12-19
+        // ms per 150 MB batch beside the next batch's fill, docs/perf-notes.md entry 60) go.
         self.rhs_known_finite = true;
         let x = crate::trace::timed("factor+solve: segments", || crate::segmented::factor_solve(self, a, b, target, &pin, &mut buffers));
         self.rhs_known_finite = false;

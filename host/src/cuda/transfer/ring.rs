@@ -74,11 +74,9 @@ pub(super) fn first_non_finite_beside<T: Scalar>(src: &[T], from: Columns, threa
 }
 
 /// [`first_non_finite_beside`] in exactly `shares` shares (at least one), the first on
-/// the calling thread.
+/// the calling thread (one share: no other thread).
 fn first_non_finite_in_shares<T: Scalar>(src: &[T], from: Columns, shares: usize) -> Option<usize> {
-    if shares <= 1 {
-        return first_non_finite_in(src, from, Piece::Columns { first: 0, count: from.cols });
-    }
+    let shares = shares.max(1);
     let values = from.cols * from.width;
     let share = |i: usize| -> Option<usize> {
         let scan = |start: usize, len: usize| crate::matrix::first_non_finite_serial(&src[start..start + len]).map(|p| start + p);
