@@ -19,10 +19,13 @@
 //! side need. The reduced system (one block per separator) is solved by the same backend.
 //! Pass 2 factors the segments again and solves for the corrected right-hand sides: the
 //! segments' factors are as large as the problem, so they are recomputed rather than kept.
-//! The matrix therefore crosses to the device twice, plus `2n` right-hand-side columns in
-//! pass 1. While the backend works on one batch of segments, a host thread copies the
-//! next batch out of the caller's arrays, so each pass takes two batches of host memory;
-//! a caller may keep both passes' batches for its next call ([`BatchBuffers`]).
+//! The matrix therefore crosses to the device twice. Pass 1's `2n` coupling columns are
+//! zero outside one block per segment and side, and only two block rows of its solution
+//! are read: a backend may form those columns itself and return only those rows
+//! ([`SegmentBackend`]; the GPU does, so they never cross the link). While the backend
+//! works on one batch of segments, a host thread copies the next batch out of the
+//! caller's arrays, so each pass takes two batches of host memory; a caller may keep both
+//! passes' batches for its next call ([`BatchBuffers`]).
 //!
 //! Errors name the system and block of the caller's chain: a segment's block `i` is the
 //! block `start + i`, the reduced system's block `q` is separator `q`'s block.
@@ -35,6 +38,7 @@ use crate::matrix::{BlockTridiag, BlockVec, Shape, asymmetric_entry};
 use crate::scalar::{Scalar, cast, wide};
 use crate::solver::Factorization;
 use crate::trace::timed;
+use std::ops::Range;
 
 /// Host bytes of one batch of segments (matrix blocks and pass-1 right-hand sides), so
 /// that two batches in flight stay small beside the problem.
@@ -99,7 +103,7 @@ impl Segments {
 /// `prepare` is called on each batch buffer pair before a pass uses it (the GPU
 /// page-locks them); `buffers` keeps the pairs for the next call.
 pub(crate) fn factor_solve<T: Scalar>(
-    f: &mut dyn Factorization<T>,
+    f: &mut dyn SegmentBackend<T>,
     a: &BlockTridiag<T>,
     b: &BlockVec<T>,
     target: usize,
@@ -117,7 +121,7 @@ pub(crate) fn factor_solve<T: Scalar>(
     let per_segment = segs.longest() * a.block_len() * 2 * T::BYTES + segs.longest() * n * (k + 2 * n) * T::BYTES;
     // At least `MIN_BATCH` segments per call: a backend's fixed cost per call (and, on the
     // GPU, per launch) spread over several segments.
-    let batch = (BATCH_BYTES / per_segment.max(1)).max(MIN_BATCH).min(segs.count());
+    let batch = (BATCH_BYTES / per_segment.max(1)).max(MIN_BATCH).min(f.max_batch()).min(segs.count());
     let mut x = BlockVec::zeros(shape, k)?;
     for s in 0..shape.batch {
         Chain { a, b, s, segs: &segs, batch }.solve(f, prepare, buffers, &mut x)?;
@@ -140,6 +144,87 @@ type Batch<'a, T> = (&'a mut BlockTridiag<T>, &'a mut BlockVec<T>);
 /// Called on each batch buffer pair before a pass uses it (the GPU page-locks them; a
 /// pair that is page-locked already costs nothing).
 pub(crate) type Prepare<'a, T> = dyn Fn(&mut BlockTridiag<T>, &mut BlockVec<T>) -> Result<()> + Sync + 'a;
+
+/// What pass 1 hands a backend with one batch, and what it reads back. The right-hand
+/// side's first `dense` columns are written in full. The columns after them are
+/// `[E_left, E_right]`: zero except one `n x n` coupling block per segment and side,
+/// and only those blocks are written; the other values there are left from earlier
+/// batches. Pass 1 then reads only each segment's first and last block rows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PassOne {
+    /// Columns `0..dense` of every system: written in full.
+    pub dense: usize,
+    /// Block size `n`.
+    pub n: usize,
+    /// `(system, first column, first row)` of each `n x n` block written after the
+    /// dense columns.
+    pub blocks: Vec<(usize, usize, usize)>,
+    /// The rows read back, in every column, of the first `rows.len()` systems; the
+    /// systems after them are not read.
+    pub rows: Vec<[Range<usize>; 2]>,
+}
+
+impl PassOne {
+    /// Fails with [`Error::Shape`] unless every block and row range lies inside a
+    /// right-hand side of `shape` with `cols` columns.
+    pub(crate) fn check(&self, shape: Shape, cols: usize) -> Result<()> {
+        let (dim, n) = (shape.dim(), self.n);
+        let block_out = |&(g, c, r): &(usize, usize, usize)| g >= shape.batch || c < self.dense || c + n > cols || r + n > dim;
+        let rows_out = |rows: &[Range<usize>; 2]| rows.iter().any(|r| r.start > r.end || r.end > dim);
+        if self.dense > cols
+            || n != shape.block
+            || self.blocks.iter().any(block_out)
+            || self.rows.len() > shape.batch
+            || self.rows.iter().any(rows_out)
+        {
+            crate::error::shape_err!("a segment batch's blocks or rows lie outside its {shape} right-hand side of {cols} columns");
+        }
+        Ok(())
+    }
+
+    /// Writes the zeros of the columns after `dense` that pass 1 does not write: every
+    /// value there outside `blocks` (for a backend that solves `b` as it is).
+    pub(crate) fn zero_the_rest<T: Scalar>(&self, b: &mut BlockVec<T>) {
+        let (dim, cols, n) = (b.shape().dim(), b.ncols(), self.n);
+        let kept: Vec<Vec<T>> = self
+            .blocks
+            .iter()
+            .map(|&(g, c0, r0)| (0..n).flat_map(|c| b.system(g)[(c0 + c) * dim + r0..][..n].to_vec()).collect())
+            .collect();
+        for g in 0..b.shape().batch {
+            b.system_mut(g)[self.dense * dim..cols * dim].fill(T::zero());
+        }
+        for (&(g, c0, r0), vals) in self.blocks.iter().zip(&kept) {
+            for (c, col) in vals.chunks(n).enumerate() {
+                b.system_mut(g)[(c0 + c) * dim + r0..][..n].copy_from_slice(col);
+            }
+        }
+    }
+}
+
+/// A backend of the segment path: [`Factorization`], plus pass 1's factor + solve of a
+/// batch described by a [`PassOne`]. The GPU forms the coupling columns on the device and
+/// moves only the rows read (`docs/perf-notes.md`, entry 62): the whole `k + 2n` columns
+/// crossed the link both ways before, ~17 of a ~26 ms batch.
+pub(crate) trait SegmentBackend<T: Scalar>: Factorization<T> {
+    /// The most segments it runs in one call at once (at least one). The GPU sizes its
+    /// segments so that eight fit one device plan; a larger batch was cut into chunks that
+    /// moved every column (`docs/perf-notes.md` entry 62: under a 256 MB cap, 8-11x slower).
+    fn max_batch(&self) -> usize {
+        usize::MAX
+    }
+
+    /// Factors `a` and solves for `b` as `pass` describes it. Afterwards only the rows
+    /// `pass.rows` of `b` are sure to hold the solution; other values of `b` may be
+    /// anything. The default writes the zeros and solves every row.
+    fn factor_solve_pass_one(&mut self, a: &BlockTridiag<T>, b: &mut BlockVec<T>, pass: &PassOne) -> Result<()> {
+        pass.check(b.shape(), b.ncols())?;
+        pass.zero_the_rest(b);
+        self.factor_solve_in_place(a, b)
+    }
+}
+
+impl<T: Scalar> SegmentBackend<T> for crate::cpu::SequentialCholesky<T> {}
 
 /// The batch buffers of both passes, kept from one call to the next: a backend that
 /// page-locks them (the GPU: 0.15-0.37 s per call on the H100, `docs/perf-notes.md`
@@ -202,6 +287,47 @@ fn keep_or_make<B>(kept: &mut Vec<B>, count: usize, fit: impl Fn(&B) -> bool, ma
     Ok(())
 }
 
+/// Bytes of one task of [`copy_slots`].
+const PIECE_BYTES: usize = 1 << 20;
+
+/// Fills `out`, slots of `per_slot` blocks of `bl` values: slot `g`'s first `len` blocks
+/// are `src`'s blocks `from ..` where `slot(g) = Some((from, len))`, and `pad` writes the
+/// rest of it (all of it for `None`). In pieces of `piece` blocks over every thread: one
+/// task per slot kept 8 of 16 cores busy, and the fill bound pass 2
+/// (`docs/perf-notes.md`, entry 62).
+fn copy_slots<T: Scalar>(
+    out: &mut [T],
+    (bl, per_slot, piece): (usize, usize, usize),
+    slot: impl Fn(usize) -> Option<(usize, usize)> + Sync,
+    src: &[T],
+    pad: impl Fn(&mut [T]) + Sync,
+) {
+    if per_slot == 0 || bl == 0 {
+        return;
+    }
+    let piece = piece.max(1);
+    out.par_chunks_mut(piece * bl).enumerate().for_each(|(c, part)| {
+        let mut done = 0; // blocks of `part` written
+        while done < part.len() / bl {
+            let at = c * piece + done;
+            let (g, b) = (at / per_slot, at % per_slot);
+            // The run of this slot inside `part`: blocks b .. b + run of slot g.
+            let run = (per_slot - b).min(part.len() / bl - done);
+            let dst = &mut part[done * bl..(done + run) * bl];
+            let copied = match slot(g) {
+                Some((from, len)) if b < len => {
+                    let m = run.min(len - b);
+                    dst[..m * bl].copy_from_slice(&src[(from + b) * bl..][..m * bl]);
+                    m
+                }
+                _ => 0,
+            };
+            pad(&mut dst[copied * bl..]);
+            done += run;
+        }
+    });
+}
+
 /// The first and the last block row (`n x (k + 2n)` each: `A_seg^-1 [b, E_left, E_right]`)
 /// of one segment's pass-1 solution.
 type Edges = (DMatrix<f64>, DMatrix<f64>);
@@ -232,7 +358,7 @@ impl<T: Scalar> Chain<'_, T> {
     /// Both passes; writes system `s` of `x`.
     fn solve(
         &self,
-        f: &mut dyn Factorization<T>,
+        f: &mut dyn SegmentBackend<T>,
         prepare: &Prepare<'_, T>,
         buffers: &mut BatchBuffers<T>,
         x: &mut BlockVec<T>,
@@ -304,7 +430,7 @@ impl<T: Scalar> Chain<'_, T> {
     /// (the last one is padded with identity segments), so a backend reuses its plan.
     fn run_batches(
         &self,
-        f: &mut dyn Factorization<T>,
+        f: &mut dyn SegmentBackend<T>,
         x_sep: Option<&[DMatrix<f64>]>,
         prepare: &Prepare<'_, T>,
         buffers: &mut BatchBuffers<T>,
@@ -323,9 +449,12 @@ impl<T: Scalar> Chain<'_, T> {
             let solved = timed("segments: factor+solve a batch (the next one filled beside it)", || {
                 std::thread::scope(|scope| {
                     if let (Some(&first_next), Some(next)) = (firsts.get(i + 1), next) {
-                        scope.spawn(move || fill(next, first_next));
+                        scope.spawn(move || timed("segments: fill the next batch (beside)", || fill(next, first_next)));
                     }
-                    f.factor_solve_in_place(cur.0, cur.1)
+                    match x_sep {
+                        None => f.factor_solve_pass_one(cur.0, cur.1, &self.pass_one(first)),
+                        Some(_) => f.factor_solve_in_place(cur.0, cur.1),
+                    }
                 })
             });
             solved.map_err(|e| self.relocate(e, |g, block| self.segs.starts[first + g] + block))?;
@@ -334,10 +463,27 @@ impl<T: Scalar> Chain<'_, T> {
         Ok(())
     }
 
+    /// Pass 1's description of the batch of segments `first ..` (see [`PassOne`]): the
+    /// coupling blocks [`Self::fill_batch`] writes and the rows [`Self::edges`] reads.
+    fn pass_one(&self, first: usize) -> PassOne {
+        let (n, k, last) = (self.n(), self.k(), self.segs.count() - 1);
+        let real = first..(first + self.batch).min(self.segs.count());
+        let end = |j: usize| (self.segs.lens[j] - 1) * n; // first row of segment j's last block
+        let blocks = real
+            .clone()
+            .enumerate()
+            .flat_map(|(g, j)| [(j > 0).then_some((g, k, 0)), (j < last).then_some((g, k + n, end(j)))])
+            .flatten()
+            .collect();
+        let rows = real.map(|j| [0..n, end(j)..end(j) + n]).collect();
+        PassOne { dense: k, n, blocks, rows }
+    }
+
     /// Fills `pair` with segments `first ..` (at most `batch`; the slots beyond the last
     /// segment become identity systems with zero right-hand sides), each padded to the
     /// longest segment with identity blocks: pass 1's `[b, E_left, E_right]` when `x_sep`
-    /// is `None`, else pass 2's `b - E x_sep`.
+    /// is `None` (of `E`, only the blocks that [`Self::pass_one`] names), else pass 2's
+    /// `b - E x_sep`.
     fn fill_batch(&self, (m, rhs): &mut Batch<'_, T>, first: usize, x_sep: Option<&[DMatrix<f64>]>) {
         let (a, s, n, k) = (self.a, self.s, self.n(), self.k());
         let (ld, bl, nb) = (a.ld(), a.block_len(), a.shape().nblocks);
@@ -351,34 +497,24 @@ impl<T: Scalar> Chain<'_, T> {
             }
         };
         let (diag, sub) = m.parts_mut();
-        diag.par_chunks_mut(longest * bl).enumerate().for_each(|(g, out)| {
-            let len = match seg(g) {
-                Some((start, len)) => {
-                    out[..len * bl].copy_from_slice(&a.diag()[(s * nb + start) * bl..][..len * bl]);
-                    len
-                }
-                None => 0,
-            };
-            identity(&mut out[len * bl..]);
-        });
-        if longest > 1 {
-            sub.par_chunks_mut((longest - 1) * bl).enumerate().for_each(|(g, out)| {
-                let kept = match seg(g) {
-                    Some((start, len)) => {
-                        out[..(len - 1) * bl].copy_from_slice(&a.sub()[(s * (nb - 1) + start) * bl..][..(len - 1) * bl]);
-                        (len - 1) * bl
-                    }
-                    None => 0,
-                };
-                out[kept..].fill(T::zero());
-            });
-        }
+        // Slot g's diagonal blocks come from the system's blocks `start ..` (identity
+        // padding), its sub-diagonal blocks likewise (zero padding); both at once.
+        let piece = PIECE_BYTES / (bl * T::BYTES).max(1);
+        rayon::join(
+            || copy_slots(diag, (bl, longest, piece), |g| seg(g).map(|(start, len)| (s * nb + start, len)), a.diag(), identity),
+            || {
+                let sub_seg = |g| seg(g).map(|(start, len)| (s * (nb - 1) + start, len - 1));
+                copy_slots(sub, (bl, longest - 1, piece), sub_seg, a.sub(), |blocks: &mut [T]| blocks.fill(T::zero()))
+            },
+        );
         let cols = rhs.ncols();
         let (dim, padded) = (a.shape().dim(), rhs.shape().dim());
         let b = self.b.system(s);
         let last = self.segs.count() - 1;
         rhs.as_mut_slice().par_chunks_mut(padded * cols).enumerate().for_each(|(g, out)| {
-            out.fill(T::zero());
+            // Pass 1's zeros of `E` are the backend's to write (`PassOne`): ~290 MB a batch
+            // at N = 1048576, n = 16.
+            out[..padded * k].fill(T::zero());
             let Some((start, len)) = seg(g) else { return };
             let j = first + g;
             for c in 0..k {
@@ -440,7 +576,7 @@ impl<T: Scalar> Chain<'_, T> {
 
     /// Assembles and solves `S x_sep = b_sep - E^T A_seg^-1 b_seg` on `f`: one `n x k`
     /// solution per separator.
-    fn solve_reduced(&self, f: &mut dyn Factorization<T>, edges: &[Edges]) -> Result<Vec<DMatrix<f64>>> {
+    fn solve_reduced(&self, f: &mut dyn SegmentBackend<T>, edges: &[Edges]) -> Result<Vec<DMatrix<f64>>> {
         let (n, k, s) = (self.n(), self.k(), self.s);
         let seps = self.segs.count() - 1;
         let shape = Shape::new(1, seps, n)?;
@@ -547,6 +683,136 @@ mod tests {
                 assert!(residual(&a, &x, &b) < 1e-12, "{} target {target}", a.shape());
                 let diff = x.as_slice().iter().zip(want.as_slice()).map(|(u, v)| (u - v).abs()).fold(0.0, f64::max);
                 assert!(diff < 1e-9, "{} target {target}: {diff:e} from the one-shot solve", a.shape());
+            }
+        }
+    }
+
+    /// A backend that keeps only what [`PassOne`] promises: the rows not named come back
+    /// as NaN, so a segment path that read one would fail.
+    struct OnlyTheRowsNamed(SequentialCholesky<f64>);
+
+    impl Factorization<f64> for OnlyTheRowsNamed {
+        fn factor(&mut self, a: &BlockTridiag<f64>) -> Result<()> {
+            self.0.factor(a)
+        }
+        fn solve_in_place(&mut self, b: &mut BlockVec<f64>) -> Result<()> {
+            self.0.solve_in_place(b)
+        }
+        fn log_determinant(&mut self) -> Result<Vec<f64>> {
+            self.0.log_determinant()
+        }
+        fn selected_inverse(&mut self) -> Result<BlockTridiag<f64>> {
+            self.0.selected_inverse()
+        }
+        fn shape(&self) -> Option<Shape> {
+            Factorization::<f64>::shape(&self.0)
+        }
+        fn name(&self) -> &'static str {
+            "only the rows named"
+        }
+    }
+
+    impl SegmentBackend<f64> for OnlyTheRowsNamed {
+        fn factor_solve_pass_one(&mut self, a: &BlockTridiag<f64>, b: &mut BlockVec<f64>, pass: &PassOne) -> Result<()> {
+            self.0.factor_solve_pass_one(a, b, pass)?;
+            let dim = b.shape().dim();
+            for g in 0..b.shape().batch {
+                let named = |r: usize| pass.rows.get(g).is_some_and(|pair| pair.iter().any(|range| range.contains(&r)));
+                for (i, v) in b.system_mut(g).iter_mut().enumerate() {
+                    if !named(i % dim) {
+                        *v = f64::NAN;
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// Pass 1 reads only the rows it names: the same bits when every other row of its
+    /// batches' solutions is garbage, at every cut, with batches of several segments (the
+    /// last one padded). The blocks it names are checked by every other test here: the
+    /// default backend zeroes the rest of `E` (a block written but not named would be lost,
+    /// one named but not written would keep an earlier batch's values).
+    #[test]
+    fn pass_one_reads_only_the_rows_it_names() {
+        for (nblocks, n, k, seed) in [(40, 3, 1, 1), (23, 4, 2, 2), (16, 2, 3, 4)] {
+            let a = generate::random_spd::<f64>(2, nblocks, n, seed).unwrap();
+            let b = generate::random_rhs(a.shape(), k, seed + 10).unwrap();
+            for (target, batch) in [(2, 3), (3, 1), (5, 2), (8, 4)] {
+                let segs = Segments::new(nblocks, target).unwrap();
+                let run = |f: &mut dyn SegmentBackend<f64>| {
+                    let mut x = BlockVec::zeros(a.shape(), k).unwrap();
+                    let mut kept = BatchBuffers::default();
+                    for s in [0, 1, 0] {
+                        Chain { a: &a, b: &b, s, segs: &segs, batch }.solve(f, &|_, _| Ok(()), &mut kept, &mut x).unwrap();
+                    }
+                    x
+                };
+                let x = run(&mut OnlyTheRowsNamed(SequentialCholesky::new()));
+                assert_eq!(x, run(&mut SequentialCholesky::new()), "{} target {target}, batches of {batch}", a.shape());
+                assert!(residual(&a, &x, &b) < 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn pass_one_zeroes_all_but_its_blocks_and_checks_their_places() {
+        let shape = Shape::new(2, 3, 2).unwrap(); // dim 6
+        let (dense, cols) = (1, 5);
+        let pass = PassOne { dense, n: 2, blocks: vec![(0, 1, 0), (1, 3, 4)], rows: vec![[0..2, 4..6]] };
+        pass.check(shape, cols).unwrap();
+        let mut b = BlockVec::<f64>::zeros(shape, cols).unwrap();
+        b.as_mut_slice().iter_mut().enumerate().for_each(|(i, v)| *v = 1.0 + i as f64);
+        let before = b.clone();
+        pass.zero_the_rest(&mut b);
+        for g in 0..2 {
+            for c in 0..cols {
+                for r in 0..6 {
+                    let in_block =
+                        pass.blocks.iter().any(|&(bg, c0, r0)| bg == g && (c0..c0 + 2).contains(&c) && (r0..r0 + 2).contains(&r));
+                    let want = if c < dense || in_block { before.get(g, r, c) } else { 0.0 };
+                    assert_eq!(b.get(g, r, c), want, "system {g}, row {r}, column {c}");
+                }
+            }
+        }
+        let bad = [
+            PassOne { blocks: vec![(2, 1, 0)], ..pass.clone() }, // no system 2
+            PassOne { blocks: vec![(0, 0, 0)], ..pass.clone() }, // inside the dense columns
+            PassOne { blocks: vec![(0, 4, 0)], ..pass.clone() }, // past the last column
+            PassOne { blocks: vec![(0, 1, 5)], ..pass.clone() }, // past the last row
+            PassOne { rows: vec![[0..2, 4..7]], ..pass.clone() },
+            PassOne { rows: vec![[0..2, 0..2]; 3], ..pass.clone() },
+            PassOne { n: 3, ..pass.clone() },
+        ];
+        for p in bad {
+            assert!(matches!(p.check(shape, cols), Err(Error::Shape(_))), "{p:?} accepted");
+        }
+    }
+
+    #[test]
+    fn slots_copied_in_pieces_match_one_slot_at_a_time() {
+        let bl = 3;
+        let src: Vec<f64> = (0..60 * bl).map(|i| i as f64).collect();
+        for per_slot in 1..7 {
+            for slots in 1..5 {
+                // Slot g takes `len` blocks from `from`; the last slot is padding.
+                let slot = |g: usize| (g + 1 < slots).then(|| (7 * g + 1, 1 + (g * 5) % per_slot));
+                let mut want = vec![f64::NAN; slots * per_slot * bl];
+                for (g, out) in want.chunks_mut(per_slot * bl).enumerate() {
+                    let len = slot(g).map_or(0, |(from, len)| {
+                        out[..len * bl].copy_from_slice(&src[from * bl..][..len * bl]);
+                        len
+                    });
+                    out[len * bl..].fill(-1.0);
+                }
+                for piece in 1..9 {
+                    let mut out = vec![f64::NAN; slots * per_slot * bl];
+                    copy_slots(&mut out, (bl, per_slot, piece), slot, &src, |pad: &mut [f64]| {
+                        assert_eq!(pad.len() % bl, 0, "padding cut inside a block");
+                        pad.fill(-1.0)
+                    });
+                    assert_eq!(out, want, "{slots} slots of {per_slot} blocks, pieces of {piece}");
+                }
             }
         }
     }

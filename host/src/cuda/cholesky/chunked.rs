@@ -8,10 +8,14 @@
 //! the single-shot path: per system, the results are those of one call on the whole
 //! batch (bit for bit with the deterministic tiled engine).
 
+use super::super::memory::{Place, copy_2d_bytes};
+use super::super::transfer::is_page_locked;
 use super::{GpuCholesky, plan_bytes};
 use crate::error::{Error, Result};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use crate::scalar::Scalar;
+use crate::segmented::PassOne;
+use crate::trace::timed;
 
 /// The share of the usable device memory one segment's plan may take.
 const SEGMENT_SHARE: usize = 8;
@@ -191,6 +195,83 @@ impl<T: Scalar> GpuCholesky<T> {
         solver.check_factor_systems(count, s0)?;
         solver.download_rhs_values(&mut x.as_mut_slice()[s0 * rhs_len..(s0 + count) * rhs_len])?;
         solver.check_solve_systems(count, s0)
+    }
+}
+
+impl<T: Scalar> crate::segmented::SegmentBackend<T> for GpuCholesky<T> {
+    /// Eight segments: [`Self::segment_target`] sizes them so that each takes an eighth
+    /// of the usable memory.
+    fn max_batch(&self) -> usize {
+        SEGMENT_SHARE
+    }
+
+    /// Pass 1 of a segment batch with the coupling columns formed on the device and only
+    /// the rows read downloaded (`docs/perf-notes.md`, entry 62): of a page-locked `b`,
+    /// the dense columns are uploaded, the rest of the device buffer is zeroed and the
+    /// coupling blocks copied into it, and the rows named come back as 2-D copies
+    /// straight into `b`. Any other `b`, or a batch that needs chunks, takes the default
+    /// path. The device still checks every row of the solution for non-finite values.
+    fn factor_solve_pass_one(&mut self, a: &BlockTridiag<T>, b: &mut BlockVec<T>, pass: &PassOne) -> Result<()> {
+        pass.check(b.shape(), b.ncols())?;
+        let one_chunk = a.shape() == b.shape() && self.chunk_plan(a.shape(), b.ncols()).is_ok_and(|p| p.chunks == 1);
+        if !one_chunk || !is_page_locked(b.as_slice()) {
+            timed("pass 1: the whole columns (zeroed on the host)", || pass.zero_the_rest(b));
+            return crate::solver::Factorization::factor_solve_in_place(self, a, b);
+        }
+        if !self.rhs_known_finite {
+            // The dense columns and the blocks are what the device reads; the rest is zeros.
+            timed("pass 1: rhs checks", || {
+                let mut dense = b.clone();
+                pass.zero_the_rest(&mut dense);
+                dense.validate()
+            })?;
+        }
+        let (dim, cols) = (b.shape().dim(), b.ncols());
+        let pitch = cols * dim * T::BYTES; // one system's columns
+        let host = b.as_mut_slice().as_mut_ptr() as usize;
+        let at = |offset: usize| offset * T::BYTES;
+        self.with_inputs(Some(a), None, |s| {
+            timed("pass 1: rhs upload (enqueued)", || -> Result<()> {
+                let (rhs, _) = s.rhs_buffer(cols)?;
+                let rhs = rhs.addr();
+                let bytes = b.shape().batch * pitch;
+                // SAFETY (the copies): every range lies inside system g's `cols` columns of
+                // `dim` values on both ends (`pass.check`), the device buffer holds the whole
+                // batch with `cols` columns (`rhs_buffer`), `b` is page-locked and stays
+                // borrowed until `with_inputs` has synchronized the stream.
+                unsafe {
+                    cudarc::driver::result::memset_d8_async(rhs, 0, bytes, s.stream.cu_stream())?;
+                    let (src, dst) = (Place::Host(host as *mut std::ffi::c_void), Place::Device(rhs));
+                    copy_2d_bytes(&s.stream, src, pitch, dst, pitch, at(pass.dense * dim), b.shape().batch)?;
+                    for &(g, c0, r0) in &pass.blocks {
+                        let off = at((g * cols + c0) * dim + r0);
+                        let (src, dst) = (Place::Host((host + off) as *mut std::ffi::c_void), Place::Device(rhs + off as u64));
+                        copy_2d_bytes(&s.stream, src, at(dim), dst, at(dim), at(pass.n), pass.n)?;
+                    }
+                }
+                Ok(())
+            })?;
+            timed("factor+solve: launch, check (waits)", || {
+                s.launch_factor_solve()?;
+                s.check_factor()
+            })
+        })?;
+        let (rhs, _) = self.rhs_buffer(cols)?;
+        timed("pass 1: download the rows read (waits)", || -> Result<()> {
+            let enqueued = pass.rows.iter().enumerate().flat_map(|(g, pair)| pair.iter().map(move |r| (g, r))).try_for_each(|(g, r)| {
+                let off = at(g * cols * dim + r.start);
+                let (src, dst) = (Place::Device(rhs.addr() + off as u64), Place::Host((host + off) as *mut std::ffi::c_void));
+                // SAFETY: `cols` columns of `r.len()` values `dim` apart inside system g on
+                // both ends (`pass.check`); `b` is page-locked, borrowed by this call and not
+                // read before the synchronization below.
+                unsafe { copy_2d_bytes(&self.stream, src, at(dim), dst, at(dim), at(r.len()), cols) }
+            });
+            // Also after a failed enqueue: the copies already enqueued write into `b`.
+            let waited = self.stream.synchronize();
+            enqueued?;
+            Ok(waited?)
+        })?;
+        self.check_solve()
     }
 }
 
