@@ -463,12 +463,18 @@ impl<T: Scalar> Chain<'_, T> {
         Ok(())
     }
 
+    /// The first row of segment `j`'s last block, in its padded system: where pass 1's
+    /// `E_right` block goes and the second of the rows it reads.
+    fn last_block_row(&self, j: usize) -> usize {
+        (self.segs.lens[j] - 1) * self.n()
+    }
+
     /// Pass 1's description of the batch of segments `first ..` (see [`PassOne`]): the
     /// coupling blocks [`Self::fill_batch`] writes and the rows [`Self::edges`] reads.
     fn pass_one(&self, first: usize) -> PassOne {
         let (n, k, last) = (self.n(), self.k(), self.segs.count() - 1);
         let real = first..(first + self.batch).min(self.segs.count());
-        let end = |j: usize| (self.segs.lens[j] - 1) * n; // first row of segment j's last block
+        let end = |j: usize| self.last_block_row(j);
         let blocks = real
             .clone()
             .enumerate()
@@ -520,7 +526,7 @@ impl<T: Scalar> Chain<'_, T> {
             for c in 0..k {
                 out[c * padded..][..len * n].copy_from_slice(&b[c * dim + start * n..][..len * n]);
             }
-            let end = (len - 1) * n; // first row of the segment's last block
+            let end = self.last_block_row(j);
             match x_sep {
                 None => {
                     // E_left: block row 0 is C_{start-1} = A[start, start-1].
@@ -569,7 +575,7 @@ impl<T: Scalar> Chain<'_, T> {
             .map(|g| {
                 let v = sol.system(g);
                 let rows = |row0: usize| DMatrix::from_fn(n, cols, |r, c| wide(v[c * padded + row0 + r]));
-                (rows(0), rows((self.segs.lens[first + g] - 1) * n))
+                (rows(0), rows(self.last_block_row(first + g)))
             })
             .collect()
     }

@@ -230,10 +230,11 @@ impl<T: Scalar> crate::segmented::SegmentBackend<T> for GpuCholesky<T> {
         let pitch = cols * dim * T::BYTES; // one system's columns
         let host = b.as_mut_slice().as_mut_ptr() as usize;
         let at = |offset: usize| offset * T::BYTES;
-        self.with_inputs(Some(a), None, |s| {
-            timed("pass 1: rhs upload (enqueued)", || -> Result<()> {
-                let (rhs, _) = s.rhs_buffer(cols)?;
-                let rhs = rhs.addr();
+        // The device right-hand-side buffer's address (made for `cols` columns in the plan
+        // that `with_inputs` set up for `a`).
+        let rhs = self.with_inputs(Some(a), None, |s| {
+            let rhs = timed("pass 1: rhs upload (enqueued)", || -> Result<u64> {
+                let rhs = s.rhs_buffer(cols)?.0.addr();
                 let bytes = b.shape().batch * pitch;
                 // SAFETY (the copies): every range lies inside system g's `cols` columns of
                 // `dim` values on both ends (`pass.check`), the device buffer holds the whole
@@ -249,18 +250,18 @@ impl<T: Scalar> crate::segmented::SegmentBackend<T> for GpuCholesky<T> {
                         copy_2d_bytes(&s.stream, src, at(dim), dst, at(dim), at(pass.n), pass.n)?;
                     }
                 }
-                Ok(())
+                Ok(rhs)
             })?;
             timed("factor+solve: launch, check (waits)", || {
                 s.launch_factor_solve()?;
                 s.check_factor()
-            })
+            })?;
+            Ok(rhs)
         })?;
-        let (rhs, _) = self.rhs_buffer(cols)?;
         timed("pass 1: download the rows read (waits)", || -> Result<()> {
             let enqueued = pass.rows.iter().enumerate().flat_map(|(g, pair)| pair.iter().map(move |r| (g, r))).try_for_each(|(g, r)| {
                 let off = at(g * cols * dim + r.start);
-                let (src, dst) = (Place::Device(rhs.addr() + off as u64), Place::Host((host + off) as *mut std::ffi::c_void));
+                let (src, dst) = (Place::Device(rhs + off as u64), Place::Host((host + off) as *mut std::ffi::c_void));
                 // SAFETY: `cols` columns of `r.len()` values `dim` apart inside system g on
                 // both ends (`pass.check`); `b` is page-locked, borrowed by this call and not
                 // read before the synchronization below.
