@@ -125,6 +125,10 @@ fn chunked_batches_match_the_single_shot() {
         // Twice: the partner plan and graphs are reused.
         let x2 = chunked.factor_solve(&a, &b).unwrap();
         assert!(rel_diff(&x2, &x) < 1e-13, "{what}: second call");
+        // In place: each chunk reads its rows of `y` before its solutions replace them.
+        let mut y = b.clone();
+        chunked.factor_solve_in_place(&a, &mut y).unwrap();
+        assert!(rel_diff(&y, &x) < 1e-13, "{what}: in place");
         if s > cap {
             // The chunks leave no resident factorization behind.
             assert!(chunked.shape().is_none());
@@ -146,6 +150,14 @@ fn a_failing_system_in_a_later_chunk_is_named_in_batch_numbering() {
         Err(Error::NotPositiveDefinite { system: 250, block: 5, .. }) => {}
         other => panic!("{other:?}"),
     }
+    // In place: the chunks before system 250's had written their solutions into `x`; the
+    // failure leaves it as it was, as the one-shot path does.
+    let mut x = b.clone();
+    match chunked.factor_solve_in_place(&a, &mut x) {
+        Err(Error::NotPositiveDefinite { system: 250, block: 5, .. }) => {}
+        other => panic!("in place: {other:?}"),
+    }
+    assert_eq!(bits(&x), bits(&b), "a failing chunk left earlier chunks' solutions in the right-hand side");
     // A non-finite value in a right-hand side is refused before any work.
     let mut b2 = b.clone();
     b2.set(299, 3, 0, f64::NAN);

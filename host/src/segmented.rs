@@ -287,6 +287,25 @@ fn keep_or_make<B>(kept: &mut Vec<B>, count: usize, fit: impl Fn(&B) -> bool, ma
     Ok(())
 }
 
+/// Copies each `(offset, values)` of `pieces` to `out[offset..]`, on every thread. The
+/// offsets ascend and the places do not overlap. `out` is a fresh vector on a first call:
+/// on one thread its first-touch page faults held pass 2's copies to ~1.8 GB/s
+/// (`docs/perf-notes.md`, entry 64).
+fn scatter<T: Scalar>(out: &mut [T], pieces: &[(usize, &[T])]) {
+    let mut places = Vec::with_capacity(pieces.len());
+    let (mut rest, mut at) = (out, 0);
+    for &(offset, values) in pieces {
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(offset - at);
+        let (place, tail) = tail.split_at_mut(values.len());
+        places.push(place);
+        (rest, at) = (tail, offset + values.len());
+    }
+    let piece = PIECE_BYTES / T::BYTES;
+    places.into_par_iter().zip(pieces).for_each(|(place, (_, values))| {
+        place.par_chunks_mut(piece).zip(values.par_chunks(piece)).for_each(|(d, s)| d.copy_from_slice(s));
+    });
+}
+
 /// Bytes of one task of [`copy_slots`].
 const PIECE_BYTES: usize = 1 << 20;
 
@@ -376,12 +395,17 @@ impl<T: Scalar> Chain<'_, T> {
         self.run_batches(f, Some(&x_sep), prepare, buffers, |first, sol| {
             let padded = sol.shape().dim();
             let real = self.segs.count() - first; // the slots after it are padding
-            for (g, part) in sol.as_slice().chunks(padded * k).take(real).enumerate() {
-                let (start, len) = (self.segs.starts[first + g], self.segs.lens[first + g]);
-                for c in 0..k {
-                    out[c * dim + start * n..][..len * n].copy_from_slice(&part[c * padded..][..len * n]);
-                }
-            }
+            let parts: Vec<&[T]> = sol.as_slice().chunks(padded * k).take(real).collect();
+            // Column by column, segments in chain order: ascending, disjoint places in `out`.
+            let pieces: Vec<(usize, &[T])> = (0..k)
+                .flat_map(|c| {
+                    parts.iter().enumerate().map(move |(g, part)| {
+                        let (start, len) = (self.segs.starts[first + g], self.segs.lens[first + g]);
+                        (c * dim + start * n, &part[c * padded..][..len * n])
+                    })
+                })
+                .collect();
+            scatter(out, &pieces);
             Ok(())
         })?;
         for (q, xq) in x_sep.iter().enumerate() {
@@ -793,6 +817,19 @@ mod tests {
         for p in bad {
             assert!(matches!(p.check(shape, cols), Err(Error::Shape(_))), "{p:?} accepted");
         }
+    }
+
+    #[test]
+    fn scattered_pieces_land_in_their_places_and_nothing_else_moves() {
+        let src: Vec<f64> = (0..5000).map(|i| i as f64).collect();
+        let pieces = [(0, &src[..3]), (10, &src[100..4000]), (4010, &src[7..7]), (4010, &src[4000..5000])];
+        let mut out = vec![-1.0; 6000];
+        super::scatter(&mut out, &pieces);
+        let mut expected = vec![-1.0; 6000];
+        for (offset, values) in pieces {
+            expected[offset..offset + values.len()].copy_from_slice(values);
+        }
+        assert_eq!(out, expected);
     }
 
     #[test]

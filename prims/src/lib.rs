@@ -4,7 +4,7 @@
 //! - on `nvptx64-nvidia-cuda` it becomes the PTX instruction named in its docs
 //!   (special-register reads, `bar.sync`, `shfl.sync`, `red`/`atom`, `mma.sync`, ...);
 //! - on the host it runs inside the block emulator [`emu`], which executes every thread
-//!   of a block as an OS thread with real barriers, shared memory, warp exchanges and
+//!   of a block as a coroutine with real barriers, shared memory, warp exchanges and
 //!   atomics. Kernel code written against these primitives can therefore be unit-tested
 //!   on a machine without a GPU, barriers and races included.
 //!

@@ -14,7 +14,7 @@ pub fn sync_threads() {
         core::arch::nvptx::_syncthreads()
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::emu::with_ctx(|c| c.block().barrier.wait());
+    crate::emu::wait_block();
 }
 
 /// Warp-wide barrier over all 32 lanes, with memory ordering among them.
@@ -27,7 +27,7 @@ pub fn sync_warp() {
         core::arch::asm!("bar.warp.sync 0xffffffff;", options(nostack))
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::emu::with_ctx(|c| c.warp().barrier.wait());
+    crate::emu::wait_warp();
 }
 
 /// Memory fence at device scope: orders this thread's writes before later ones as seen

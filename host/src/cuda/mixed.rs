@@ -271,7 +271,7 @@ impl MixedCholesky {
     pub fn solve(&mut self, b: &BlockVec<f64>) -> Result<BlockVec<f64>> {
         self.upload_rhs(b)?;
         self.solve_uploaded()?;
-        let mut x = b.clone();
+        let mut x = BlockVec::zeros(b.shape(), b.ncols())?; // every value downloaded
         self.download(&mut x)?;
         Ok(x)
     }

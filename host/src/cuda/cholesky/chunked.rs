@@ -112,18 +112,20 @@ impl<T: Scalar> GpuCholesky<T> {
     }
 
     /// Factor + solve of a batch in chunks (see the module docs): `x` receives the
-    /// solutions. The first failing system (in batch order of the chunks) is reported with
-    /// its index in the whole batch.
+    /// solutions of the right-hand sides `b`, or of its own values when `b` is `None` (a
+    /// chunk's rows are uploaded, and waited for, before its solutions are written over
+    /// them). The first failing system (in batch order of the chunks) is reported with its
+    /// index in the whole batch; the chunks before it have written their solutions.
     pub(super) fn factor_solve_chunked(
         &mut self,
         a: &BlockTridiag<T>,
-        b: &BlockVec<T>,
+        b: Option<&BlockVec<T>>,
         plan: ChunkPlan,
         x: &mut BlockVec<T>,
     ) -> Result<()> {
         let shape = a.shape();
         let chunk_shape = Shape { batch: plan.systems, ..shape };
-        let k = b.ncols();
+        let k = x.ncols();
         let (diag_len, sub_len) = (shape.nblocks * a.block_len(), (shape.nblocks - 1) * a.block_len());
         let rhs_len = shape.dim() * k;
         if plan.solvers == 2 && self.partner.as_ref().is_none_or(|p| p.options != self.options) {
@@ -142,10 +144,12 @@ impl<T: Scalar> GpuCholesky<T> {
             let on_partner = plan.solvers == 2 && c % 2 == 1;
             {
                 let solver: &mut GpuCholesky<T> = if on_partner { self.partner.as_deref_mut().expect("partner") } else { self };
+                let rhs = &b.unwrap_or(&*x).as_slice()[s0 * rhs_len..(s0 + count) * rhs_len];
                 crate::trace::timed("chunk: upload", || {
                     solver.upload_systems(chunk_shape, a.ld(), &a.diag()[s0 * diag_len..], &a.sub()[s0 * sub_len..], count, true)?;
-                    // SAFETY: waited for.
-                    unsafe { solver.upload_rhs_values(&b.as_slice()[s0 * rhs_len..(s0 + count) * rhs_len], k, true) }
+                    // SAFETY: waited for (the rows may be overwritten by this chunk's
+                    // solutions once it is collected).
+                    unsafe { solver.upload_rhs_values(rhs, k, true) }
                 })?;
                 solver.launch_factor_solve()?;
             }

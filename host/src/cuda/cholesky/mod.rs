@@ -1200,7 +1200,9 @@ impl<T: Scalar> GpuCholesky<T> {
         }
         let mut outs = Vec::with_capacity(sets.len());
         for (rhs, solve_info, b, stream) in jobs {
-            let mut x = b.clone();
+            // Zero pages the download writes first: a clone of `b` would fault every page
+            // in on this thread (~1 GB/s in the VMs we measure, docs/perf-notes.md entry 64).
+            let mut x = BlockVec::zeros(b.shape(), b.ncols())?;
             let cols = Columns::flat(x.as_slice().len());
             // SAFETY: the job's own buffer; its solve is enqueued on `stream`.
             unsafe { self.staging().download(&stream, rhs.ptr().addr(), cols, x.as_mut_slice(), cols)? };
@@ -1239,8 +1241,11 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
     fn factor_solve(&mut self, a: &BlockTridiag<T>, b: &BlockVec<T>) -> Result<BlockVec<T>> {
         match self.factor_solve_enqueue(a, b)? {
             Some(Deferred::Chunks(chunks)) => {
-                let mut x = b.clone();
-                self.factor_solve_chunked(a, b, chunks, &mut x)?;
+                // Fresh zero pages that each chunk's download writes first. A clone of `b`
+                // faulted every page in on this thread, ~1 GB/s: half of a 69 GB batch's
+                // time (docs/perf-notes.md entry 64).
+                let mut x = BlockVec::zeros(b.shape(), b.ncols())?;
+                self.factor_solve_chunked(a, Some(b), chunks, &mut x)?;
                 return Ok(x);
             }
             Some(Deferred::Segments(target)) => return self.factor_solve_segmented(a, b, target),
@@ -1255,13 +1260,21 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
     fn factor_solve_in_place(&mut self, a: &BlockTridiag<T>, b: &mut BlockVec<T>) -> Result<()> {
         match self.factor_solve_enqueue(a, b)? {
             Some(Deferred::Chunks(chunks)) => {
-                let rhs = b.clone(); // the chunks read their right-hand sides while writing `b`
-                return self.factor_solve_chunked(a, &rhs, chunks, b);
+                // Each chunk's rows are uploaded before its solutions come back over them,
+                // so the chunks read `b` itself; the copy is what a failure in a later
+                // chunk restores, after earlier chunks wrote their solutions.
+                let mut rhs = BlockVec::zeros(b.shape(), b.ncols())?;
+                super::transfer::parallel_copy(b.as_slice(), rhs.as_mut_slice());
+                let result = self.factor_solve_chunked(a, None, chunks, b);
+                if result.is_err() {
+                    b.as_mut_slice().copy_from_slice(rhs.as_slice());
+                }
+                return result;
             }
             Some(Deferred::Segments(target)) => {
                 // Into `b`'s own memory, which may be page-locked by the caller.
                 let x = self.factor_solve_segmented(a, b, target)?;
-                b.as_mut_slice().copy_from_slice(x.as_slice());
+                super::transfer::parallel_copy(x.as_slice(), b.as_mut_slice());
                 return Ok(());
             }
             None => {}
