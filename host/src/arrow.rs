@@ -37,12 +37,31 @@ use rayon::prelude::*;
 /// let m = BlockTridiagArrow::new(chain, a, arrow, tip).unwrap();
 /// assert_eq!(m.to_dense(0).nrows(), 16 * 4 + 2);
 /// ```
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct BlockTridiagArrow<T> {
     chain: BlockTridiag<T>,
     width: usize,
     arrow: Vec<T>,
     tip: Vec<T>,
+}
+
+// Clone where the chain's types clone (they copy large values on every thread).
+impl<T: Scalar> Clone for BlockTridiagArrow<T> {
+    fn clone(&self) -> Self {
+        BlockTridiagArrow { chain: self.chain.clone(), width: self.width, arrow: self.arrow.clone(), tip: self.tip.clone() }
+    }
+}
+
+impl<T: Scalar> Clone for ArrowVec<T> {
+    fn clone(&self) -> Self {
+        ArrowVec { chain: self.chain.clone(), width: self.width, tip: self.tip.clone() }
+    }
+}
+
+impl<T: Scalar> Clone for ArrowInverse<T> {
+    fn clone(&self) -> Self {
+        ArrowInverse { chain: self.chain.clone(), border: self.border.clone(), tip: self.tip.clone() }
+    }
 }
 
 impl<T: Scalar> BlockTridiagArrow<T> {
@@ -181,7 +200,7 @@ impl<T: Scalar> BlockTridiagArrow<T> {
 
 /// Right-hand sides or solutions of an arrowhead system: the chain's part (`k` columns)
 /// and the tip's, `a x k` column-major per system at `tip[s a k..]`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct ArrowVec<T> {
     chain: BlockVec<T>,
     width: usize,
@@ -229,7 +248,7 @@ impl<T: Scalar> ArrowVec<T> {
 /// The diagonal and sub-diagonal blocks of `A^-1` for an arrowhead system: the chain's
 /// blocks, the border blocks `(A^-1)[tip, i]` (`a x n`, layout of
 /// [`BlockTridiagArrow`]'s border) and the tips `(A^-1)[tip, tip]`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct ArrowInverse<T> {
     /// Diagonal and sub-diagonal blocks of `A^-1` in the chain's rows and columns.
     pub chain: BlockTridiag<T>,

@@ -69,7 +69,7 @@ impl std::fmt::Display for Shape {
 /// assert_eq!(dense[(2, 1)], 1.0);
 /// assert_eq!(dense[(1, 2)], 1.0);
 /// ```
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct BlockTridiag<T> {
     /// Page-locking of `diag` and `sub` ([`BlockTridiag::pin_for_gpu`]); first, so that it
     /// is released before they are freed.
@@ -584,6 +584,54 @@ impl<T: Scalar> BlockTridiag<T> {
     }
 }
 
+impl<T: Scalar> Clone for BlockTridiag<T> {
+    /// A copy in new memory, not page-locked; values of 8 MiB and more are copied on
+    /// every thread into memory advised to use huge pages.
+    fn clone(&self) -> Self {
+        BlockTridiag {
+            pin: HostPin::default(),
+            shape: self.shape,
+            ld: self.ld,
+            diag: clone_values(&self.diag),
+            sub: clone_values(&self.sub),
+        }
+    }
+}
+
+impl<T: Scalar> Clone for BlockVec<T> {
+    /// A copy in new memory, not page-locked; values of 8 MiB and more are copied on
+    /// every thread into memory advised to use huge pages.
+    fn clone(&self) -> Self {
+        BlockVec { pin: HostPin::default(), shape: self.shape, ncols: self.ncols, data: clone_values(&self.data) }
+    }
+}
+
+/// Values of at least this many bytes are cloned on every thread.
+const PARALLEL_CLONE_BYTES: usize = 8 << 20;
+
+/// A copy of `values`. Large ones go into memory advised to use huge pages and are copied
+/// on every thread of rayon's pool: a plain `to_vec` faults the new pages in 4 KiB at a
+/// time on the calling thread, ~1 GB/s in the VMs measured (a 2.1 GB right-hand side took
+/// 2.1 s, `docs/perf-notes.md` entry 64).
+fn clone_values<T: Scalar>(values: &[T]) -> Vec<T> {
+    if std::mem::size_of_val(values) < PARALLEL_CLONE_BYTES {
+        return values.to_vec();
+    }
+    use rayon::prelude::*;
+    // Uninitialized, not zeroed: memory the allocator recycles would be zeroed on this
+    // thread first (calloc's memset).
+    let mut copy = Vec::<T>::with_capacity(values.len());
+    crate::error::advise_huge_pages(copy.as_mut_ptr() as usize, std::mem::size_of_val(values));
+    let piece = (1 << 20) / T::BYTES;
+    let spare = &mut copy.spare_capacity_mut()[..values.len()];
+    spare.par_chunks_mut(piece).zip(values.par_chunks(piece)).for_each(|(d, s)| {
+        d.write_copy_of_slice(s);
+    });
+    // SAFETY: the loop above initialized all `values.len()` elements of the capacity.
+    unsafe { copy.set_len(values.len()) };
+    copy
+}
+
 /// The page-locking of a matrix's or vector's own buffers (`pin_for_gpu`), or nothing. A
 /// clone lives elsewhere and is not pinned; it does not take part in equality.
 #[derive(Default)]
@@ -708,7 +756,7 @@ pub(crate) fn asymmetric_entry<T: Scalar>(blk: &[T], n: usize, ld: usize, tol: f
 /// b.set(1, 11, 0, 5.0);
 /// assert_eq!(b.system(1)[11], 5.0);
 /// ```
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct BlockVec<T> {
     /// Page-locking of `data` ([`BlockVec::pin_for_gpu`]); first, as in [`BlockTridiag`].
     pin: HostPin,
@@ -815,6 +863,32 @@ impl<T: Scalar> BlockVec<T> {
             shape: self.shape,
             ncols: self.ncols,
             data: self.data.iter().map(|&v| crate::scalar::cast(wide(v))).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Clones below and above the parallel threshold (not a whole number of pieces) carry
+    /// every value, bit for bit, and the shape; a clone is never page-locked.
+    #[test]
+    fn clones_small_and_large_are_exact_copies() {
+        for nblocks in [3, 30_000] {
+            let a = crate::generate::random_spd::<f64>(1, nblocks, 7, nblocks as u64).unwrap();
+            let b = crate::generate::random_rhs::<f32>(Shape::new(3, nblocks, 7).unwrap(), 5, 9).unwrap();
+            let (a2, b2) = (a.clone(), b.clone());
+            let large = nblocks > 3;
+            for bytes in [std::mem::size_of_val(a.diag()), std::mem::size_of_val(b.as_slice())] {
+                assert_eq!(bytes >= PARALLEL_CLONE_BYTES, large, "{bytes} bytes");
+            }
+            assert_eq!((a2.shape(), a2.ld(), b2.shape(), b2.ncols()), (a.shape(), a.ld(), b.shape(), b.ncols()));
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(a2.diag()), bits(a.diag()));
+            assert_eq!(bits(a2.sub()), bits(a.sub()));
+            assert!(b2.as_slice().iter().zip(b.as_slice()).all(|(x, y)| x.to_bits() == y.to_bits()));
+            assert!(!a2.is_pinned() && !b2.is_pinned());
         }
     }
 }
