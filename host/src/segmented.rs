@@ -300,10 +300,7 @@ fn scatter<T: Scalar>(out: &mut [T], pieces: &[(usize, &[T])]) {
         places.push(place);
         (rest, at) = (tail, offset + values.len());
     }
-    let piece = PIECE_BYTES / T::BYTES;
-    places.into_par_iter().zip(pieces).for_each(|(place, (_, values))| {
-        place.par_chunks_mut(piece).zip(values.par_chunks(piece)).for_each(|(d, s)| d.copy_from_slice(s));
-    });
+    places.into_par_iter().zip(pieces).for_each(|(place, (_, values))| crate::cuda::parallel_copy(values, place));
 }
 
 /// Bytes of one task of [`copy_slots`].

@@ -281,8 +281,8 @@ pub fn launch<F: Fn() + Sync>(grid: impl Into<Dim3>, block: impl Into<Dim3>, sha
 /// structs of them, as kernel arguments are.
 ///
 /// # Safety
-/// The closure is called by every emulated thread, interleaved at barriers: everything it captures must be used
-/// the way a GPU kernel uses its arguments (memory behind raw pointers, ordered by
+/// The closure is called by every emulated thread, interleaved at barriers: everything
+/// it captures must be used the way a GPU kernel uses its arguments (memory behind raw pointers, ordered by
 /// barriers and atomics), and it must capture no non-thread-safe host state such as
 /// `Cell` or `Rc`.
 pub unsafe fn launch_unchecked<F: Fn()>(grid: impl Into<Dim3>, block: impl Into<Dim3>, shared_bytes: usize, kernel: F) {
@@ -352,9 +352,7 @@ fn run_block<F: Fn()>(ctxs: &[ThreadCtx], kernel: &F) {
         })
         .collect();
     let mut status = std::vec![Status::Ready; threads];
-    let warps = threads.div_ceil(32);
-    let mut live_lanes: Vec<usize> = (0..warps).map(|w| (threads - 32 * w).min(32)).collect();
-    let mut live = threads;
+    let count = |status: &[Status], of: Status| status.iter().filter(|&&s| s == of).count();
     let mut panic = None;
     for round in 0usize.. {
         for k in 0..threads {
@@ -369,13 +367,12 @@ fn run_block<F: Fn()>(ctxs: &[ThreadCtx], kernel: &F) {
                     if let Err(p) = result {
                         panic.get_or_insert(p);
                     }
-                    live -= 1;
-                    live_lanes[i / 32] -= 1;
                     Status::Done
                 }
             };
             CTX.with(|c| c.set(core::ptr::null()));
         }
+        let live = threads - count(&status, Status::Done);
         if live == 0 {
             break;
         }
@@ -388,13 +385,14 @@ fn run_block<F: Fn()>(ctxs: &[ThreadCtx], kernel: &F) {
             }
             released = true;
         };
-        if status.iter().filter(|&&s| s == Status::Waiting(Barrier::Block)).count() == live {
+        if count(&status, Status::Waiting(Barrier::Block)) == live {
             release(0..threads, Barrier::Block, &mut status);
         }
-        for (w, &lanes) in live_lanes.iter().enumerate() {
+        for w in 0..threads.div_ceil(32) {
             let range = 32 * w..(32 * w + 32).min(threads);
-            let waiting = status[range.clone()].iter().filter(|&&s| s == Status::Waiting(Barrier::Warp)).count();
-            if waiting > 0 && waiting == lanes {
+            let lanes = &status[range.clone()];
+            let waiting = count(lanes, Status::Waiting(Barrier::Warp));
+            if waiting > 0 && waiting + count(lanes, Status::Done) == range.len() {
                 release(range, Barrier::Warp, &mut status);
             }
         }

@@ -1200,8 +1200,8 @@ impl<T: Scalar> GpuCholesky<T> {
         }
         let mut outs = Vec::with_capacity(sets.len());
         for (rhs, solve_info, b, stream) in jobs {
-            // Zero pages the download writes first: a clone of `b` would fault every page
-            // in on this thread (~1 GB/s in the VMs we measure, docs/perf-notes.md entry 64).
+            // Zero pages the download writes first: a clone of `b` would copy values the
+            // download overwrites (docs/perf-notes.md entry 64).
             let mut x = BlockVec::zeros(b.shape(), b.ncols())?;
             let cols = Columns::flat(x.as_slice().len());
             // SAFETY: the job's own buffer; its solve is enqueued on `stream`.
@@ -1241,9 +1241,9 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
     fn factor_solve(&mut self, a: &BlockTridiag<T>, b: &BlockVec<T>) -> Result<BlockVec<T>> {
         match self.factor_solve_enqueue(a, b)? {
             Some(Deferred::Chunks(chunks)) => {
-                // Fresh zero pages that each chunk's download writes first. A clone of `b`
-                // faulted every page in on this thread, ~1 GB/s: half of a 69 GB batch's
-                // time (docs/perf-notes.md entry 64).
+                // Fresh zero pages that each chunk's download writes first: a clone of `b`
+                // would copy values the downloads overwrite (a one-thread clone here was
+                // half of a 69 GB batch's time, docs/perf-notes.md entry 64).
                 let mut x = BlockVec::zeros(b.shape(), b.ncols())?;
                 self.factor_solve_chunked(a, Some(b), chunks, &mut x)?;
                 return Ok(x);
@@ -1263,8 +1263,7 @@ impl<T: Scalar> Factorization<T> for GpuCholesky<T> {
                 // Each chunk's rows are uploaded before its solutions come back over them,
                 // so the chunks read `b` itself; the copy is what a failure in a later
                 // chunk restores, after earlier chunks wrote their solutions.
-                let mut rhs = BlockVec::zeros(b.shape(), b.ncols())?;
-                super::transfer::parallel_copy(b.as_slice(), rhs.as_mut_slice());
+                let rhs = b.clone();
                 let result = self.factor_solve_chunked(a, None, chunks, b);
                 if result.is_err() {
                     b.as_mut_slice().copy_from_slice(rhs.as_slice());

@@ -991,18 +991,20 @@ pub fn measure_transfers(gpu: &Arc<Gpu>, bytes: usize) -> Result<Vec<(String, f6
     // A caller's data cloned (`BlockVec::clone`: huge pages, every thread) against a plain
     // `to_vec` (4 KiB faults on one thread), which the out-of-core path's output copy paid.
     let v = crate::matrix::BlockVec::<f64>::from_vec(crate::matrix::Shape::new(1, len, 1)?, 1, vec![1.0; len])?;
-    let rate = |copy: &dyn Fn() -> usize| {
-        let t = (0..3)
-            .map(|_| {
-                let start = std::time::Instant::now();
-                std::hint::black_box(copy());
-                start.elapsed().as_secs_f64()
-            })
-            .fold(f64::INFINITY, f64::min);
-        (len * 8) as f64 / t / 1e9
-    };
-    out.push(("clone of a right-hand side (BlockVec::clone)".to_string(), rate(&|| v.clone().as_slice().len())));
-    out.push(("copy into a new Vec (to_vec, one thread)".to_string(), rate(&|| v.as_slice().to_vec().len())));
+    out.push((
+        "clone of a right-hand side (BlockVec::clone)".to_string(),
+        best(&mut || {
+            std::hint::black_box(v.clone());
+            Ok(())
+        })?,
+    ));
+    out.push((
+        "copy into a new Vec (to_vec, one thread)".to_string(),
+        best(&mut || {
+            std::hint::black_box(v.as_slice().to_vec());
+            Ok(())
+        })?,
+    ));
     drop(v);
     out.push((
         "staged H2D (solver uploads)".to_string(),
