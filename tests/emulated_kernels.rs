@@ -35,6 +35,8 @@ struct Device {
     info: Vec<u64>,
     solve_info: Vec<u64>,
     rhs: Vec<f64>,
+    /// The kernels' `edge_from`: every column on every node unless a test lowers it.
+    edge_from: u32,
 }
 
 fn upload(a: &BlockTridiag<f64>, b: &BlockVec<f64>, ld: usize) -> Device {
@@ -51,6 +53,7 @@ fn upload(a: &BlockTridiag<f64>, b: &BlockVec<f64>, ld: usize) -> Device {
         info: vec![0; shape.batch],
         solve_info: vec![0; shape.batch],
         rhs: b.as_slice().to_vec(),
+        edge_from: u32::MAX,
     }
 }
 
@@ -71,6 +74,7 @@ fn factor_args(d: &mut Device, a: &BlockTridiag<f64>, level: u32, nrhs: u32) -> 
         systems: shape.batch as u32,
         level,
         nrhs,
+        edge_from: d.edge_from,
         flags: std::ptr::null_mut(),
     }
 }
@@ -274,6 +278,7 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         level,
         nrhs: k as u32,
         chunk,
+        edge_from: d.edge_from,
         systems: s,
         flags: std::ptr::null_mut(),
         sweeps: 0,
@@ -444,6 +449,115 @@ fn check_interlaced(fam: Family, cases: &[(usize, usize, usize, usize)]) {
         let err = error_vs_reference(&x, &dense_solution(&a, &b));
         assert!(err < 1e-12, "S={s} N={nb} n={n} k={k}: {err:e} (seed {seed})");
     }
+}
+
+/// Columns from `edge_from` on, solved on the tree's edge nodes only (the segment path's
+/// coupling columns, `docs/perf-notes.md` entry 65): right-hand sides zero except in the
+/// first (or second) and the last block of each system give the reference solution in
+/// those blocks, and the columns before `edge_from` everywhere. The edge columns stay
+/// exactly zero in the blocks of nodes that share no thread block with an edge node: the
+/// work there was skipped, not done, in the rows kernels. The panel and generic kernels
+/// ignore `edge_from` (checked for the solution only).
+#[test]
+fn emulated_edge_columns_are_solved_on_the_edges_only() {
+    // (S, N, n, dense columns, edge columns)
+    let rows_cases: &[(usize, usize, usize, usize, usize)] =
+        &[(2, 37, 3, 1, 6), (1, 64, 7, 2, 14), (3, 21, 16, 1, 32), (1, 100, 5, 1, 3), (2, 2, 4, 1, 8), (1, 45, 29, 1, 5)];
+    let panel_cases: &[(usize, usize, usize, usize, usize)] = &[(2, 37, 33, 1, 4), (1, 20, 64, 1, 3), (1, 9, 40, 2, 5)];
+    let runs = [
+        (ROWS, true, rows_cases),
+        (ROWS, false, rows_cases),
+        (ROWS_DATAFLOW, true, rows_cases),
+        (Family::RowsDataflow(2), false, rows_cases),
+        (Family::RowsDataflow(3), true, rows_cases),
+        (PANEL, false, panel_cases),
+        (BLOCKED, false, panel_cases),
+        (Family::BlockedDataflow(2), false, panel_cases),
+        (GENERIC, true, &rows_cases[..3]),
+    ];
+    let seed = fresh_seed();
+    for (fam, interlaced, cases) in runs {
+        for (i, &(s, nb, n, k, e)) in cases.iter().enumerate() {
+            let seed = seed + 100 * i as u64;
+            let (a, dense) = problem::<f64>(s, nb, n, k + e, seed);
+            let shape = a.shape();
+            // The edge columns: zero except block `top` (0 or 1, by system) and the last.
+            let mut b = dense.clone();
+            for g in 0..s {
+                let top = (g + i) % 2 * usize::from(nb > 2);
+                for c in k..k + e {
+                    for blk in 0..nb {
+                        if blk != top && blk != nb - 1 {
+                            (0..n).for_each(|r| b.set(g, blk * n + r, c, 0.0));
+                        }
+                    }
+                }
+            }
+            let want = dense_solution(&a, &b);
+            let mut d = upload(&a, &b, n.div_ceil(8) * 8);
+            d.edge_from = k as u32;
+            run_factor(&mut d, &a, fam, if interlaced { (k + e) as u32 } else { 0 });
+            assert!(d.info.iter().all(|&x| x == INFO_OK), "info {:?}", d.info);
+            run_solve(&mut d, &a, k + e, 2, !interlaced, fam);
+            assert!(d.solve_info.iter().all(|&x| x == INFO_OK));
+            let x = BlockVec::from_vec(shape, k + e, d.rhs.clone()).unwrap();
+            let case = format!("{fam:?} interlaced {interlaced}, S={s} N={nb} n={n} k={k}+{e} (seed {seed})");
+            let scale = want.as_slice().iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            for g in 0..s {
+                let top = (g + i) % 2 * usize::from(nb > 2);
+                for c in 0..k + e {
+                    let rows: Vec<usize> =
+                        if c < k { (0..nb * n).collect() } else { (top * n..top * n + n).chain((nb - 1) * n..nb * n).collect() };
+                    for r in rows {
+                        let diff = (x.get(g, r, c) - want.get(g, r, c)).abs();
+                        assert!(diff <= 1e-11 * scale, "{case}: system {g}, row {r}, column {c}: {diff:e}");
+                    }
+                }
+            }
+            if !matches!(fam, Family::Rows | Family::RowsDataflow(_)) {
+                continue;
+            }
+            for g in 0..s {
+                for blk in spared_blocks(fam, (s, nb, n), g) {
+                    for c in k..k + e {
+                        for r in blk * n..blk * n + n {
+                            assert_eq!(x.get(g, r, c), 0.0, "{case}: system {g}, block {blk}, column {c} was solved off the edge");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The blocks of system `g` whose nodes share their solve's thread block with no edge
+/// node (no left or no right neighbour) in `fam`'s launches: the per-level rows solves
+/// pack nodes up to padded size 8, the single-launch sweeps take one node per block.
+fn spared_blocks(fam: Family, (systems, nb, n): (usize, usize, usize), g: usize) -> Vec<usize> {
+    use blocktri_device::layout::{left_of, node_number, right_of};
+    let nbu = nb as u32;
+    let edge = |m: u32, t: u32| {
+        let i = node_number(m, t);
+        left_of(i, m).is_none() || right_of(i, m, nbu).is_none()
+    };
+    let packed = rows_solve_nodes_per_block(row_size(n).unwrap_or(32));
+    let mut out = Vec::new();
+    for m in 0..levels(nbu) {
+        let per = match fam {
+            Family::Rows => packed,
+            Family::RowsDataflow(first) if m < first.min(levels(nbu) - 1) => packed,
+            _ => 1,
+        };
+        let nodes = nodes_in_level(nbu, m);
+        let total = systems as u32 * nodes;
+        for t in 0..nodes {
+            let first = (g as u32 * nodes + t) / per * per;
+            if !(first..(first + per).min(total)).any(|f| edge(m, f % nodes)) {
+                out.push((node_number(m, t) - 1) as usize);
+            }
+        }
+    }
+    out
 }
 
 #[test]

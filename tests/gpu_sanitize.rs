@@ -64,6 +64,24 @@ fn sanitize_cholesky_every_family() {
     family_case::<f64>(&g, KernelFamily::Generic, (1, 20, 70, 1), 1e-12);
 }
 
+/// One chain larger than a device-memory cap, in segments: pass 1's coupling columns are
+/// solved on the tree's edge nodes only (`edge_from`) in the packed and whole-warp rows
+/// kernels, their single launch and the panel solves.
+#[test]
+fn sanitize_segments_on_the_edges() {
+    let Some(_) = gpu() else { return };
+    let g = Gpu::with_ordinal(0).unwrap(); // the cap stays with this handle
+    for (nb, n, k) in [(400, 8, 1), (300, 16, 2), (120, 40, 1)] {
+        let (a, b) = problem::<f64>(1, nb, n, k, 5);
+        let one = GpuCholesky::<f64>::required_memory(blocktri::Shape::new(1, nb, n).unwrap(), k);
+        g.set_memory_limit(Some(one / 3));
+        let mut solver = GpuCholesky::<f64>::with_gpu(g.clone(), GpuOptions { graphs: false, ..Default::default() }).unwrap();
+        let x = solver.factor_solve(&a, &b).unwrap();
+        assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12, "N = {nb}, n = {n}");
+        g.set_memory_limit(None);
+    }
+}
+
 #[test]
 fn sanitize_cholesky_large() {
     let Some(g) = gpu() else { return };

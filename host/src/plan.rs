@@ -5,7 +5,7 @@
 use crate::error::{Error, Result, shape_err};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use crate::scalar::{Precision, Scalar};
-use blocktri_device::layout::{fill_slot, left_of, levels, node_number, nodes_in_level, right_of, round_up};
+use blocktri_device::layout::{fill_slot, left_of, level_of, levels, node_number, nodes_in_level, right_of, round_up};
 use blocktri_device::team::Solo;
 use blocktri_device::tile::{MatRef, NO_FAILURE, potrf_panel, product, trsm};
 
@@ -39,6 +39,18 @@ pub struct Level {
     pub index: usize,
     /// Its nodes in launch order.
     pub nodes: Vec<Node>,
+}
+
+/// Whether 0-based block `block` of a chain of `nblocks` blocks lies on an edge of the
+/// nested-dissection tree: no left or no right neighbour at its elimination. These blocks
+/// are exactly the first and the last block and their ancestors (tested below), so a
+/// right-hand side that is zero elsewhere has a forward solution zero elsewhere, and the
+/// backward solution on them needs only them: what the kernels' `edge_from` relies on
+/// (`blocktri_device::level::SolveArgs::edge_from`).
+pub(crate) fn on_edge(nblocks: usize, block: usize) -> bool {
+    let (Ok(nb), Ok(i)) = (u32::try_from(nblocks), u32::try_from(block + 1)) else { return false };
+    let m = level_of(i);
+    block < nblocks && (left_of(i, m).is_none() || right_of(i, m, nb).is_none())
 }
 
 /// The schedule and device layout for one shape.
@@ -380,5 +392,48 @@ impl<T: Scalar> PlanFactor<T> {
             }
         }
         (order, l)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The blocks of every elimination-tree path from `from` to the root: `from` and,
+    /// repeatedly, the neighbours at elimination (every one of them is an ancestor).
+    fn ancestors(plan: &Plan, from: usize) -> Vec<bool> {
+        let nb = plan.shape().nblocks;
+        let mut node = vec![None; nb];
+        for n in plan.levels().iter().flat_map(|l| &l.nodes) {
+            node[n.block] = Some(*n);
+        }
+        let mut seen = vec![false; nb];
+        let mut todo = vec![from];
+        while let Some(b) = todo.pop() {
+            if !std::mem::replace(&mut seen[b], true) {
+                let n = node[b].expect("every block is a node");
+                todo.extend(n.left.into_iter().chain(n.right));
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn the_edge_blocks_are_the_paths_of_the_first_and_last_block() {
+        let sizes = (1..1500).chain([2047, 2048, 2049, 4095, 4096, 4097, 12289]);
+        for nb in sizes {
+            let plan = Plan::new(Shape::new(1, nb, 1).unwrap(), Precision::F64).unwrap();
+            let (first, last) = (ancestors(&plan, 0), ancestors(&plan, nb - 1));
+            for b in 0..nb {
+                assert_eq!(on_edge(nb, b), first[b] || last[b], "N = {nb}, block {b}");
+            }
+            // The segment path pads a short segment in front: its first block is then
+            // block 1, whose paths stay on the edge too.
+            if nb > 1 {
+                let second = ancestors(&plan, 1);
+                assert!((0..nb).all(|b| !second[b] || on_edge(nb, b)), "N = {nb}: block 1 leaves the edge");
+            }
+        }
+        assert!(!on_edge(5, 5) && !on_edge(0, 0));
     }
 }

@@ -14,7 +14,10 @@
 //!
 //! The segments are independent systems, so they run as batches on any backend, padded
 //! to one length with identity blocks (which decouple and leave the other blocks' results
-//! unchanged). Pass 1 factors each batch and solves for `[b_seg, E_left, E_right]`, keeping
+//! unchanged). The padding (at most one block) goes in front, so that every segment's
+//! last block is its padded system's last block: the coupling columns are then nonzero
+//! only in blocks on the elimination-tree paths of the system's first two and last
+//! block, where the GPU solves them alone (`docs/perf-notes.md`, entry 65). Pass 1 factors each batch and solves for `[b_seg, E_left, E_right]`, keeping
 //! only the first and last block rows of the solutions: all that `S` and its right-hand
 //! side need. The reduced system (one block per separator) is solved by the same backend.
 //! Pass 2 factors the segments again and solves for the corrected right-hand sides: the
@@ -182,6 +185,17 @@ impl PassOne {
         Ok(())
     }
 
+    /// Whether every block and every row range read lies inside one block of a system of
+    /// `nblocks` blocks that is on an edge of the nested-dissection tree
+    /// ([`crate::plan::on_edge`]): the coupling columns are then zero off the edges and
+    /// read only there, and a backend may solve them on the edge nodes alone.
+    pub(crate) fn on_edges(&self, nblocks: usize) -> bool {
+        let n = self.n.max(1);
+        let edge_rows = |r: &Range<usize>| r.is_empty() || (r.start / n == (r.end - 1) / n && crate::plan::on_edge(nblocks, r.start / n));
+        self.blocks.iter().all(|&(_, _, r0)| r0 % n == 0 && crate::plan::on_edge(nblocks, r0 / n))
+            && self.rows.iter().flatten().all(edge_rows)
+    }
+
     /// Writes the zeros of the columns after `dense` that pass 1 does not write: every
     /// value there outside `blocks` (for a backend that solves `b` as it is).
     pub(crate) fn zero_the_rest<T: Scalar>(&self, b: &mut BlockVec<T>) {
@@ -306,15 +320,15 @@ fn scatter<T: Scalar>(out: &mut [T], pieces: &[(usize, &[T])]) {
 /// Bytes of one task of [`copy_slots`].
 const PIECE_BYTES: usize = 1 << 20;
 
-/// Fills `out`, slots of `per_slot` blocks of `bl` values: slot `g`'s first `len` blocks
-/// are `src`'s blocks `from ..` where `slot(g) = Some((from, len))`, and `pad` writes the
-/// rest of it (all of it for `None`). In pieces of `piece` blocks over every thread: one
+/// Fills `out`, slots of `per_slot` blocks of `bl` values: slot `g`'s blocks
+/// `at .. at + len` are `src`'s blocks `from ..` where `slot(g) = Some((from, len, at))`,
+/// and `pad` writes the rest of it (all of it for `None`). In pieces of `piece` blocks over every thread: one
 /// task per slot kept 8 of 16 cores busy, and the fill bound pass 2
 /// (`docs/perf-notes.md`, entry 62).
 fn copy_slots<T: Scalar>(
     out: &mut [T],
     (bl, per_slot, piece): (usize, usize, usize),
-    slot: impl Fn(usize) -> Option<(usize, usize)> + Sync,
+    slot: impl Fn(usize) -> Option<(usize, usize, usize)> + Sync,
     src: &[T],
     pad: impl Fn(&mut [T]) + Sync,
 ) {
@@ -327,19 +341,31 @@ fn copy_slots<T: Scalar>(
         while done < part.len() / bl {
             let at = c * piece + done;
             let (g, b) = (at / per_slot, at % per_slot);
-            // The run of this slot inside `part`: blocks b .. b + run of slot g.
-            let run = (per_slot - b).min(part.len() / bl - done);
-            let dst = &mut part[done * bl..(done + run) * bl];
-            let copied = match slot(g) {
-                Some((from, len)) if b < len => {
-                    let m = run.min(len - b);
-                    dst[..m * bl].copy_from_slice(&src[(from + b) * bl..][..m * bl]);
-                    m
-                }
-                _ => 0,
-            };
-            pad(&mut dst[copied * bl..]);
-            done += run;
+            // The run of this slot inside `part`: blocks b .. b + run of slot g, written as
+            // stretches of padding and of copied blocks.
+            let end = b + (per_slot - b).min(part.len() / bl - done);
+            let place = slot(g);
+            let mut x = b;
+            while x < end {
+                let d = done + (x - b); // block of `part`
+                let stop = match place {
+                    Some((from, len, at)) if (at..at + len).contains(&x) => {
+                        let stop = end.min(at + len);
+                        part[d * bl..][..(stop - x) * bl].copy_from_slice(&src[(from + x - at) * bl..][..(stop - x) * bl]);
+                        stop
+                    }
+                    _ => {
+                        let stop = match place {
+                            Some((_, len, at)) if x < at && len > 0 => end.min(at),
+                            _ => end,
+                        };
+                        pad(&mut part[d * bl..][..(stop - x) * bl]);
+                        stop
+                    }
+                };
+                x = stop;
+            }
+            done += end - b;
         }
     });
 }
@@ -398,7 +424,7 @@ impl<T: Scalar> Chain<'_, T> {
                 .flat_map(|c| {
                     parts.iter().enumerate().map(move |(g, part)| {
                         let (start, len) = (self.segs.starts[first + g], self.segs.lens[first + g]);
-                        (c * dim + start * n, &part[c * padded..][..len * n])
+                        (c * dim + start * n, &part[c * padded + self.first_block_row(first + g)..][..len * n])
                     })
                 })
                 .collect();
@@ -478,16 +504,31 @@ impl<T: Scalar> Chain<'_, T> {
                     }
                 })
             });
-            solved.map_err(|e| self.relocate(e, |g, block| self.segs.starts[first + g] + block))?;
+            // A segment's block `i` in its padded system is the chain's `start + i - pad`
+            // (the padding blocks are identities: they never fail).
+            let chain_block = |g: usize, block: usize| (self.segs.starts[first + g] + block).saturating_sub(self.pad(first + g));
+            solved.map_err(|e| self.relocate(e, chain_block))?;
             timed("segments: take the solutions", || take(first, cur.1))?;
         }
         Ok(())
     }
 
-    /// The first row of segment `j`'s last block, in its padded system: where pass 1's
-    /// `E_right` block goes and the second of the rows it reads.
-    fn last_block_row(&self, j: usize) -> usize {
-        (self.segs.lens[j] - 1) * self.n()
+    /// Identity blocks in front of segment `j` in its padded system (0 or 1).
+    fn pad(&self, j: usize) -> usize {
+        self.segs.longest() - self.segs.lens[j]
+    }
+
+    /// The first row of segment `j`'s first block, in its padded system: where pass 1's
+    /// `E_left` block goes and the first of the rows it reads.
+    fn first_block_row(&self, j: usize) -> usize {
+        self.pad(j) * self.n()
+    }
+
+    /// The first row of segment `j`'s last block, in its padded system (the padded
+    /// system's last block): where pass 1's `E_right` block goes and the second of the
+    /// rows it reads.
+    fn last_block_row(&self, _j: usize) -> usize {
+        (self.segs.longest() - 1) * self.n()
     }
 
     /// Pass 1's description of the batch of segments `first ..` (see [`PassOne`]): the
@@ -495,28 +536,31 @@ impl<T: Scalar> Chain<'_, T> {
     fn pass_one(&self, first: usize) -> PassOne {
         let (n, k, last) = (self.n(), self.k(), self.segs.count() - 1);
         let real = first..(first + self.batch).min(self.segs.count());
-        let end = |j: usize| self.last_block_row(j);
+        let (start, end) = (|j: usize| self.first_block_row(j), |j: usize| self.last_block_row(j));
         let blocks = real
             .clone()
             .enumerate()
-            .flat_map(|(g, j)| [(j > 0).then_some((g, k, 0)), (j < last).then_some((g, k + n, end(j)))])
+            .flat_map(|(g, j)| [(j > 0).then_some((g, k, start(j))), (j < last).then_some((g, k + n, end(j)))])
             .flatten()
             .collect();
-        let rows = real.map(|j| [0..n, end(j)..end(j) + n]).collect();
+        let rows = real.map(|j| [start(j)..start(j) + n, end(j)..end(j) + n]).collect();
         PassOne { dense: k, n, blocks, rows }
     }
 
     /// Fills `pair` with segments `first ..` (at most `batch`; the slots beyond the last
     /// segment become identity systems with zero right-hand sides), each padded to the
-    /// longest segment with identity blocks: pass 1's `[b, E_left, E_right]` when `x_sep`
+    /// longest segment with identity blocks in front: pass 1's `[b, E_left, E_right]` when `x_sep`
     /// is `None` (of `E`, only the blocks that [`Self::pass_one`] names), else pass 2's
     /// `b - E x_sep`.
     fn fill_batch(&self, (m, rhs): &mut Batch<'_, T>, first: usize, x_sep: Option<&[DMatrix<f64>]>) {
         let (a, s, n, k) = (self.a, self.s, self.n(), self.k());
         let (ld, bl, nb) = (a.ld(), a.block_len(), a.shape().nblocks);
         let longest = self.segs.longest();
-        // (start, len) of slot `g`; `None` for a padding slot.
-        let seg = |g: usize| (first + g < self.segs.count()).then(|| (self.segs.starts[first + g], self.segs.lens[first + g]));
+        // (start, len, pad) of slot `g`; `None` for a padding slot.
+        let seg = |g: usize| {
+            let j = first + g;
+            (j < self.segs.count()).then(|| (self.segs.starts[j], self.segs.lens[j], self.pad(j)))
+        };
         let identity = |blocks: &mut [T]| {
             blocks.fill(T::zero());
             for pad in blocks.chunks_mut(bl) {
@@ -524,13 +568,14 @@ impl<T: Scalar> Chain<'_, T> {
             }
         };
         let (diag, sub) = m.parts_mut();
-        // Slot g's diagonal blocks come from the system's blocks `start ..` (identity
-        // padding), its sub-diagonal blocks likewise (zero padding); both at once.
+        // Slot g's diagonal blocks `pad ..` come from the system's blocks `start ..`
+        // (identity padding), its sub-diagonal blocks likewise (zero padding, which also
+        // decouples the padding block in front); both at once.
         let piece = PIECE_BYTES / (bl * T::BYTES).max(1);
         rayon::join(
-            || copy_slots(diag, (bl, longest, piece), |g| seg(g).map(|(start, len)| (s * nb + start, len)), a.diag(), identity),
+            || copy_slots(diag, (bl, longest, piece), |g| seg(g).map(|(start, len, pad)| (s * nb + start, len, pad)), a.diag(), identity),
             || {
-                let sub_seg = |g| seg(g).map(|(start, len)| (s * (nb - 1) + start, len - 1));
+                let sub_seg = |g| seg(g).map(|(start, len, pad)| (s * (nb - 1) + start, len - 1, pad));
                 copy_slots(sub, (bl, longest - 1, piece), sub_seg, a.sub(), |blocks: &mut [T]| blocks.fill(T::zero()))
             },
         );
@@ -542,19 +587,19 @@ impl<T: Scalar> Chain<'_, T> {
             // Pass 1's zeros of `E` are the backend's to write (`PassOne`): ~290 MB a batch
             // at N = 1048576, n = 16.
             out[..padded * k].fill(T::zero());
-            let Some((start, len)) = seg(g) else { return };
+            let Some((start, len, _)) = seg(g) else { return };
             let j = first + g;
+            let (top, end) = (self.first_block_row(j), self.last_block_row(j));
             for c in 0..k {
-                out[c * padded..][..len * n].copy_from_slice(&b[c * dim + start * n..][..len * n]);
+                out[c * padded + top..][..len * n].copy_from_slice(&b[c * dim + start * n..][..len * n]);
             }
-            let end = self.last_block_row(j);
             match x_sep {
                 None => {
-                    // E_left: block row 0 is C_{start-1} = A[start, start-1].
+                    // E_left: the first block row is C_{start-1} = A[start, start-1].
                     if j > 0 {
                         let cl = a.sub_block(s, start - 1);
                         for c in 0..n {
-                            out[(k + c) * padded..][..n].copy_from_slice(&cl[c * ld..][..n]);
+                            out[(k + c) * padded + top..][..n].copy_from_slice(&cl[c * ld..][..n]);
                         }
                     }
                     // E_right: the last block row is C_{end}^T = A[end, end+1] (end = the
@@ -579,7 +624,7 @@ impl<T: Scalar> Chain<'_, T> {
                         }
                     };
                     if j > 0 {
-                        sub_from(0, self.coupling(start - 1) * &x_sep[j - 1]);
+                        sub_from(top, self.coupling(start - 1) * &x_sep[j - 1]);
                     }
                     if j < last {
                         sub_from(end, self.coupling(start + len - 1).transpose() * &x_sep[j]);
@@ -596,7 +641,7 @@ impl<T: Scalar> Chain<'_, T> {
             .map(|g| {
                 let v = sol.system(g);
                 let rows = |row0: usize| DMatrix::from_fn(n, cols, |r, c| wide(v[c * padded + row0 + r]));
-                (rows(0), rows(self.last_block_row(first + g)))
+                (rows(self.first_block_row(first + g)), rows(self.last_block_row(first + g)))
             })
             .collect()
     }
@@ -816,6 +861,32 @@ mod tests {
         }
     }
 
+    /// Every batch's pass 1 keeps its coupling blocks and the rows it reads on the edges
+    /// of the padded systems' tree (front padding), so the GPU may solve those columns on
+    /// the edge nodes alone; a block moved off the edge is refused.
+    #[test]
+    fn pass_one_stays_on_the_edges_of_the_tree() {
+        let a = generate::random_spd::<f64>(1, 300, 2, 3).unwrap();
+        let b = generate::random_rhs(a.shape(), 1, 4).unwrap();
+        for target in 1..40 {
+            let segs = Segments::new(300, target).unwrap();
+            for batch in [1, 3] {
+                let chain = Chain { a: &a, b: &b, s: 0, segs: &segs, batch };
+                for first in (0..segs.count()).step_by(batch) {
+                    let pass = chain.pass_one(first);
+                    assert!(pass.on_edges(segs.longest()), "target {target}, batch at {first}: {pass:?}");
+                }
+            }
+        }
+        // Seven blocks: 0-based blocks 2 and 4 have both neighbours at their elimination.
+        let pass = PassOne { dense: 1, n: 2, blocks: vec![(0, 1, 4)], rows: vec![[0..2, 12..14]] };
+        assert!(!pass.on_edges(7), "block 2 of 7 is inside the tree");
+        assert!(PassOne { blocks: vec![(0, 1, 0), (0, 3, 12)], ..pass.clone() }.on_edges(7));
+        assert!(!PassOne { blocks: vec![(0, 1, 1)], ..pass.clone() }.on_edges(7), "a block not aligned to the blocks");
+        assert!(!PassOne { blocks: vec![], rows: vec![[0..2, 11..13]], ..pass.clone() }.on_edges(7), "rows across two blocks");
+        assert!(!PassOne { blocks: vec![], rows: vec![[8..10, 12..14]], ..pass.clone() }.on_edges(7), "rows inside the tree");
+    }
+
     #[test]
     fn scattered_pieces_land_in_their_places_and_nothing_else_moves() {
         let src: Vec<f64> = (0..5000).map(|i| i as f64).collect();
@@ -835,15 +906,17 @@ mod tests {
         let src: Vec<f64> = (0..60 * bl).map(|i| i as f64).collect();
         for per_slot in 1..7 {
             for slots in 1..5 {
-                // Slot g takes `len` blocks from `from`; the last slot is padding.
-                let slot = |g: usize| (g + 1 < slots).then(|| (7 * g + 1, 1 + (g * 5) % per_slot));
+                // Slot g takes `len` blocks from `from` at block `at`; the last slot is padding.
+                let slot = |g: usize| {
+                    let len = 1 + (g * 5) % per_slot;
+                    (g + 1 < slots).then(|| (7 * g + 1, len, (g * 3) % (per_slot - len + 1)))
+                };
                 let mut want = vec![f64::NAN; slots * per_slot * bl];
                 for (g, out) in want.chunks_mut(per_slot * bl).enumerate() {
-                    let len = slot(g).map_or(0, |(from, len)| {
-                        out[..len * bl].copy_from_slice(&src[from * bl..][..len * bl]);
-                        len
-                    });
-                    out[len * bl..].fill(-1.0);
+                    out.fill(-1.0);
+                    if let Some((from, len, at)) = slot(g) {
+                        out[at * bl..][..len * bl].copy_from_slice(&src[from * bl..][..len * bl]);
+                    }
                 }
                 for piece in 1..9 {
                     let mut out = vec![f64::NAN; slots * per_slot * bl];

@@ -42,6 +42,9 @@ pub struct FactorArgs<T> {
     pub level: u32,
     /// Right-hand-side columns (0 without interlaced forward substitution).
     pub nrhs: u32,
+    /// As [`super::SolveArgs::edge_from`] for the interlaced forward substitution (the rows
+    /// kernels honour it).
+    pub edge_from: u32,
     /// Null for the kernels launched once per level. For the single-launch sweeps
     /// ([`super::dataflow`]): their ticket counter and completion flags
     /// ([`super::dataflow::factor_flag_words`] words, zero before the launch); the node

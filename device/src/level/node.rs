@@ -18,6 +18,26 @@ pub(crate) struct Node {
     pub right: Option<u32>,
 }
 
+impl Node {
+    /// Whether the node has no left or no right neighbour at its elimination. Those nodes
+    /// are exactly the blocks on the elimination-tree paths from the system's first and
+    /// last block to the root: a node with no surviving neighbour on one side has every
+    /// block of that side below it, and an ancestor of the first (last) block has nothing
+    /// left (right) of it by the time it is eliminated (`plan.rs` tests it exhaustively).
+    #[inline(always)]
+    pub(crate) fn on_edge(&self) -> bool {
+        self.left.is_none() || self.right.is_none()
+    }
+
+    /// The right-hand-side columns the node solves of `nrhs`: all on an edge
+    /// ([`Self::on_edge`]), else the first `edge_from` ([`super::SolveArgs::edge_from`]).
+    #[inline(always)]
+    pub(crate) fn columns(&self, nrhs: u32, edge_from: u32) -> usize {
+        let (all, edge_from) = (nrhs as usize, edge_from as usize);
+        if self.on_edge() || edge_from >= all { all } else { edge_from }
+    }
+}
+
 /// Block `s * nodes + t` of the grid is node `t` of level `level` of system `s`.
 #[inline(always)]
 pub(crate) fn node(nblocks: u32, level: u32) -> Node {

@@ -63,17 +63,19 @@ pub const fn rows_solve_nodes_per_block(np: usize) -> u32 {
 
 /// Where a node sits in its thread block: lanes `sub * width .. (sub + 1) * width` of each
 /// warp (`width = 32 / nodes per block`); `live` false for a packed slot past the last
-/// node, which only passes the block's barriers.
+/// node, which only passes the block's barriers; `edge` true when some node of the block
+/// lies on an edge ([`Node::on_edge`]).
 #[derive(Clone, Copy)]
 struct Slot {
     width: usize,
     sub: usize,
     live: bool,
+    edge: bool,
 }
 
 impl Slot {
     /// The only node of its block.
-    const WHOLE: Slot = Slot { width: 32, sub: 0, live: true };
+    const WHOLE: Slot = Slot { width: 32, sub: 0, live: true, edge: false };
 
     /// The node and slot of this thread in a per-level launch with `per` nodes per block
     /// ([`Slot::WHOLE`] and the block's node for `per = 1`, so that nothing of the
@@ -86,7 +88,16 @@ impl Slot {
         let width = 32 / per as usize;
         let sub = lane_id() as usize / width;
         let (nd, live) = packed_node(nblocks, systems, level, per, sub as u32);
-        (nd, Slot { width, sub, live })
+        let edge = (0..per).any(|other| packed_node(nblocks, systems, level, per, other).0.on_edge());
+        (nd, Slot { width, sub, live, edge })
+    }
+
+    /// The right-hand-side columns of `nrhs` that the block's nodes solve
+    /// ([`Node::columns`]), the same in every slot: the column loops pass the block's
+    /// barriers and warp 0's shuffles, which take every slot along.
+    #[inline(always)]
+    fn columns(self, nd: &Node, nrhs: u32, edge_from: u32) -> usize {
+        if self.edge { nrhs as usize } else { nd.columns(nrhs, edge_from) }
     }
 
     /// The team of the slot's threads (`width` lanes of each warp).
@@ -348,6 +359,7 @@ unsafe fn factor_rows_slot<T: Real, const NP: usize>(args: &FactorArgs<T>, nd: &
     let ldb = a.nblocks as usize * n;
     let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
     let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
+    let cols = slot.columns(nd, a.nrhs, a.edge_from);
     if warp == 0 {
         // Lane r reads L row r back from the tile (keeping it in registers through the
         // products would double the register footprint).
@@ -358,7 +370,7 @@ unsafe fn factor_rows_slot<T: Real, const NP: usize>(args: &FactorArgs<T>, nd: &
             }
         }
         let bi = seg(b);
-        for col in 0..k {
+        for col in 0..cols {
             let mut v = if live && lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
             for j in 0..NP {
                 let y = (v * unsafe { *inv_diag.add(j) }).shfl_idx(base + j as u32);
@@ -392,7 +404,7 @@ unsafe fn factor_rows_slot<T: Real, const NP: usize>(args: &FactorArgs<T>, nd: &
             krow[c] = unsafe { *tile_k.add(c * t + lane) };
         }
         let bj = seg((j - 1) as usize);
-        for col in 0..k {
+        for col in 0..cols {
             let mut acc = T::ZERO;
             for c in 0..NP {
                 acc = krow[c].mul_add(unsafe { *ybuf.add(col * NP + c) }, acc);
@@ -532,7 +544,7 @@ unsafe fn solve_forward_rows_slot<T: Real, const NP: usize>(args: &SolveArgs<T>,
         2 => nd.right,
         _ => None,
     };
-    for col in 0..k {
+    for col in 0..slot.columns(nd, a.nrhs, a.edge_from) {
         if warp == 0 {
             let bi = seg(nd.b);
             let mut v = if live && lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
@@ -618,7 +630,7 @@ unsafe fn solve_backward_rows_slot<T: Real, const NP: usize>(args: &SolveArgs<T>
         }
     }
     let mut bad = false;
-    for col in 0..k {
+    for col in 0..slot.columns(nd, a.nrhs, a.edge_from) {
         // Neighbour solutions into shared memory (warps 1, 2), coalesced.
         if live && lane < NP {
             let (nb, dst) = match warp {

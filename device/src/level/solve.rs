@@ -35,6 +35,15 @@ pub struct SolveArgs<T> {
     pub nrhs: u32,
     /// Columns processed per pass (bounds shared memory).
     pub chunk: u32,
+    /// Columns `edge_from..nrhs` are solved only on the nodes with no left or no right
+    /// neighbour, the elimination-tree paths of each system's first and last block (the
+    /// segment path's coupling columns: `docs/perf-notes.md`, entry 65). The caller
+    /// guarantees that those columns are zero outside blocks of such nodes and reads
+    /// their solution only there; elsewhere it is left unfinished. `nrhs` or more: every
+    /// column on every node. The rows kernels honour it; the others solve every column
+    /// everywhere, which is also correct (the panel solves did not take it for free:
+    /// 8 more registers and 2-4 % slower, `docs/perf-notes.md` entry 65).
+    pub edge_from: u32,
     /// Systems in the batch (the kernels with several systems per block stop there).
     pub systems: u32,
     /// Null for the kernels launched once per level. For the single-launch sweeps

@@ -213,7 +213,8 @@ impl<T: Scalar> crate::segmented::SegmentBackend<T> for GpuCholesky<T> {
     /// the rows read downloaded (`docs/perf-notes.md`, entry 62): of a page-locked `b`,
     /// the dense columns are uploaded, the rest of the device buffer is zeroed and the
     /// coupling blocks copied into it, and the rows named come back as 2-D copies
-    /// straight into `b`. Any other `b`, or a batch that needs chunks, takes the default
+    /// straight into `b`. The coupling columns are solved on the tree's edge nodes only
+    /// when the blocks and rows lie there (entry 65). Any other `b`, or a batch that needs chunks, takes the default
     /// path. The device still checks every row of the solution for non-finite values.
     fn factor_solve_pass_one(&mut self, a: &BlockTridiag<T>, b: &mut BlockVec<T>, pass: &PassOne) -> Result<()> {
         pass.check(b.shape(), b.ncols())?;
@@ -256,8 +257,12 @@ impl<T: Scalar> crate::segmented::SegmentBackend<T> for GpuCholesky<T> {
                 }
                 Ok(rhs)
             })?;
+            // The coupling columns on the tree's edges alone where the batch keeps them
+            // there (`PassOne::on_edges`; docs/perf-notes.md entry 65): a segment's
+            // `O(log len)` path blocks instead of all of its blocks.
+            let edge_cols = if pass.on_edges(a.shape().nblocks) { cols - pass.dense } else { 0 };
             timed("factor+solve: launch, check (waits)", || {
-                s.launch_factor_solve()?;
+                s.launch_factor_solve_edges(edge_cols)?;
                 s.check_factor()
             })?;
             Ok(rhs)

@@ -182,13 +182,16 @@ pub(super) struct SolveTarget<T> {
     /// The single-launch solve's flags, behind the status words ([`solve_status_words`]).
     flags: *mut u32,
     k: usize,
+    /// Columns from this one on are solved on the edge nodes only
+    /// (`blocktri_device::level::SolveArgs::edge_from`); `k` for none.
+    edge_from: usize,
 }
 
 impl<T> SolveTarget<T> {
-    /// Right-hand sides at `rhs` (`k` columns), status words and flags in `status`
-    /// ([`solve_status_words`] long) for `systems` systems.
+    /// Right-hand sides at `rhs` (`k` columns, all solved everywhere), status words and
+    /// flags in `status` ([`solve_status_words`] long) for `systems` systems.
     fn new(rhs: *mut T, status: &DeviceBuffer<u64>, systems: usize, k: usize) -> Self {
-        SolveTarget { rhs, info: status.ptr().as_mut_ptr(), flags: flags_behind_status(status, systems), k }
+        SolveTarget { rhs, info: status.ptr().as_mut_ptr(), flags: flags_behind_status(status, systems), k, edge_from: k }
     }
 }
 
@@ -245,6 +248,7 @@ impl<T: Scalar> Buffers<T> {
             systems: self.shape.batch as u32,
             level,
             nrhs: rhs.map_or(0, |r| r.k as u32),
+            edge_from: rhs.map_or(0, |r| r.edge_from as u32),
             flags: std::ptr::null_mut(),
         }
     }
@@ -269,6 +273,7 @@ impl<T: Scalar> Buffers<T> {
             level,
             nrhs: target.k as u32,
             chunk: chunk as u32,
+            edge_from: target.edge_from as u32,
             systems: self.shape.batch as u32,
             flags: std::ptr::null_mut(),
             sweeps: 0,
@@ -353,14 +358,19 @@ struct Plan<T> {
     engine: Engine,
     rhs: Option<DeviceBuffer<T>>,
     rhs_cols: usize,
+    /// The last `edge_cols` of the `rhs_cols` columns are solved on the edge nodes only
+    /// (`SolveArgs::edge_from`): pass 1's coupling columns of the segment path, set
+    /// around its launch ([`GpuCholesky::launch_factor_solve_edges`]); 0 otherwise.
+    edge_cols: usize,
     factor_graph: Option<Graph>,
-    /// Solve graphs by right-hand-side count ([`KEYED_GRAPHS`] most recent): callers that
-    /// alternate counts (the arrowhead solver: `a` columns, then `k`) replay both.
-    solve_graph: Vec<(usize, Graph)>,
-    factor_solve_graph: Vec<(usize, Graph)>,
+    /// Solve graphs by right-hand-side count and edge columns ([`KEYED_GRAPHS`] most
+    /// recent): callers that alternate counts (the arrowhead solver: `a` columns, then
+    /// `k`) replay both.
+    solve_graph: Vec<(GraphKey, Graph)>,
+    factor_solve_graph: Vec<(GraphKey, Graph)>,
     /// Graphs of the solve's sweeps alone ([`GpuCholesky::launch_sweep`]), likewise.
-    forward_graph: Vec<(usize, Graph)>,
-    backward_graph: Vec<(usize, Graph)>,
+    forward_graph: Vec<(GraphKey, Graph)>,
+    backward_graph: Vec<(GraphKey, Graph)>,
     /// The selected inversion's three output buffers ([`GpuCholesky::selinv_sweep`]),
     /// kept for repeated calls; empty until the first.
     sigma: Vec<DeviceBuffer<T>>,
@@ -372,10 +382,15 @@ struct Plan<T> {
 /// Graphs kept per kind for different right-hand-side counts.
 const KEYED_GRAPHS: usize = 4;
 
+/// What a solve graph was captured for: the right-hand-side columns and, of those, the
+/// columns solved on the edge nodes only (kernel arguments baked into the graph).
+type GraphKey = (usize, usize);
+
 impl<T: Scalar> Plan<T> {
     fn target(&self) -> Result<SolveTarget<T>> {
         let rhs = self.rhs.as_ref().ok_or_else(|| Error::Shape("no right-hand sides uploaded".into()))?;
-        Ok(SolveTarget::new(rhs.ptr().as_mut_ptr(), &self.bufs.solve_info, self.bufs.shape.batch, self.rhs_cols))
+        let target = SolveTarget::new(rhs.ptr().as_mut_ptr(), &self.bufs.solve_info, self.bufs.shape.batch, self.rhs_cols);
+        Ok(SolveTarget { edge_from: self.rhs_cols - self.edge_cols.min(self.rhs_cols), ..target })
     }
 }
 
@@ -636,6 +651,7 @@ impl<T: Scalar> GpuCholesky<T> {
             engine,
             rhs: None,
             rhs_cols: 0,
+            edge_cols: 0,
             factor_graph: None,
             solve_graph: Vec::new(),
             factor_solve_graph: Vec::new(),
@@ -996,13 +1012,13 @@ impl<T: Scalar> GpuCholesky<T> {
     /// [`KEYED_GRAPHS`] is dropped).
     fn run_keyed(
         &mut self,
-        slot: fn(&mut Plan<T>) -> &mut Vec<(usize, Graph)>,
+        slot: fn(&mut Plan<T>) -> &mut Vec<(GraphKey, Graph)>,
         steps_of: impl for<'p> Fn(&'p Plan<T>, &SolveTarget<T>) -> Vec<Step<'p, T>>,
     ) -> Result<()> {
         let mut plan = self.plan.take().ok_or(Error::NotFactored)?;
         let result = (|| {
             let target = plan.target()?;
-            let k = plan.rhs_cols;
+            let k = (plan.rhs_cols, plan.edge_cols);
             let graphs = slot(&mut plan);
             let mut graph = graphs.iter().position(|(gk, _)| *gk == k).map(|i| graphs.remove(i).1);
             let ran = self.run(|| steps_of(&plan, &target), &mut graph);
@@ -1028,10 +1044,10 @@ impl<T: Scalar> GpuCholesky<T> {
     /// Enqueues one sweep of a solve of the right-hand-side buffer ([`Sweep`]), without
     /// waiting (graph replay when enabled).
     pub(crate) fn launch_sweep(&mut self, sweep: Sweep) -> Result<()> {
-        fn forward<T>(p: &mut Plan<T>) -> &mut Vec<(usize, Graph)> {
+        fn forward<T>(p: &mut Plan<T>) -> &mut Vec<(GraphKey, Graph)> {
             &mut p.forward_graph
         }
-        fn backward<T>(p: &mut Plan<T>) -> &mut Vec<(usize, Graph)> {
+        fn backward<T>(p: &mut Plan<T>) -> &mut Vec<(GraphKey, Graph)> {
             &mut p.backward_graph
         }
         let slot = if sweep == Sweep::Forward { forward::<T> } else { backward::<T> };
@@ -1075,6 +1091,20 @@ impl<T: Scalar> GpuCholesky<T> {
     /// beside the factorization, a level behind.
     pub fn launch_factor_solve(&mut self) -> Result<()> {
         self.run_keyed(|p| &mut p.factor_solve_graph, |plan, target| plan.engine.factor_solve_steps(&plan.bufs, target))
+    }
+
+    /// [`Self::launch_factor_solve`] with the last `edge_cols` right-hand-side columns
+    /// solved on the edge nodes only (`SolveArgs::edge_from`): those columns must be zero
+    /// outside the blocks of nodes with no left or no right neighbour, and their solution
+    /// is right only in such blocks (the segment path's pass 1, `chunked.rs`).
+    pub(super) fn launch_factor_solve_edges(&mut self, edge_cols: usize) -> Result<()> {
+        let plan = self.plan.as_mut().ok_or(Error::NotFactored)?;
+        plan.edge_cols = edge_cols;
+        let launched = self.launch_factor_solve();
+        if let Some(plan) = self.plan.as_mut() {
+            plan.edge_cols = 0;
+        }
+        launched
     }
 
     /// Runs the factorization and a solve of the uploaded data kernel by kernel with an
