@@ -17,9 +17,10 @@
 //! unchanged). The padding (at most one block) goes in front, so that every segment's
 //! last block is its padded system's last block: the coupling columns are then nonzero
 //! only in blocks on the elimination-tree paths of the system's first two and last
-//! block, where the GPU solves them alone (`docs/perf-notes.md`, entry 65). Pass 1 factors each batch and solves for `[b_seg, E_left, E_right]`, keeping
-//! only the first and last block rows of the solutions: all that `S` and its right-hand
-//! side need. The reduced system (one block per separator) is solved by the same backend.
+//! block, where the GPU solves them alone (`docs/perf-notes.md`, entry 65). Pass 1
+//! factors each batch and solves for `[b_seg, E_left, E_right]`, keeping only the first
+//! and last block rows of the solutions: all that `S` and its right-hand side need. The
+//! reduced system (one block per separator) is solved by the same backend.
 //! Pass 2 factors the segments again and solves for the corrected right-hand sides: the
 //! segments' factors are as large as the problem, so they are recomputed rather than kept.
 //! The matrix therefore crosses to the device twice. Pass 1's `2n` coupling columns are
@@ -322,9 +323,9 @@ const PIECE_BYTES: usize = 1 << 20;
 
 /// Fills `out`, slots of `per_slot` blocks of `bl` values: slot `g`'s blocks
 /// `at .. at + len` are `src`'s blocks `from ..` where `slot(g) = Some((from, len, at))`,
-/// and `pad` writes the rest of it (all of it for `None`). In pieces of `piece` blocks over every thread: one
-/// task per slot kept 8 of 16 cores busy, and the fill bound pass 2
-/// (`docs/perf-notes.md`, entry 62).
+/// and `pad` writes the rest of it (all of it for `None`). In pieces of `piece` blocks
+/// over every thread: one task per slot kept 8 of 16 cores busy, and the fill bound
+/// pass 2 (`docs/perf-notes.md`, entry 62).
 fn copy_slots<T: Scalar>(
     out: &mut [T],
     (bl, per_slot, piece): (usize, usize, usize),
@@ -341,30 +342,19 @@ fn copy_slots<T: Scalar>(
         while done < part.len() / bl {
             let at = c * piece + done;
             let (g, b) = (at / per_slot, at % per_slot);
-            // The run of this slot inside `part`: blocks b .. b + run of slot g, written as
-            // stretches of padding and of copied blocks.
+            // The run of this slot inside `part`, blocks b .. end of slot g: padding, the
+            // copied blocks lo .. hi (its blocks at .. at + len inside the run), padding.
             let end = b + (per_slot - b).min(part.len() / bl - done);
             let place = slot(g);
-            let mut x = b;
-            while x < end {
-                let d = done + (x - b); // block of `part`
-                let stop = match place {
-                    Some((from, len, at)) if (at..at + len).contains(&x) => {
-                        let stop = end.min(at + len);
-                        part[d * bl..][..(stop - x) * bl].copy_from_slice(&src[(from + x - at) * bl..][..(stop - x) * bl]);
-                        stop
-                    }
-                    _ => {
-                        let stop = match place {
-                            Some((_, len, at)) if x < at && len > 0 => end.min(at),
-                            _ => end,
-                        };
-                        pad(&mut part[d * bl..][..(stop - x) * bl]);
-                        stop
-                    }
-                };
-                x = stop;
+            let (lo, hi) = place.map_or((end, end), |(_, len, at)| (at.clamp(b, end), (at + len).clamp(b, end)));
+            let run = &mut part[done * bl..][..(end - b) * bl];
+            let (before, rest) = run.split_at_mut((lo - b) * bl);
+            let (copied, after) = rest.split_at_mut((hi - lo) * bl);
+            if let Some((from, _, at)) = place.filter(|_| hi > lo) {
+                copied.copy_from_slice(&src[(from + lo - at) * bl..][..(hi - lo) * bl]);
             }
+            pad(before);
+            pad(after);
             done += end - b;
         }
     });
@@ -524,10 +514,10 @@ impl<T: Scalar> Chain<'_, T> {
         self.pad(j) * self.n()
     }
 
-    /// The first row of segment `j`'s last block, in its padded system (the padded
-    /// system's last block): where pass 1's `E_right` block goes and the second of the
-    /// rows it reads.
-    fn last_block_row(&self, _j: usize) -> usize {
+    /// The first row of every segment's last block, in its padded system (the padded
+    /// system's last block, the padding being in front): where pass 1's `E_right` block
+    /// goes and the second of the rows it reads.
+    fn last_block_row(&self) -> usize {
         (self.segs.longest() - 1) * self.n()
     }
 
@@ -536,22 +526,22 @@ impl<T: Scalar> Chain<'_, T> {
     fn pass_one(&self, first: usize) -> PassOne {
         let (n, k, last) = (self.n(), self.k(), self.segs.count() - 1);
         let real = first..(first + self.batch).min(self.segs.count());
-        let (start, end) = (|j: usize| self.first_block_row(j), |j: usize| self.last_block_row(j));
+        let (start, end) = (|j: usize| self.first_block_row(j), self.last_block_row());
         let blocks = real
             .clone()
             .enumerate()
-            .flat_map(|(g, j)| [(j > 0).then_some((g, k, start(j))), (j < last).then_some((g, k + n, end(j)))])
+            .flat_map(|(g, j)| [(j > 0).then_some((g, k, start(j))), (j < last).then_some((g, k + n, end))])
             .flatten()
             .collect();
-        let rows = real.map(|j| [start(j)..start(j) + n, end(j)..end(j) + n]).collect();
+        let rows = real.map(|j| [start(j)..start(j) + n, end..end + n]).collect();
         PassOne { dense: k, n, blocks, rows }
     }
 
     /// Fills `pair` with segments `first ..` (at most `batch`; the slots beyond the last
     /// segment become identity systems with zero right-hand sides), each padded to the
-    /// longest segment with identity blocks in front: pass 1's `[b, E_left, E_right]` when `x_sep`
-    /// is `None` (of `E`, only the blocks that [`Self::pass_one`] names), else pass 2's
-    /// `b - E x_sep`.
+    /// longest segment with identity blocks in front: pass 1's `[b, E_left, E_right]` when
+    /// `x_sep` is `None` (of `E`, only the blocks that [`Self::pass_one`] names), else
+    /// pass 2's `b - E x_sep`.
     fn fill_batch(&self, (m, rhs): &mut Batch<'_, T>, first: usize, x_sep: Option<&[DMatrix<f64>]>) {
         let (a, s, n, k) = (self.a, self.s, self.n(), self.k());
         let (ld, bl, nb) = (a.ld(), a.block_len(), a.shape().nblocks);
@@ -589,7 +579,7 @@ impl<T: Scalar> Chain<'_, T> {
             out[..padded * k].fill(T::zero());
             let Some((start, len, _)) = seg(g) else { return };
             let j = first + g;
-            let (top, end) = (self.first_block_row(j), self.last_block_row(j));
+            let (top, end) = (self.first_block_row(j), self.last_block_row());
             for c in 0..k {
                 out[c * padded + top..][..len * n].copy_from_slice(&b[c * dim + start * n..][..len * n]);
             }
@@ -641,7 +631,7 @@ impl<T: Scalar> Chain<'_, T> {
             .map(|g| {
                 let v = sol.system(g);
                 let rows = |row0: usize| DMatrix::from_fn(n, cols, |r, c| wide(v[c * padded + row0 + r]));
-                (rows(self.first_block_row(first + g)), rows(self.last_block_row(first + g)))
+                (rows(self.first_block_row(first + g)), rows(self.last_block_row()))
             })
             .collect()
     }

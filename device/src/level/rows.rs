@@ -63,19 +63,17 @@ pub const fn rows_solve_nodes_per_block(np: usize) -> u32 {
 
 /// Where a node sits in its thread block: lanes `sub * width .. (sub + 1) * width` of each
 /// warp (`width = 32 / nodes per block`); `live` false for a packed slot past the last
-/// node, which only passes the block's barriers; `edge` true when some node of the block
-/// lies on an edge ([`Node::on_edge`]).
+/// node, which only passes the block's barriers.
 #[derive(Clone, Copy)]
 struct Slot {
     width: usize,
     sub: usize,
     live: bool,
-    edge: bool,
 }
 
 impl Slot {
     /// The only node of its block.
-    const WHOLE: Slot = Slot { width: 32, sub: 0, live: true, edge: false };
+    const WHOLE: Slot = Slot { width: 32, sub: 0, live: true };
 
     /// The node and slot of this thread in a per-level launch with `per` nodes per block
     /// ([`Slot::WHOLE`] and the block's node for `per = 1`, so that nothing of the
@@ -88,16 +86,19 @@ impl Slot {
         let width = 32 / per as usize;
         let sub = lane_id() as usize / width;
         let (nd, live) = packed_node(nblocks, systems, level, per, sub as u32);
-        let edge = (0..per).any(|other| packed_node(nblocks, systems, level, per, other).0.on_edge());
-        (nd, Slot { width, sub, live, edge })
+        (nd, Slot { width, sub, live })
     }
 
     /// The right-hand-side columns of `nrhs` that the block's nodes solve
-    /// ([`Node::columns`]), the same in every slot: the column loops pass the block's
-    /// barriers and warp 0's shuffles, which take every slot along.
+    /// ([`Node::columns`]) on `level` of `systems` systems of `nblocks` blocks, the same
+    /// in every slot: the column loops pass the block's barriers and warp 0's shuffles,
+    /// which take every slot along, so a packed block with a node on an edge solves all.
+    /// The slots' nodes are looked at only when some columns are restricted.
     #[inline(always)]
-    fn columns(self, nd: &Node, nrhs: u32, edge_from: u32) -> usize {
-        if self.edge { nrhs as usize } else { nd.columns(nrhs, edge_from) }
+    fn columns(self, nd: &Node, (nblocks, systems, level): (u32, u32, u32), nrhs: u32, edge_from: u32) -> usize {
+        let per = (32 / self.width) as u32;
+        let any_on_edge = || (0..per).any(|other| packed_node(nblocks, systems, level, per, other).0.on_edge());
+        if edge_from < nrhs && per > 1 && any_on_edge() { nrhs as usize } else { nd.columns(nrhs, edge_from) }
     }
 
     /// The team of the slot's threads (`width` lanes of each warp).
@@ -359,7 +360,7 @@ unsafe fn factor_rows_slot<T: Real, const NP: usize>(args: &FactorArgs<T>, nd: &
     let ldb = a.nblocks as usize * n;
     let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
     let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
-    let cols = slot.columns(nd, a.nrhs, a.edge_from);
+    let cols = slot.columns(nd, (a.nblocks, a.systems, a.level), a.nrhs, a.edge_from);
     if warp == 0 {
         // Lane r reads L row r back from the tile (keeping it in registers through the
         // products would double the register footprint).
@@ -544,7 +545,7 @@ unsafe fn solve_forward_rows_slot<T: Real, const NP: usize>(args: &SolveArgs<T>,
         2 => nd.right,
         _ => None,
     };
-    for col in 0..slot.columns(nd, a.nrhs, a.edge_from) {
+    for col in 0..slot.columns(nd, (a.nblocks, a.systems, a.level), a.nrhs, a.edge_from) {
         if warp == 0 {
             let bi = seg(nd.b);
             let mut v = if live && lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
@@ -630,7 +631,7 @@ unsafe fn solve_backward_rows_slot<T: Real, const NP: usize>(args: &SolveArgs<T>
         }
     }
     let mut bad = false;
-    for col in 0..slot.columns(nd, a.nrhs, a.edge_from) {
+    for col in 0..slot.columns(nd, (a.nblocks, a.systems, a.level), a.nrhs, a.edge_from) {
         // Neighbour solutions into shared memory (warps 1, 2), coalesced.
         if live && lane < NP {
             let (nb, dst) = match warp {
