@@ -1,10 +1,11 @@
 //! Cholesky in 8-column strips over a row-major matrix in shared memory, one warp per
 //! `8 x 8` tile, the tile products on FP64 tensor cores (`mma.sync.m8n8k4`) in `f64`.
 //!
-//! Shared by the blocked panel factor ([`crate::level::blocked`]: a node's panel
-//! `[D; A_l; A_r]`) and the tiled engine's diagonal-tile step ([`crate::tiled`]: one
-//! `64 x 64` tile and its inverse). Per strip of 8 columns `kb..kb + 8`
-//! ([`factor_strips`]):
+//! Used by the blocked panel factor ([`crate::level::blocked`]: a node's panel
+//! `[D; A_l; A_r]`) and the chain engine's strips; the tiled engine's diagonal-tile step
+//! uses only the tile routines (`factor_invert_diag_tile`, [`tile_minus_abt`]) in a
+//! left-looking pass of its own (`crate::tiled::potrf`). Per strip of 8 columns
+//! `kb..kb + 8` ([`factor_strips`]):
 //! - **Diagonal tile**: one warp factors the `8 x 8` tile `D[kb.., kb..]`, each lane the
 //!   whole tile in its own registers (no shuffle, no barrier), and writes `1 / L_jj`.
 //! - **Strip rows**: every row below the tile solves its 8 entries against it (one thread
@@ -102,9 +103,100 @@ pub(crate) unsafe fn update_tile<T: Real>(p: *mut T, s: usize, r0: usize, c0: us
 #[inline(always)]
 pub(crate) unsafe fn factor_diag_tile<T: Real>(p: *mut T, s: usize, k0: usize, inv: *mut T) -> bool {
     let lane = lane_id() as usize;
-    let at = |r: usize, c: usize| unsafe { p.add((k0 + r) * s + k0 + c) };
-    // The upper entries stay zero constants, dropped after unrolling: 36 live values.
-    let mut l: [[T; KB]; KB] = core::array::from_fn(|r| core::array::from_fn(|c| if c <= r { unsafe { *at(r, c) } } else { T::ZERO }));
+    let mut l = unsafe { load_lower_tile(p, s, k0) };
+    let (inv_diag, ok) = factor_in_registers(&mut l);
+    // Every lane has read the tile before any lane writes it.
+    sync_warp();
+    if lane == 0 {
+        unsafe { store_lower_tile(p, s, k0, &l) };
+        for (j, &v) in inv_diag.iter().enumerate() {
+            unsafe { *inv.add(k0 + j) = v };
+        }
+    }
+    sync_warp();
+    ok
+}
+
+/// [`factor_diag_tile`] that also inverts the factor, and writes no `1 / L_jj`: lane
+/// `c < 8` stores column `c` of `W = L^-1` (zero above the diagonal) row-major into `wd`
+/// (row stride `sd`, rows `k0..k0 + 8`, columns `0..8`) and transposed into `wt` (row
+/// stride `s`: `wt[(k0 + c) s + k0 + i] = W(i, c)`).
+///
+/// Every lane computes a column of `W` (lane `c % 8`) from the factor in its registers,
+/// with no branch around it, so that the compiler can interleave the substitution with
+/// the factor's pivot chain: row `i` of `W` needs only rows `..=i` of `L`, and its
+/// instructions fill the issue slots that the chain's reciprocal square roots leave idle.
+///
+/// # Safety
+/// As [`factor_diag_tile`], for `wt` and `wd` too.
+#[inline(always)]
+pub(crate) unsafe fn factor_invert_diag_tile<T: Real>(p: *mut T, s: usize, k0: usize, wt: *mut T, wd: *mut T, sd: usize) -> bool {
+    let lane = lane_id() as usize;
+    let mut l = unsafe { load_lower_tile(p, s, k0) };
+    let (inv_diag, ok) = factor_in_registers(&mut l);
+    // Column c of W: L x = e_c by forward substitution (x_i = 0 for i < c).
+    let c = lane % KB;
+    let mut x = [T::ZERO; KB];
+    for i in 0..KB {
+        let mut v = if i == c { T::ONE } else { T::ZERO };
+        for k in 0..KB {
+            // Rectangular with a condition, as in `factor_in_registers`.
+            if k < i {
+                v = (-l[i][k]).mul_add(x[k], v);
+            }
+        }
+        x[i] = v * inv_diag[i];
+    }
+    sync_warp();
+    if lane == 0 {
+        unsafe { store_lower_tile(p, s, k0, &l) };
+    }
+    if lane < KB {
+        for (i, &xi) in x.iter().enumerate() {
+            unsafe {
+                *wt.add((k0 + c) * s + k0 + i) = xi;
+                *wd.add((k0 + i) * sd + c) = xi;
+            }
+        }
+    }
+    sync_warp();
+    ok
+}
+
+/// The lower triangle of the `8 x 8` tile at `(k0, k0)` (broadcast reads); the upper
+/// entries are zero constants, which unrolling drops (36 live values).
+///
+/// # Safety
+/// The tile is readable.
+#[inline(always)]
+unsafe fn load_lower_tile<T: Real>(p: *const T, s: usize, k0: usize) -> [[T; KB]; KB] {
+    core::array::from_fn(|r| core::array::from_fn(|c| if c <= r { unsafe { *p.add((k0 + r) * s + k0 + c) } } else { T::ZERO }))
+}
+
+/// Stores the lower triangle of `l` into the `8 x 8` tile at `(k0, k0)`, by the calling
+/// lane alone: one branch. Spreading the entries over the lanes (`lane == e % 32`) became
+/// a jump table on the lane, 32 divergent paths run one after the other (+6 µs per
+/// `potrf` launch, docs/perf-notes.md entry 22).
+///
+/// # Safety
+/// The tile is writable and no other thread touches it meanwhile.
+#[inline(always)]
+unsafe fn store_lower_tile<T: Real>(p: *mut T, s: usize, k0: usize, l: &[[T; KB]; KB]) {
+    for (r, row) in l.iter().enumerate() {
+        for (c, &v) in row.iter().enumerate() {
+            if c <= r {
+                unsafe { *p.add((k0 + r) * s + k0 + c) = v };
+            }
+        }
+    }
+}
+
+/// Cholesky of the `8 x 8` lower triangle `l` in this lane's registers: `l` becomes `L`,
+/// and the result is `1 / L_jj` (the Newton-refined reciprocal square root of each
+/// pivot, the number that scaled column `j`) and whether every pivot was positive and
+/// finite.
+#[inline(always)]
+fn factor_in_registers<T: Real>(l: &mut [[T; KB]; KB]) -> ([T; KB], bool) {
     let mut ok = true;
     let mut inv_diag = [T::ONE; KB];
     // Rectangular loops with conditions on the indices (not `j + 1..KB`): a trip count
@@ -128,25 +220,7 @@ pub(crate) unsafe fn factor_diag_tile<T: Real>(p: *mut T, s: usize, k0: usize, i
             }
         }
     }
-    // Every lane has read the tile before any lane writes it.
-    sync_warp();
-    // One lane stores: one branch. Spreading the entries over the lanes (`lane == e % 32`)
-    // became a jump table on the lane, 32 divergent paths run one after the other (+6 µs
-    // per `potrf` launch, docs/perf-notes.md entry 22).
-    if lane == 0 {
-        for (r, row) in l.iter().enumerate() {
-            for (c, &v) in row.iter().enumerate() {
-                if c <= r {
-                    unsafe { *at(r, c) = v };
-                }
-            }
-        }
-        for (j, &v) in inv_diag.iter().enumerate() {
-            unsafe { *inv.add(k0 + j) = v };
-        }
-    }
-    sync_warp();
-    ok
+    (inv_diag, ok)
 }
 
 /// Row `i` of the strip `k0..k0 + 8` below the diagonal tile: `x = P[i, k0..] L_kk^-T`
