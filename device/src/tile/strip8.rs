@@ -134,33 +134,52 @@ pub(crate) unsafe fn factor_invert_diag_tile<T: Real>(p: *mut T, s: usize, k0: u
     let lane = lane_id() as usize;
     let mut l = unsafe { load_lower_tile(p, s, k0) };
     let (inv_diag, ok) = factor_in_registers(&mut l);
-    // Column c of W: L x = e_c by forward substitution (x_i = 0 for i < c).
-    let c = lane % KB;
-    let mut x = [T::ZERO; KB];
-    for i in 0..KB {
-        let mut v = if i == c { T::ONE } else { T::ZERO };
-        for k in 0..KB {
-            // Rectangular with a condition, as in `factor_in_registers`.
-            if k < i {
-                v = (-l[i][k]).mul_add(x[k], v);
-            }
-        }
-        x[i] = v * inv_diag[i];
-    }
+    let x = inverse_column(lane % KB, |i, k| l[i][k], |i| inv_diag[i]);
     sync_warp();
     if lane == 0 {
         unsafe { store_lower_tile(p, s, k0, &l) };
     }
     if lane < KB {
-        for (i, &xi) in x.iter().enumerate() {
-            unsafe {
-                *wt.add((k0 + c) * s + k0 + i) = xi;
-                *wd.add((k0 + i) * sd + c) = xi;
-            }
-        }
+        unsafe { store_inverse_column(&x, lane, k0, (wt, s), (wd, sd)) };
     }
     sync_warp();
     ok
+}
+
+/// Column `c` of `W = L^-1` for the `8 x 8` lower-triangular `L` whose entries `l(i, k)`
+/// (`k < i`) and reciprocal diagonal `inv_diag(i)` the closures read: `L x = e_c` by
+/// forward substitution (`x_i = 0` for `i < c`).
+#[inline(always)]
+pub(crate) fn inverse_column<T: Real>(c: usize, l: impl Fn(usize, usize) -> T, inv_diag: impl Fn(usize) -> T) -> [T; KB] {
+    let mut x = [T::ZERO; KB];
+    for i in 0..KB {
+        let mut v = if i == c { T::ONE } else { T::ZERO };
+        for k in 0..KB {
+            // Rectangular with a condition, as in `factor_in_registers`: `x` stays in
+            // registers.
+            if k < i {
+                v = (-l(i, k)).mul_add(x[k], v);
+            }
+        }
+        x[i] = v * inv_diag(i);
+    }
+    x
+}
+
+/// Stores column `c` of the `8 x 8` diagonal block `W_kk` of an inverse (rows from `k0`)
+/// both ways: transposed into `wt` (row stride `s`: `wt[(k0 + c) s + k0 + i] = W(i, c)`)
+/// and row-major into `wd` (row stride `sd`, columns `0..8`).
+///
+/// # Safety
+/// Both areas hold those entries and no other thread writes them meanwhile.
+#[inline(always)]
+pub(crate) unsafe fn store_inverse_column<T: Real>(x: &[T; KB], c: usize, k0: usize, (wt, s): (*mut T, usize), (wd, sd): (*mut T, usize)) {
+    for (i, &xi) in x.iter().enumerate() {
+        unsafe {
+            *wt.add((k0 + c) * s + k0 + i) = xi;
+            *wd.add((k0 + i) * sd + c) = xi;
+        }
+    }
 }
 
 /// The lower triangle of the `8 x 8` tile at `(k0, k0)` (broadcast reads); the upper

@@ -23,7 +23,7 @@
 use super::factor::{FLAG_BYTES, WIDE_THREADS, shared_areas};
 use super::{TILE, TiledArgs, rem_div};
 use crate::level::{InfoCode, info_key};
-use crate::tile::strip8::{KB, factor_invert_diag_tile, tile_minus_abt};
+use crate::tile::strip8::{KB, factor_invert_diag_tile, inverse_column, store_inverse_column, tile_minus_abt};
 use blocktri_prims::index::opaque_u32;
 use blocktri_prims::{Real, atomic, lane_id, sync_threads, sync_warp, thread_idx_x};
 
@@ -273,27 +273,12 @@ pub(crate) unsafe fn invert_factor<T: Real>(p: *const T, wt: *mut T, wd: *mut T,
     let tid = thread_idx_x() as usize;
     let (warp, lane) = (tid / 32, tid % 32);
     let j8 = warp * KB;
-    // W_jj: lane c < 8 solves L_jj x = e_c by forward substitution (x_i = 0 for i < c).
+    // W_jj: lane c < 8 solves L_jj x = e_c.
     if lane < KB {
-        let c = lane;
-        let mut x = [T::ZERO; KB];
-        for i in 0..KB {
-            let l_row = unsafe { p.add((j8 + i) * S + j8) };
-            let mut v = if i == c { T::ONE } else { T::ZERO };
-            for k in 0..KB {
-                // Rectangular with a condition, as in strip8: `x` stays in registers.
-                if k < i {
-                    v = (-unsafe { *l_row.add(k) }).mul_add(x[k], v);
-                }
-            }
-            x[i] = v * unsafe { *rinv.add(j8 + i) };
-        }
-        for (i, &xi) in x.iter().enumerate() {
-            unsafe {
-                *wt.add((j8 + c) * S + j8 + i) = xi;
-                *wd.add((j8 + i) * SD + c) = xi;
-            }
-        }
+        // SAFETY: L_jj and rinv[j8..j8 + 8] lie inside the shared areas.
+        let x = inverse_column(lane, |i, k| unsafe { *p.add((j8 + i) * S + j8 + k) }, |i| unsafe { *rinv.add(j8 + i) });
+        // SAFETY: column `lane` of block j is this lane's.
+        unsafe { store_inverse_column(&x, lane, j8, (wt, S), (wd, SD)) };
     }
     // Block column j reads the diagonal blocks W_ii of the other warps.
     sync_threads();

@@ -215,7 +215,8 @@ impl<T: Scalar> crate::segmented::SegmentBackend<T> for GpuCholesky<T> {
     /// coupling blocks copied into it, and the rows named come back as 2-D copies
     /// straight into `b`. The coupling columns are solved on the tree's edge nodes only
     /// when the blocks and rows lie there (entry 65). Any other `b`, or a batch that needs
-    /// chunks, takes the default path. The device still checks every row of the solution for non-finite values.
+    /// chunks, takes the default path. The device still checks every row of the solution
+    /// for non-finite values.
     fn factor_solve_pass_one(&mut self, a: &BlockTridiag<T>, b: &mut BlockVec<T>, pass: &PassOne) -> Result<()> {
         pass.check(b.shape(), b.ncols())?;
         let one_chunk = a.shape() == b.shape() && self.chunk_plan(a.shape(), b.ncols()).is_ok_and(|p| p.chunks == 1);
