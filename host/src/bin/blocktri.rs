@@ -74,6 +74,11 @@ struct InfoArgs {
     transfers: bool,
     #[arg(long, default_value_t = 64)]
     transfer_mib: usize,
+    /// Compile every GPU kernel now and say how long it took. Kernels are otherwise
+    /// compiled on first use; the driver keeps them in its cache (CUDA_CACHE_PATH), so
+    /// running this once (a container build step) spares later processes the compile.
+    #[arg(long)]
+    compile_all: bool,
 }
 
 #[derive(Args)]
@@ -635,10 +640,12 @@ fn info(args: &InfoArgs) -> Result<()> {
     println!("blocktri {} — kernels: {}", env!("CARGO_PKG_VERSION"), blocktri::ptx::KERNELS.len());
     let archs: Vec<&str> = blocktri::ptx::PTX.iter().map(|p| p.0).collect();
     println!("embedded PTX: {}", archs.join(", "));
+    let opened = Instant::now();
     let g = Gpu::shared()?;
+    let opened = opened.elapsed();
     let i = g.info();
     println!(
-        "GPU {}: {} (compute {}.{}, {} SMs, {:.1} GB, L2 {} MB, {} KB shared/block), PTX {} loaded{}",
+        "GPU {}: {} (compute {}.{}, {} SMs, {:.1} GB, L2 {} MB, {} KB shared/block), PTX {} loaded in {:.2} s{}",
         i.ordinal,
         i.name,
         i.compute_capability.0,
@@ -648,8 +655,14 @@ fn info(args: &InfoArgs) -> Result<()> {
         i.l2_bytes >> 20,
         i.max_shared_per_block / 1024,
         i.ptx_arch,
+        opened.as_secs_f64(),
         if g.module().dependent_launch() { ", dependent launches" } else { "" }
     );
+    if args.compile_all {
+        let start = Instant::now();
+        let count = g.module().load_all()?;
+        println!("compiled {count} kernels in {:.2} s", start.elapsed().as_secs_f64());
+    }
     let s64 = blocktri::cuda::GpuCholesky::<f64>::with_gpu(g.clone(), Default::default())?;
     let s32 = blocktri::cuda::GpuCholesky::<f32>::with_gpu(g, Default::default())?;
     println!("largest block size on the GPU: n <= {} (f64), n <= {} (f32)", s64.max_block_size(), s32.max_block_size());

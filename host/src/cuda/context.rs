@@ -30,7 +30,8 @@ pub struct GpuInfo {
 /// A CUDA device with the crate's kernels loaded, and a stream.
 ///
 /// Creating it loads the driver, creates (or retains) the device's primary context and
-/// JIT-compiles the embedded PTX; share one `Arc<Gpu>` between solvers ([`Gpu::shared`]).
+/// indexes the embedded PTX by kernel; each kernel is JIT-compiled on its first use
+/// ([`Module`]). Share one `Arc<Gpu>` between solvers ([`Gpu::shared`]).
 /// Event tracking of cudarc is disabled on the context: the solvers order their work on
 /// their streams explicitly, which also keeps graph capture clean.
 ///

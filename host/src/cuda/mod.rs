@@ -14,6 +14,7 @@ mod graph;
 mod launch;
 mod memory;
 mod mixed;
+mod ptx_split;
 pub(crate) mod transfer;
 mod tridiag;
 
@@ -21,7 +22,7 @@ pub use cholesky::{DeviceArray, F32Products, GpuCholesky, GpuOptions, KernelFami
 pub use context::{Gpu, GpuInfo};
 pub use context::{MEMORY_LIMIT_ENV, PTX_ARCH_ENV};
 pub use graph::Graph;
-pub use launch::{DEPENDENT_LAUNCH_ENV, DevicePtr, Kernel, KernelParam, KernelParams, LaunchConfig, Module};
+pub use launch::{DEPENDENT_LAUNCH_ENV, DevicePtr, Kernel, KernelParam, KernelParams, LaunchConfig, MODULE_LOADING_ENV, Module};
 pub use memory::DeviceBuffer;
 pub use mixed::{MixedCholesky, RefineOptions, RefineReport};
 pub(crate) use transfer::parallel_copy;

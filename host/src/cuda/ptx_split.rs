@@ -1,0 +1,312 @@
+//! One PTX module cut into one module per kernel, so that the driver JIT-compiles only the
+//! kernels a process uses.
+//!
+//! The crate's PTX holds ~220 kernels (15 MB); the driver compiles a PTX module whole when
+//! it is loaded, which took ~60 s on a fresh H200 machine (`docs/perf-notes.md` entry 67).
+//! A kernel's own module is the PTX header, the kernel, and the top-level items (device
+//! functions, their prototypes, module-scope variables) it names, directly or through
+//! those items, in their original order.
+//!
+//! The parser knows the top level of PTX as LLVM's NVPTX back end writes it: directives
+//! (`.version`, `.target`, `.address_size`), declarations ending in `;` at brace depth 0,
+//! and function definitions ending with the `}` that closes their body. Anything else makes
+//! [`PtxIndex::parse`] return `None`, and the caller loads the module whole.
+
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+
+/// The top-level items of a PTX module, by name.
+pub(crate) struct PtxIndex {
+    text: String,
+    /// `.version`, `.target`, `.address_size` lines (byte ranges of `text`).
+    header: Vec<Range<usize>>,
+    items: Vec<Item>,
+    /// Item indices by name (a prototype and a definition share a name).
+    by_name: HashMap<String, Vec<usize>>,
+}
+
+struct Item {
+    name: String,
+    span: Range<usize>,
+    entry: bool,
+}
+
+impl std::fmt::Debug for PtxIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PtxIndex").field("bytes", &self.text.len()).field("items", &self.items.len()).finish()
+    }
+}
+
+/// The part of a line before a `//` comment (PTX has no string literals).
+fn code(line: &str) -> &str {
+    line.find("//").map_or(line, |i| &line[..i])
+}
+
+fn is_ident_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '$'
+}
+
+/// The identifiers of `text` outside comments (`%rd1` gives `rd1`, harmless: item names
+/// never start with `%`).
+fn identifiers(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().flat_map(|l| code(l).split(|c: char| !is_ident_char(c)).filter(|t| !t.is_empty()))
+}
+
+/// The name an item declares, and whether it is a function and an entry. `head` is the
+/// item's code up to its body.
+fn item_name(head: &str) -> Option<(String, bool, bool)> {
+    let mut rest = head.trim_start();
+    let mut function = false;
+    let mut entry = false;
+    // Leading directives: linkage and kind (`.visible .entry`, `.weak .func`, `.extern
+    // .shared .align 16 .b8`...).
+    while let Some(r) = rest.strip_prefix('.') {
+        let word: String = r.chars().take_while(|c| is_ident_char(*c)).collect();
+        rest = r[word.len()..].trim_start();
+        match word.as_str() {
+            "func" => function = true,
+            "entry" => {
+                function = true;
+                entry = true;
+            }
+            _ => {}
+        }
+        if function {
+            break;
+        }
+        // A variable: its alignment is a number after `.align`.
+        if word == "align" {
+            rest = rest.trim_start_matches(|c: char| c.is_ascii_digit()).trim_start();
+        }
+    }
+    if function {
+        // A return parameter list comes before the name: `.func (.param .b32 r) name(`.
+        if rest.starts_with('(') {
+            let close = rest.find(')')?;
+            rest = rest[close + 1..].trim_start();
+        }
+    }
+    let name: String = rest.chars().take_while(|c| is_ident_char(*c)).collect();
+    (!name.is_empty()).then_some((name, function, entry))
+}
+
+/// The kernels (`.entry`) of any PTX module, in module order, without indexing it.
+pub(crate) fn entry_names(ptx: &str) -> Vec<String> {
+    ptx.lines().filter_map(|l| item_name(code(l))).filter(|(_, _, entry)| *entry).map(|(name, _, _)| name).collect()
+}
+
+impl PtxIndex {
+    /// Indexes `ptx`, or `None` when its top level is not the form described in the module
+    /// docs (the caller then loads it whole).
+    pub(crate) fn parse(ptx: &str) -> Option<Self> {
+        let mut header = Vec::new();
+        let mut items = Vec::new();
+        // The item being read: start offset, head (code up to the body), whether it has a
+        // body, brace depth.
+        let mut open: Option<(usize, String, bool, i32)> = None;
+        let mut offset = 0;
+        for line in ptx.split_inclusive('\n') {
+            let start = offset;
+            offset += line.len();
+            let c = code(line);
+            if open.is_none() {
+                let t = c.trim();
+                if t.is_empty() {
+                    continue;
+                }
+                if t.starts_with(".version") || t.starts_with(".target") || t.starts_with(".address_size") {
+                    header.push(start..offset);
+                    continue;
+                }
+                open = Some((start, String::new(), false, 0));
+            }
+            let (item_start, head, body, depth) = open.as_mut()?;
+            // Most lines are inside a body and hold no brace: nothing to do.
+            if *body && !c.contains(['{', '}']) {
+                continue;
+            }
+            let mut done = false;
+            for ch in c.chars() {
+                if done {
+                    if !ch.is_whitespace() {
+                        return None; // two items on one line
+                    }
+                    continue;
+                }
+                match ch {
+                    '{' => {
+                        // A function body opens at depth 0; a variable's initializer too,
+                        // but it ends with `;`, not with its `}`.
+                        if *depth == 0 && item_name(head).is_some_and(|(_, f, _)| f) {
+                            *body = true;
+                        }
+                        *depth += 1;
+                    }
+                    '}' => {
+                        *depth -= 1;
+                        if *depth < 0 {
+                            return None;
+                        }
+                        done = *depth == 0 && *body;
+                    }
+                    ';' if *depth == 0 => done = true,
+                    _ if *depth == 0 && !*body => head.push(ch),
+                    _ => {}
+                }
+            }
+            if !*body && *depth == 0 {
+                head.push(' ');
+            }
+            if done {
+                let (name, _, entry) = item_name(head)?;
+                items.push(Item { name, span: *item_start..offset, entry });
+                open = None;
+            }
+        }
+        if open.is_some() || header.is_empty() || !items.iter().any(|i| i.entry) {
+            return None;
+        }
+        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, item) in items.iter().enumerate() {
+            by_name.entry(item.name.clone()).or_default().push(i);
+        }
+        // Two entries of one name, or an entry sharing its name with another item, would
+        // make the cut ambiguous.
+        if items.iter().any(|i| i.entry && by_name[&i.name].len() != 1) {
+            return None;
+        }
+        Some(PtxIndex { text: ptx.to_string(), header, items, by_name })
+    }
+
+    /// The names of the module's kernels (`.entry`), in module order.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = &str> {
+        self.items.iter().filter(|i| i.entry).map(|i| i.name.as_str())
+    }
+
+    /// Bytes of the kernel's own text (not counting what it names): a size to order by.
+    pub(crate) fn entry_len(&self, name: &str) -> Option<usize> {
+        let &[i] = self.by_name.get(name)?.as_slice() else { return None };
+        self.items[i].entry.then(|| self.items[i].span.len())
+    }
+
+    /// A PTX module with the header, kernel `name` and every item it needs; `None` when
+    /// the module has no such kernel.
+    pub(crate) fn kernel_module(&self, name: &str) -> Option<String> {
+        let &[root] = self.by_name.get(name)?.as_slice() else { return None };
+        if !self.items[root].entry {
+            return None;
+        }
+        // Items named by what is kept, transitively.
+        let mut keep: HashSet<usize> = HashSet::from([root]);
+        let mut todo = vec![root];
+        while let Some(i) = todo.pop() {
+            for ident in identifiers(&self.text[self.items[i].span.clone()]) {
+                for &j in self.by_name.get(ident).map_or(&[][..], Vec::as_slice) {
+                    if !self.items[j].entry && keep.insert(j) {
+                        todo.push(j);
+                    }
+                }
+            }
+        }
+        let mut out = String::new();
+        for r in &self.header {
+            out.push_str(&self.text[r.clone()]);
+        }
+        out.push('\n');
+        for (i, item) in self.items.iter().enumerate() {
+            if keep.contains(&i) {
+                out.push_str(&self.text[item.span.clone()]);
+                if !out.ends_with('\n') {
+                    out.push('\n');
+                }
+            }
+        }
+        Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PTX: &str = "//\n// Generated by LLVM NVPTX Back-End\n//\n\n.version 7.8\n.target sm_80\n.address_size 64\n\n\
+\t// .globl\tk1 // -- Begin function k1\n\
+.func helper\n(\n\t.param .b64 helper_param_0\n)\n;\n\
+.func (.param .b32 func_retval0) unused_fn\n(\n)\n;\n\
+.extern .shared .align 16 .b8 smem[];\n\
+.global .align 4 .b8 table[8] = {1, 2, 3, 4, 5, 6, 7, 8};\n\
+                                        // @k1\n\
+.visible .entry k1(\n\t.param .u64 k1_param_0\n)\n.maxnreg 64\n{\n\t.reg .b64 %rd<3>;\n\
+\t{ // callseq 0, 0\n\tcall.uni helper, (%rd1);\n\t} // callseq 0\n\tret;\n}\n\
+.visible .entry k2(\n)\n{\n\tmov.u64 %rd1, smem;\n\tret;\n}\n\
+.func helper(\n\t.param .b64 helper_param_0\n)\n{\n\tmov.u64 %rd1, table;\n\tret;\n}\n\
+.func (.param .b32 func_retval0) unused_fn()\n{\n\tret;\n}\n";
+
+    #[test]
+    fn indexes_entries_functions_and_variables() {
+        let ix = PtxIndex::parse(PTX).expect("parses");
+        assert_eq!(ix.entries().collect::<Vec<_>>(), ["k1", "k2"]);
+        assert_eq!(entry_names(PTX), ["k1", "k2"]);
+        let names: Vec<_> = ix.items.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["helper", "unused_fn", "smem", "table", "k1", "k2", "helper", "unused_fn"]);
+    }
+
+    #[test]
+    fn a_kernel_module_holds_what_the_kernel_names_transitively() {
+        let ix = PtxIndex::parse(PTX).unwrap();
+        let k1 = ix.kernel_module("k1").unwrap();
+        assert!(k1.starts_with(".version 7.8\n.target sm_80\n.address_size 64\n"));
+        // k1 calls helper (prototype and definition), which reads table.
+        assert_eq!(k1.matches(".func helper").count(), 2);
+        assert!(k1.contains(".global .align 4 .b8 table[8] = {1, 2, 3, 4, 5, 6, 7, 8};"));
+        assert!(k1.contains(".maxnreg 64"));
+        assert!(!k1.contains("unused_fn") && !k1.contains("smem") && !k1.contains("entry k2"));
+        // Prototype before definition, as in the module.
+        assert!(k1.find("helper\n(").unwrap() < k1.find("k1(").unwrap());
+        let k2 = ix.kernel_module("k2").unwrap();
+        assert!(k2.contains(".extern .shared .align 16 .b8 smem[];"));
+        assert!(!k2.contains("helper") && !k2.contains("table") && !k2.contains("entry k1"));
+        assert_eq!(ix.kernel_module("helper"), None);
+        assert_eq!(ix.kernel_module("k3"), None);
+    }
+
+    #[test]
+    fn unknown_forms_are_refused() {
+        assert!(PtxIndex::parse(".version 7.8\n.target sm_80\n").is_none(), "no entry");
+        assert!(PtxIndex::parse(".version 7.8\n.target sm_80\n.visible .entry k(\n)\n{\n").is_none(), "unclosed");
+        assert!(PtxIndex::parse(".version 7.8\n.target sm_80\n.visible .entry k()\n{\n}}\n").is_none(), "unbalanced");
+        let twice = ".version 7.8\n.target sm_80\n.visible .entry k()\n{\n}\n.visible .entry k()\n{\n}\n";
+        assert!(PtxIndex::parse(twice).is_none(), "two entries of one name");
+    }
+
+    /// The crate's own PTX: every kernel's module holds exactly that kernel, and every
+    /// name of the full module it uses is declared in it.
+    #[test]
+    fn the_crates_ptx_splits_into_self_contained_kernel_modules() {
+        for (arch, ptx) in crate::ptx::PTX {
+            let ix = PtxIndex::parse(ptx).unwrap_or_else(|| panic!("the {arch} PTX does not index"));
+            let entries: Vec<_> = ix.entries().collect();
+            assert_eq!(entry_names(ptx), entries, "{arch}");
+            let (mut sorted, mut kernels) = (entries.clone(), crate::ptx::KERNELS.to_vec());
+            sorted.sort_unstable();
+            kernels.sort_unstable();
+            assert_eq!(sorted, kernels, "{arch}");
+            let mut total = 0;
+            for name in &entries {
+                let m = ix.kernel_module(name).unwrap();
+                total += m.len();
+                let sub = PtxIndex::parse(&m).unwrap_or_else(|| panic!("{arch} {name}: the cut module does not index"));
+                assert_eq!(sub.entries().collect::<Vec<_>>(), [*name], "{arch}");
+                for item in &sub.items {
+                    for ident in identifiers(&m[item.span.clone()]) {
+                        if ix.by_name.contains_key(ident) && !ix.items[ix.by_name[ident][0]].entry {
+                            assert!(sub.by_name.contains_key(ident), "{arch} {name}: {ident} is used but not declared");
+                        }
+                    }
+                }
+            }
+            // The cut repeats shared device functions, but each kernel compiles alone.
+            assert!(total >= ptx.len() / 2, "{arch}: {total} bytes cut from {}", ptx.len());
+        }
+    }
+}
