@@ -239,7 +239,7 @@ enum Source {
     /// One loaded module holding every kernel.
     Whole(Arc<CudaModule>),
     /// The PTX cut by kernel; each kernel's module is loaded on first use.
-    PerKernel { ctx: Arc<CudaContext>, ptx: PtxIndex },
+    PerKernel { ctx: Arc<CudaContext>, ptx: PtxIndex<'static> },
 }
 
 /// Environment variable that makes [`Module::from_embedded`] load its PTX whole
@@ -328,7 +328,7 @@ impl Module {
     /// Indexes `ptx` by kernel, to be compiled kernel by kernel; a PTX the index does not
     /// understand is loaded whole. The smallest kernel is compiled at once, so that a
     /// driver that cannot take the PTX at all says so here, as a whole load would.
-    fn per_kernel(ctx: &Arc<CudaContext>, ptx: &str, arch: &str) -> Result<Self> {
+    fn per_kernel(ctx: &Arc<CudaContext>, ptx: &'static str, arch: &str) -> Result<Self> {
         let whole = std::env::var(MODULE_LOADING_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("whole"));
         let index = if whole { None } else { PtxIndex::parse(ptx) };
         let Some(index) = index else { return Self::from_ptx(ctx, ptx, arch) };
@@ -347,7 +347,7 @@ impl Module {
     /// ([`PTX_ARCH_ENV`](super::context::PTX_ARCH_ENV)) when set. Its kernels are
     /// compiled one by one on first use (see the type docs), unless the environment
     /// variable [`MODULE_LOADING_ENV`] is `whole`.
-    pub fn from_embedded(ctx: &Arc<CudaContext>, builds: &[(&str, &str)], capability: (i32, i32)) -> Result<Self> {
+    pub fn from_embedded(ctx: &Arc<CudaContext>, builds: &[(&'static str, &'static str)], capability: (i32, i32)) -> Result<Self> {
         let forced = std::env::var(super::context::PTX_ARCH_ENV).ok().filter(|v| !v.trim().is_empty());
         let only = forced.as_deref().map(str::trim);
         let cc = sm_number(capability);
