@@ -7,8 +7,8 @@
 //! kernel that takes one `#[repr(C)]` argument struct by value takes `(args,)` after
 //! `unsafe impl KernelParam for Args {}`.
 
-use super::ptx_split::{PtxIndex, entry_names};
 use crate::error::{Error, Result};
+use blocktri_ptx::split::{PtxIndex, entry_names};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, result, sys};
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -464,4 +464,36 @@ impl Module {
 /// Loads (and so JIT-compiles) PTX source into `ctx`.
 fn load_ptx(ctx: &Arc<CudaContext>, ptx: &str) -> std::result::Result<Arc<CudaModule>, result::DriverError> {
     with_relaxed_capture(|| ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)))
+}
+
+#[cfg(test)]
+mod tests {
+    use blocktri_ptx::split::{PtxIndex, entry_names};
+
+    /// The crate's own PTX cut by kernel, on the CPU: every kernel's module indexes again,
+    /// holds exactly that kernel, and declares every item of the full module it names.
+    #[test]
+    fn the_crates_ptx_splits_into_self_contained_kernel_modules() {
+        for (arch, ptx) in crate::ptx::PTX {
+            let ix = PtxIndex::parse(ptx).unwrap_or_else(|| panic!("the {arch} PTX does not index"));
+            let entries: Vec<_> = ix.entries().collect();
+            assert_eq!(entry_names(ptx), entries, "{arch}");
+            let (mut sorted, mut kernels) = (entries.clone(), crate::ptx::KERNELS.to_vec());
+            sorted.sort_unstable();
+            kernels.sort_unstable();
+            assert_eq!(sorted, kernels, "{arch}");
+            let mut total = 0;
+            for name in &entries {
+                let m = ix.kernel_module(name).unwrap();
+                total += m.len();
+                let sub = PtxIndex::parse(&m).unwrap_or_else(|| panic!("{arch} {name}: the cut module does not index"));
+                assert_eq!(sub.entries().collect::<Vec<_>>(), [*name], "{arch}");
+                for ident in ix.items_named_in(&m) {
+                    assert!(sub.declares(ident), "{arch} {name}: {ident} is used but not declared");
+                }
+            }
+            // The cut repeats shared device functions, but each kernel compiles alone.
+            assert!(total >= ptx.len() / 2, "{arch}: {total} bytes cut from {}", ptx.len());
+        }
+    }
 }

@@ -14,7 +14,6 @@ mod graph;
 mod launch;
 mod memory;
 mod mixed;
-mod ptx_split;
 pub(crate) mod transfer;
 mod tridiag;
 

@@ -1,11 +1,25 @@
-//! One PTX module cut into one module per kernel, so that the driver JIT-compiles only the
-//! kernels a process uses.
+//! A PTX module's top level, by name: its kernels, and one module per kernel, so that a
+//! driver JIT-compiles only the kernels a process uses.
 //!
-//! The crate's PTX holds ~220 kernels (15 MB); the driver compiles a PTX module whole when
-//! it is loaded, which took ~60 s on a fresh H200 machine (`docs/perf-notes.md` entry 67).
-//! A kernel's own module is the PTX header, the kernel, and the top-level items (device
-//! functions, their prototypes, module-scope variables) it names, directly or through
-//! those items, in their original order.
+//! A driver compiles a PTX module whole when it is loaded: for `blocktri`'s ~220 kernels
+//! (15 MB) that took ~60 s on a fresh H200 machine. A kernel's own module
+//! ([`PtxIndex::kernel_module`]) is the PTX header, the kernel, and the top-level items
+//! (device functions, their prototypes, module-scope variables) it names, directly or
+//! through those items, in their original order. The builder takes its list of kernels
+//! from here too ([`entry_names`]), so the kernels it embeds and the ones the index cuts
+//! are found by one parser.
+//!
+//! ```
+//! use blocktri_ptx::split::PtxIndex;
+//! let ptx = ".version 7.8\n.target sm_80\n.address_size 64\n\
+//!            .func helper()\n{\n\tret;\n}\n\
+//!            .visible .entry k1()\n{\n\tcall.uni helper, ();\n\tret;\n}\n\
+//!            .visible .entry k2()\n{\n\tret;\n}\n";
+//! let index = PtxIndex::parse(ptx).expect("LLVM's form of PTX");
+//! assert_eq!(index.entries().collect::<Vec<_>>(), ["k1", "k2"]);
+//! let k1 = index.kernel_module("k1").unwrap();
+//! assert!(k1.contains(".func helper()") && !k1.contains("k2"));
+//! ```
 //!
 //! The parser knows the top level of PTX as LLVM's NVPTX back end writes it: directives
 //! (`.version`, `.target`, `.address_size`), declarations ending in `;` at brace depth 0,
@@ -15,9 +29,16 @@
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
-/// The top-level items of a PTX module, by name. It borrows the PTX (the crate's is
-/// embedded in the binary: 15.5 MB not copied).
-pub(crate) struct PtxIndex<'a> {
+/// The top-level items of a PTX module, by name. It borrows the PTX (an embedded PTX is
+/// not copied).
+///
+/// ```
+/// use blocktri_ptx::split::PtxIndex;
+/// let ptx = ".version 7.8\n.target sm_80\n.visible .entry k()\n{\n\tret;\n}\n";
+/// let index = PtxIndex::parse(ptx).unwrap();
+/// assert_eq!(index.entry_len("k"), Some(".visible .entry k()\n{\n\tret;\n}\n".len()));
+/// ```
+pub struct PtxIndex<'a> {
     text: &'a str,
     /// `.version`, `.target`, `.address_size` lines (byte ranges of `text`).
     header: Vec<Range<usize>>,
@@ -91,15 +112,28 @@ fn item_name(head: &str) -> Option<(String, bool, bool)> {
     (!name.is_empty()).then_some((name, function, entry))
 }
 
-/// The kernels (`.entry`) of any PTX module, in module order, without indexing it.
-pub(crate) fn entry_names(ptx: &str) -> Vec<String> {
+/// The kernels (`.entry`, any linkage) of any PTX module, in module order, without
+/// indexing it; comments are ignored.
+///
+/// ```
+/// let ptx = ".version 7.8\n// .visible .entry not_this()\n.visible .entry saxpy(\n\t.param .u64 a\n)\n\
+///            .func helper()\n.weak .entry k2_f64(\n";
+/// assert_eq!(blocktri_ptx::split::entry_names(ptx), ["saxpy", "k2_f64"]);
+/// ```
+pub fn entry_names(ptx: &str) -> Vec<String> {
     ptx.lines().filter_map(|l| item_name(code(l))).filter(|(_, _, entry)| *entry).map(|(name, _, _)| name).collect()
 }
 
 impl<'a> PtxIndex<'a> {
     /// Indexes `ptx`, or `None` when its top level is not the form described in the module
     /// docs (the caller then loads it whole).
-    pub(crate) fn parse(ptx: &'a str) -> Option<Self> {
+    ///
+    /// ```
+    /// use blocktri_ptx::split::PtxIndex;
+    /// assert!(PtxIndex::parse(".version 7.8\n.target sm_80\n.visible .entry k()\n{\n}\n").is_some());
+    /// assert!(PtxIndex::parse(".version 7.8\n.target sm_80\n.visible .entry k()\n{\n").is_none(), "unclosed");
+    /// ```
+    pub fn parse(ptx: &'a str) -> Option<Self> {
         let mut header = Vec::new();
         let mut items = Vec::new();
         // The item being read: start offset, head (code up to the body), whether it has a
@@ -180,19 +214,33 @@ impl<'a> PtxIndex<'a> {
     }
 
     /// The names of the module's kernels (`.entry`), in module order.
-    pub(crate) fn entries(&self) -> impl Iterator<Item = &str> {
+    ///
+    /// ```
+    /// use blocktri_ptx::split::PtxIndex;
+    /// let ptx = ".version 7.8\n.target sm_80\n.visible .entry b()\n{\n}\n.visible .entry a()\n{\n}\n";
+    /// assert_eq!(PtxIndex::parse(ptx).unwrap().entries().collect::<Vec<_>>(), ["b", "a"]);
+    /// ```
+    pub fn entries(&self) -> impl Iterator<Item = &str> {
         self.items.iter().filter(|i| i.entry).map(|i| i.name.as_str())
     }
 
     /// Bytes of the kernel's own text (not counting what it names): a size to order by.
-    pub(crate) fn entry_len(&self, name: &str) -> Option<usize> {
+    pub fn entry_len(&self, name: &str) -> Option<usize> {
         let &[i] = self.by_name.get(name)?.as_slice() else { return None };
         self.items[i].entry.then(|| self.items[i].span.len())
     }
 
     /// A PTX module with the header, kernel `name` and every item it needs; `None` when
     /// the module has no such kernel.
-    pub(crate) fn kernel_module(&self, name: &str) -> Option<String> {
+    ///
+    /// ```
+    /// use blocktri_ptx::split::PtxIndex;
+    /// let ptx = ".version 7.8\n.target sm_80\n.global .b32 table;\n.global .b32 other;\n\
+    ///            .visible .entry k()\n{\n\tld.global.u32 %r1, [table];\n}\n";
+    /// let k = PtxIndex::parse(ptx).unwrap().kernel_module("k").unwrap();
+    /// assert_eq!(k, ".version 7.8\n.target sm_80\n\n.global .b32 table;\n.visible .entry k()\n{\n\tld.global.u32 %r1, [table];\n}\n");
+    /// ```
+    pub fn kernel_module(&self, name: &str) -> Option<String> {
         let &[root] = self.by_name.get(name)?.as_slice() else { return None };
         if !self.items[root].entry {
             return None;
@@ -223,6 +271,35 @@ impl<'a> PtxIndex<'a> {
             }
         }
         Some(out)
+    }
+
+    /// Whether the module declares or defines an item (function, prototype, variable,
+    /// kernel) called `name`.
+    ///
+    /// ```
+    /// use blocktri_ptx::split::PtxIndex;
+    /// let ptx = ".version 7.8\n.target sm_80\n.global .b32 table;\n.visible .entry k()\n{\n\tret;\n}\n";
+    /// let index = PtxIndex::parse(ptx).unwrap();
+    /// assert!(index.declares("table") && index.declares("k") && !index.declares("other"));
+    /// ```
+    pub fn declares(&self, name: &str) -> bool {
+        self.by_name.contains_key(name)
+    }
+
+    /// The names of this module's items other than kernels that `text` mentions outside
+    /// comments (with repeats): what a module cut from this one must declare when it
+    /// holds `text`.
+    ///
+    /// ```
+    /// use blocktri_ptx::split::PtxIndex;
+    /// let ptx = ".version 7.8\n.target sm_80\n.global .b32 table;\n.func f()\n{\n\tret;\n}\n\
+    ///            .visible .entry k()\n{\n\tret;\n}\n";
+    /// let index = PtxIndex::parse(ptx).unwrap();
+    /// let used: Vec<_> = index.items_named_in("call.uni f, (); // table\nmov.u32 %r1, k;").collect();
+    /// assert_eq!(used, ["f"]);
+    /// ```
+    pub fn items_named_in<'t>(&'t self, text: &'t str) -> impl Iterator<Item = &'t str> {
+        identifiers(text).filter(|ident| self.by_name.get(*ident).is_some_and(|ix| ix.iter().any(|&i| !self.items[i].entry)))
     }
 }
 
@@ -278,36 +355,5 @@ mod tests {
         assert!(PtxIndex::parse(".version 7.8\n.target sm_80\n.visible .entry k()\n{\n}}\n").is_none(), "unbalanced");
         let twice = ".version 7.8\n.target sm_80\n.visible .entry k()\n{\n}\n.visible .entry k()\n{\n}\n";
         assert!(PtxIndex::parse(twice).is_none(), "two entries of one name");
-    }
-
-    /// The crate's own PTX: every kernel's module holds exactly that kernel, and every
-    /// name of the full module it uses is declared in it.
-    #[test]
-    fn the_crates_ptx_splits_into_self_contained_kernel_modules() {
-        for (arch, ptx) in crate::ptx::PTX {
-            let ix = PtxIndex::parse(ptx).unwrap_or_else(|| panic!("the {arch} PTX does not index"));
-            let entries: Vec<_> = ix.entries().collect();
-            assert_eq!(entry_names(ptx), entries, "{arch}");
-            let (mut sorted, mut kernels) = (entries.clone(), crate::ptx::KERNELS.to_vec());
-            sorted.sort_unstable();
-            kernels.sort_unstable();
-            assert_eq!(sorted, kernels, "{arch}");
-            let mut total = 0;
-            for name in &entries {
-                let m = ix.kernel_module(name).unwrap();
-                total += m.len();
-                let sub = PtxIndex::parse(&m).unwrap_or_else(|| panic!("{arch} {name}: the cut module does not index"));
-                assert_eq!(sub.entries().collect::<Vec<_>>(), [*name], "{arch}");
-                for item in &sub.items {
-                    for ident in identifiers(&m[item.span.clone()]) {
-                        if ix.by_name.contains_key(ident) && !ix.items[ix.by_name[ident][0]].entry {
-                            assert!(sub.by_name.contains_key(ident), "{arch} {name}: {ident} is used but not declared");
-                        }
-                    }
-                }
-            }
-            // The cut repeats shared device functions, but each kernel compiles alone.
-            assert!(total >= ptx.len() / 2, "{arch}: {total} bytes cut from {}", ptx.len());
-        }
     }
 }
