@@ -388,8 +388,7 @@ pub fn cap_registers(ptx: &str, caps: &[(String, u32)]) -> String {
     for line in ptx.split_inclusive('\n') {
         out.push_str(line);
         let t = line.trim_start();
-        if let Some(rest) = t.strip_prefix(".visible").map(str::trim_start).and_then(|r| r.strip_prefix(".entry")) {
-            let name: String = rest.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        if let Some(name) = split::entry_name(line) {
             pending = caps.iter().find(|(p, _)| name.starts_with(p.as_str())).map(|(_, n)| *n);
         }
         // The parameter list ends with a line starting with ')'.

@@ -121,7 +121,14 @@ fn item_name(head: &str) -> Option<(String, bool, bool)> {
 /// assert_eq!(blocktri_ptx::split::entry_names(ptx), ["saxpy", "k2_f64"]);
 /// ```
 pub fn entry_names(ptx: &str) -> Vec<String> {
-    ptx.lines().filter_map(|l| item_name(code(l))).filter(|(_, _, entry)| *entry).map(|(name, _, _)| name).collect()
+    ptx.lines().filter_map(entry_name).collect()
+}
+
+/// The kernel (`.entry`, any linkage) whose declaration `line` starts, if any; a comment
+/// is not code. The one reading of a kernel's name for [`entry_names`] and
+/// [`crate::cap_registers`].
+pub(crate) fn entry_name(line: &str) -> Option<String> {
+    item_name(code(line)).filter(|(_, _, entry)| *entry).map(|(name, _, _)| name)
 }
 
 impl<'a> PtxIndex<'a> {
