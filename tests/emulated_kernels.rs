@@ -19,9 +19,10 @@ use blocktri_device::level::{
     factor_rows_dataflow, factor_rows_shared_bytes, factor_shared_bytes, panel_size, panel_solve_threads, panel_threads, row_size,
     rows_nodes_per_block, rows_solve_nodes_per_block, solve_backward_level, solve_backward_panel, solve_backward_rows, solve_flag_words,
     solve_forward_level, solve_forward_panel, solve_forward_rows, solve_panel_dataflow_shared_bytes, solve_panel_shared_bytes,
-    solve_rows_dataflow, solve_rows_shared_bytes, solve_shared_bytes,
+    solve_rows_dataflow, solve_rows_shared_bytes, solve_shared_bytes, subtree_blocks, subtree_max_levels, subtree_shared_bytes,
+    subtree_threads,
 };
-use blocktri_device::level::{factor_blocked_dataflow, nodes_from, solve_panel_dataflow};
+use blocktri_device::level::{factor_blocked_dataflow, nodes_from, solve_backward_subtree_rows, solve_panel_dataflow};
 use blocktri_prims::emu;
 use common::{dense_solution, error_vs_reference, fresh_seed, problem};
 
@@ -89,6 +90,9 @@ enum Family {
     /// The rows kernels' single-launch sweeps (`level::dataflow`) from this level up,
     /// the levels below launched one by one.
     RowsDataflow(u32),
+    /// The rows kernels, the backward sweep's lowest levels (at most this many) by the
+    /// subtree kernel (`level::subtree`), the levels above one launch each.
+    RowsSubtree(u32),
     /// The blocked panel factor and the panel solves, single-launch sweeps from this level.
     BlockedDataflow(u32),
     Panel,
@@ -146,6 +150,8 @@ macro_rules! rows_kernel {
 }
 
 fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
+    // The subtree kernel is a backward solve: the factor is the rows family's.
+    let fam = if let Family::RowsSubtree(_) = fam { ROWS } else { fam };
     let shape = a.shape();
     let (nb, s) = (shape.nblocks as u32, shape.batch as u32);
     let args = factor_args(d, a, 0, nrhs);
@@ -258,6 +264,9 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
             | Family::BlockedDataflow(_) => {
                 unreachable!("launched above")
             }
+            Family::RowsSubtree(_) => {
+                unreachable!("factored as the rows family")
+            }
         }
     }
 }
@@ -292,7 +301,7 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         other => other,
     };
     let (smem, threads) = match fam {
-        Family::Rows | Family::RowsDataflow(_) => (solve_rows_shared_bytes(np, 8), ROW_THREADS),
+        Family::Rows | Family::RowsDataflow(_) | Family::RowsSubtree(_) => (solve_rows_shared_bytes(np, 8), ROW_THREADS),
         Family::Panel | Family::Blocked | Family::BlockedDataflow(_) => (solve_panel_shared_bytes(pp, 8), panel_solve_threads(pp)),
         Family::Generic(_) => (solve_shared_bytes(shape.block, chunk as usize, 8), 64),
         Family::Chain => (solve_chain_shared_bytes(shape.block, chunk as usize, 8), chain_threads(shape.block)),
@@ -303,10 +312,10 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
     // The per-level rows solves pack nodes into a block's lanes up to padded size 8.
     let per = rows_solve_nodes_per_block(np);
     let launch = |a: &SolveArgs<f64>, grid: u32, forward: bool| match (fam, forward) {
-        (Family::Rows | Family::RowsDataflow(_), true) => unsafe {
+        (Family::Rows | Family::RowsDataflow(_) | Family::RowsSubtree(_), true) => unsafe {
             emu::launch_unchecked(grid.div_ceil(per), threads, per as usize * smem, || rows_kernel!(np, solve_forward_rows, a))
         },
-        (Family::Rows | Family::RowsDataflow(_), false) => unsafe {
+        (Family::Rows | Family::RowsDataflow(_) | Family::RowsSubtree(_), false) => unsafe {
             emu::launch_unchecked(grid.div_ceil(per), threads, per as usize * smem, || rows_kernel!(np, solve_backward_rows, a))
         },
         (Family::Panel | Family::Blocked | Family::BlockedDataflow(_), true) => unsafe {
@@ -356,6 +365,28 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         }
         return;
     }
+    if let Family::RowsSubtree(most) = fam {
+        // As the host schedules it: the levels from `depth` up one launch each, then one
+        // subtree launch for the levels below.
+        if forward {
+            for m in 0..levels(nb) {
+                launch(&args(d, m), s * nodes_in_level(nb, m), true);
+            }
+        }
+        let depth = most.min(subtree_max_levels(np)).min(levels(nb));
+        for m in (depth..levels(nb)).rev() {
+            launch(&args(d, m), s * nodes_in_level(nb, m), false);
+        }
+        if depth > 0 {
+            let a = args(d, depth);
+            unsafe {
+                emu::launch_unchecked(subtree_blocks(nb, s, depth), subtree_threads(np, depth), subtree_shared_bytes(np, depth, 8), || {
+                    rows_kernel!(np, solve_backward_subtree_rows, &a)
+                })
+            };
+        }
+        return;
+    }
     if matches!(fam, Family::Chain | Family::ChainRows | Family::ChainInverse) {
         // One launch per sweep: one block per system, or a lane group per system.
         let grid = if fam == CHAIN_ROWS { s.div_ceil(chain_rows_systems_per_block(np)) } else { s };
@@ -387,6 +418,12 @@ fn emulated_factor_and_solve_match_the_dense_reference() {
     check_factor_and_solve(ROWS_DATAFLOW, &[(3, 37, 2, 2), (1, 64, 7, 1), (2, 33, 16, 3), (1, 12, 29, 1)]);
     // The levels below 2 launched one by one, the rest in one launch.
     check_factor_and_solve(Family::RowsDataflow(2), &[(2, 37, 3, 2), (1, 9, 16, 1), (1, 2, 5, 1), (1, 64, 8, 2)]);
+    // The backward sweep's lowest levels by subtrees: every depth the kernel takes, padded
+    // sizes 4, 8 and 16, ranges cut short by the end of the chain, batches.
+    for depth in [1, 2, 3, 7] {
+        check_factor_and_solve(Family::RowsSubtree(depth), CASES);
+    }
+    check_factor_and_solve(Family::RowsSubtree(7), &[(3, 37, 2, 2), (1, 64, 7, 1), (2, 33, 16, 3), (1, 100, 4, 1), (2, 47, 9, 2)]);
     // The blocked factor and the panel solves, single launch from level 0 and from level 2.
     check_factor_and_solve(Family::BlockedDataflow(0), &[(2, 9, 33, 2), (1, 20, 20, 1), (1, 5, 64, 1)]);
     check_factor_and_solve(Family::BlockedDataflow(2), &[(1, 37, 40, 1), (2, 3, 17, 2)]);
@@ -430,7 +467,7 @@ fn check_factor_and_solve(fam: Family, cases: &[(usize, usize, usize, usize)]) {
 
 #[test]
 fn emulated_interlaced_factor_forward_then_backward() {
-    for fam in [Family::Generic(96), ROWS, ROWS_DATAFLOW, Family::RowsDataflow(2), CHAIN] {
+    for fam in [Family::Generic(96), ROWS, ROWS_DATAFLOW, Family::RowsDataflow(2), Family::RowsSubtree(7), CHAIN] {
         check_interlaced(fam, CASES);
     }
     // The register-resident chain (one column): every padded size, several systems per
@@ -470,6 +507,8 @@ fn emulated_edge_columns_are_solved_on_the_edges_only() {
         (ROWS_DATAFLOW, true, rows_cases),
         (Family::RowsDataflow(2), false, rows_cases),
         (Family::RowsDataflow(3), true, rows_cases),
+        (Family::RowsSubtree(7), false, &rows_cases[..5]),
+        (Family::RowsSubtree(2), true, &rows_cases[..5]),
         (PANEL, false, panel_cases),
         (BLOCKED, false, panel_cases),
         (Family::BlockedDataflow(2), false, panel_cases),
@@ -558,6 +597,34 @@ fn spared_blocks(fam: Family, (systems, nb, n): (usize, usize, usize), g: usize)
         }
     }
     out
+}
+
+/// The subtree kernel gives the bits of the per-level backward launches at every depth,
+/// and the same status words when an infinite right-hand side makes solutions non-finite.
+#[test]
+fn emulated_subtree_backward_matches_the_level_launches_bitwise() {
+    let seed = fresh_seed();
+    for (i, &(s, nb, n, k)) in [(2, 37, 3, 2), (1, 64, 16, 1), (3, 20, 8, 3), (1, 5, 1, 1), (1, 130, 4, 1)].iter().enumerate() {
+        let (a, clean) = problem::<f64>(s, nb, n, k, seed + i as u64);
+        for poison in [false, true] {
+            let mut b = clean.clone();
+            if poison {
+                b.set(s - 1, nb / 2 * n, k - 1, f64::INFINITY);
+            }
+            let mut d = upload(&a, &b, n.div_ceil(8) * 8);
+            run_factor(&mut d, &a, ROWS, 0);
+            run_solve(&mut d, &a, k, 2, true, ROWS);
+            let (want, want_info) = (d.rhs.clone(), d.solve_info.clone());
+            assert_eq!(want_info.iter().any(|&x| x != INFO_OK), poison, "S={s} N={nb} n={n}: {want_info:?}");
+            for depth in [1, 2, 3, 7] {
+                d.rhs = b.as_slice().to_vec();
+                run_solve(&mut d, &a, k, 2, true, Family::RowsSubtree(depth));
+                let same = d.rhs.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(same, "depth {depth}, S={s} N={nb} n={n} k={k}, poisoned {poison}: not the per-level bits (seed {seed})");
+                assert_eq!(d.solve_info, want_info, "depth {depth}, S={s} N={nb} n={n}: status words");
+            }
+        }
+    }
 }
 
 #[test]

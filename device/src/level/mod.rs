@@ -13,6 +13,7 @@ pub(crate) mod node;
 pub mod panel;
 pub mod rows;
 pub mod solve;
+pub mod subtree;
 
 pub use blocked::{factor_blocked, factor_blocked_shared_bytes};
 pub use dataflow::{
@@ -29,6 +30,9 @@ pub use rows::{
     solve_forward_rows, solve_rows_shared_bytes,
 };
 pub use solve::{SolveArgs, solve_backward_level, solve_forward_level, solve_shared_bytes};
+pub use subtree::{
+    SUBTREE_MAX_THREADS, solve_backward_subtree_rows, subtree_blocks, subtree_max_levels, subtree_shared_bytes, subtree_threads,
+};
 
 /// Status word of a system: `u64::MAX` while no problem was found; otherwise the smallest
 /// [`info_key`] recorded (the earliest level first).

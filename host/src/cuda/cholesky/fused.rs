@@ -16,7 +16,8 @@ use blocktri_device::level::{
     FactorArgs, PANEL_SIZES, ROW_THREADS, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, factor_blocked_shared_bytes, factor_flag_words,
     factor_panel_shared_bytes, factor_rows_shared_bytes, factor_shared_bytes, nodes_from, panel_size, panel_solve_threads, panel_threads,
     row_size, rows_nodes_per_block, rows_solve_nodes_per_block, solve_flag_words, solve_panel_dataflow_shared_bytes,
-    solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes,
+    solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes, subtree_blocks, subtree_max_levels, subtree_shared_bytes,
+    subtree_threads,
 };
 
 /// The largest block size `KernelFamily::Auto` gives the panel kernels (with the blocked
@@ -166,6 +167,10 @@ pub(super) struct Fused {
     /// The top levels of a sweep in one launch (rows unless [`KernelFamily::RowsLevels`],
     /// panels up to padded size 64, blocked); `None`: one launch per level.
     dataflow: Option<Dataflow>,
+    /// The backward sweep's lowest levels in one launch, a subtree per thread block
+    /// (`blocktri_device::level::subtree`), with the most levels it takes; rows kernels
+    /// up to [`SUBTREE_MAX_PADDED`], unless [`KernelFamily::RowsLevels`].
+    subtree: Option<(Kernel, u32)>,
     factor_threads: u32,
     max_shared: u32,
     rhs_chunk: u32,
@@ -223,6 +228,18 @@ impl Fused {
             }
             None => None,
         };
+        let subtree = match variant {
+            Variant::Rows(np) if np <= SUBTREE_MAX_PADDED && options.kernels != KernelFamily::RowsLevels => {
+                // As many levels as the kernel takes and its shared memory fits.
+                let fits = |d: &u32| subtree_shared_bytes(np, *d, T::BYTES) <= smem as usize;
+                let most = subtree_levels().unwrap_or(u32::MAX).min(subtree_max_levels(np));
+                match (1..=most).rev().find(fits) {
+                    Some(depth) => Some((sized(names::SOLVE_BACKWARD_SUBTREE_ROWS, np)?, depth)),
+                    None => None,
+                }
+            }
+            _ => None,
+        };
         Ok(Fused {
             variant,
             prep: k(names::FACTOR_PREP)?,
@@ -230,6 +247,7 @@ impl Fused {
             forward,
             backward,
             dataflow,
+            subtree,
             factor_threads,
             max_shared: smem,
             rhs_chunk: options.rhs_chunk,
@@ -327,12 +345,27 @@ impl Fused {
                 args: Args::Solve(SolveArgs { flags: target.flags, sweeps, ..args(m) }),
             });
         }
-        steps.extend((0..below).rev().map(|m| Step::Launch {
+        // The lowest levels by subtrees, in one launch, where the family has that kernel.
+        let depth = self.subtree.as_ref().map_or(0, |(_, most)| below.min(*most));
+        steps.extend((depth..below).rev().map(|m| Step::Launch {
             kernel: &self.backward,
             level: m,
             cfg: level_cfg(m),
             args: Args::Solve(args(m)),
         }));
+        if let (Some((kernel, _)), Variant::Rows(np), true) = (&self.subtree, self.variant, depth > 0) {
+            steps.push(Step::Launch {
+                kernel,
+                level: 0,
+                cfg: LaunchConfig::linear(
+                    subtree_blocks(nb, s, depth),
+                    subtree_threads(np, depth),
+                    subtree_shared_bytes(np, depth, T::BYTES) as u32,
+                ),
+                // The kernel takes the number of levels in `level`.
+                args: Args::Solve(args(depth)),
+            });
+        }
         steps
     }
 }
@@ -388,6 +421,19 @@ impl Fused {
 /// measurements (`0`: no single-launch sweep; a large value: every level).
 fn dataflow_nodes_per_sm() -> u32 {
     std::env::var("BLOCKTRI_DATAFLOW_PER_SM").ok().and_then(|v| v.parse().ok()).unwrap_or(DATAFLOW_NODES_PER_SM)
+}
+
+/// The largest padded size whose backward sweep starts with the subtree launch. Measured
+/// on the H200 (`docs/perf-notes.md`, entry 71): at padded sizes 4 and 8 the launch takes
+/// the lowest four levels' backward kernel time from 40-80 µs to 18-20 µs (N = 16384 and
+/// 50000), solves -5 to -8 %; at 16 from ~70 to ~61 µs, but the solve's wall time was 2 %
+/// slower (0.174 -> 0.178 ms at N = 16384), so it keeps one launch per level there.
+const SUBTREE_MAX_PADDED: usize = 8;
+
+/// The most levels of the backward sweep's subtree launch, from `BLOCKTRI_SUBTREE_LEVELS`
+/// (for measurements; `0`: one launch per level), else as many as the kernel takes.
+fn subtree_levels() -> Option<u32> {
+    std::env::var("BLOCKTRI_SUBTREE_LEVELS").ok().and_then(|v| v.parse().ok())
 }
 
 /// The default of [`dataflow_nodes_per_sm`].
@@ -449,6 +495,9 @@ mod tests {
                 ] {
                     built(format!("{base}{np}_{precision}"));
                 }
+            }
+            for np in [4, SUBTREE_MAX_PADDED] {
+                built(format!("{}{np}_{precision}", names::SOLVE_BACKWARD_SUBTREE_ROWS));
             }
             for np in PANEL_SIZES {
                 for base in [
