@@ -662,16 +662,7 @@ unsafe fn solve_backward_rows_slot<T: Real, const NP: usize>(args: &SolveArgs<T>
                     }
                 }
             }
-            // L^T x = z, last row first: x_j = z_j / L_jj, then z_c -= L[j][c] x_j (c < j).
-            for jj in 0..NP {
-                let j = NP - 1 - jj;
-                let x = (z * unsafe { *inv_diag.add(j) }).shfl_idx(base + j as u32);
-                if lane == j {
-                    z = x;
-                } else if lane < j {
-                    z = (-lcol[j]).mul_add(x, z);
-                }
-            }
+            let z = solve_lt_by_shuffles::<T, NP>(z, (lane, base), |j| unsafe { *inv_diag.add(j) }, |j| lcol[j]);
             if live && lane < n {
                 bad |= !z.is_finite();
                 unsafe { *bi.add(col * ldb + lane) = z };
@@ -682,4 +673,28 @@ unsafe fn solve_backward_rows_slot<T: Real, const NP: usize>(args: &SolveArgs<T>
     if bad {
         unsafe { atomic::atomic_min_u64(a.info.add(nd.s), info_key(a.level, InfoCode::NonFiniteSolution, nd.b as u32)) };
     }
+}
+
+/// `L^T x = z` by one node's `NP` lanes of a warp, lane `c` holding entry `c` of `z` and
+/// receiving entry `c` of `x`; `base` is the node's first lane in the warp, `inv(j)` is
+/// `1 / L_jj` (read by lane `j`'s product) and `l(j)` is `L[j][c]` of this lane's `c`.
+/// Last row first: `x_j = z_j / L_jj`, then `z_c -= L[j][c] x_j` for `c < j`. Every lane
+/// of the warp calls it together (full-warp shuffles).
+#[inline(always)]
+pub(crate) fn solve_lt_by_shuffles<T: Real, const NP: usize>(
+    mut z: T,
+    (c, base): (usize, u32),
+    inv: impl Fn(usize) -> T,
+    l: impl Fn(usize) -> T,
+) -> T {
+    for jj in 0..NP {
+        let j = NP - 1 - jj;
+        let x = (z * inv(j)).shfl_idx(base + j as u32);
+        if c == j {
+            z = x;
+        } else if c < j {
+            z = (-l(j)).mul_add(x, z);
+        }
+    }
+    z
 }

@@ -21,6 +21,7 @@
 //! block (lanes `t NP ..`) takes node `t` of the range on every level that has one.
 
 use super::node::{Node, node_at};
+use super::rows::solve_lt_by_shuffles;
 use super::{InfoCode, SolveArgs, info_key};
 use blocktri_prims::memory::{load_coherent, load_readonly};
 use blocktri_prims::warp::shfl_xor_u32;
@@ -98,7 +99,7 @@ pub unsafe fn solve_backward_subtree_rows<T: Real, const NP: usize>(args: &Solve
     let tid = thread_idx_x() as usize;
     let (slot, c) = ((tid / NP) as u32, tid % NP);
     let base = (tid - c) as u32 % 32;
-    let (ld, ldb) = (a.ld as usize, nb as usize * n);
+    let ldb = nb as usize * n;
     // The slot's tiles `[L_ii, L_li, L_ri]`, column-major with leading dimension NP + 1
     // (lane c reading column c hits a bank of its own).
     let t = NP + 1;
@@ -118,17 +119,19 @@ pub unsafe fn solve_backward_subtree_rows<T: Real, const NP: usize>(args: &Solve
         }
         if warp_cols > 0 {
             let mine = live && c < n;
-            let off = (s as usize * nb as usize + nd.b) * ld * n;
             if live {
-                // Consecutive lanes read consecutive rows of a column; identity padding
-                // beyond n, zero for a missing neighbour.
+                // Consecutive lanes read consecutive rows of a column (identity padding
+                // beyond n, zero for a missing neighbour), all loads before the stores.
+                // What `node::FactorBlocks::entry` reads too, written out: its per-entry
+                // null checks took this kernel from 94 to 115 registers (ptxas, sm_90).
+                let off = (s as usize * nb as usize + nd.b) * a.ld as usize * n;
                 let (has_l, has_r) = (nd.left.is_some(), nd.right.is_some());
                 let vals: [(T, T, T); NP] = core::array::from_fn(|q| {
                     let (r, col) = (c, q);
                     if r >= n || col >= n {
                         return (if r == col { T::ONE } else { T::ZERO }, T::ZERO, T::ZERO);
                     }
-                    let at = off + col * ld + r;
+                    let at = off + col * a.ld as usize + r;
                     // SAFETY: entry (r, col) of node nd's blocks, inside the factor arrays;
                     // read-only during the launch.
                     unsafe {
@@ -171,16 +174,8 @@ pub unsafe fn solve_backward_subtree_rows<T: Real, const NP: usize>(args: &Solve
                 for p in 0..NP {
                     z = (-at(2, p, c)).mul_add(xr.shfl_idx(base + p as u32), z);
                 }
-                // L^T x = z, last row first: x_j = z_j / L_jj, then z_c -= L[j][c] x_j (c < j).
-                for jj in 0..NP {
-                    let jr = NP - 1 - jj;
-                    let x = (z * inv).shfl_idx(base + jr as u32);
-                    if c == jr {
-                        z = x;
-                    } else if c < jr {
-                        z = (-at(0, jr, c)).mul_add(x, z);
-                    }
-                }
+                // Lane j's own 1 / L_jj scales the entry it broadcasts.
+                let z = solve_lt_by_shuffles::<T, NP>(z, (c, base), |_| inv, |j| at(0, j, c));
                 if mine && col < cols as usize {
                     bad |= !z.is_finite();
                     // SAFETY: this node's row c of column col.

@@ -353,7 +353,9 @@ impl Fused {
             cfg: level_cfg(m),
             args: Args::Solve(args(m)),
         }));
-        if let (Some((kernel, _)), Variant::Rows(np), true) = (&self.subtree, self.variant, depth > 0) {
+        if let (Some((kernel, _)), Variant::Rows(np)) = (&self.subtree, self.variant)
+            && depth > 0
+        {
             steps.push(Step::Launch {
                 kernel,
                 level: 0,
