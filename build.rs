@@ -60,6 +60,15 @@ fn main() {
         // The tiled selected inversion (256-thread blocks, one 64 x 64 tile each): 128
         // registers let two blocks share a multiprocessor.
         .max_registers("selinv_tiled", 128)
+        // The blocked factor's per-level launches (level::blocked::factor_blocked_threads):
+        // f64 at padded size 64 runs 256 threads, and 128 registers (144 unconstrained) let
+        // two such blocks share a multiprocessor; f32 (99-100 unconstrained) at 80 fits two
+        // 384-thread blocks at 64 and four 192-thread blocks at 32. The single-launch
+        // kernels stay unconstrained: their top levels are latency-bound, and 128 there
+        // cost 5 % (docs/perf-notes.md, entry 72).
+        .max_registers("factor_blocked64_f64", 128)
+        .max_registers("factor_blocked64_f32", 80)
+        .max_registers("factor_blocked32_f32", 80)
         .llvm_arg("-unroll-threshold=20000")
         .llvm_arg("-unroll-full-max-count=4096");
     match builder.build() {

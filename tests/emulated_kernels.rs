@@ -15,12 +15,12 @@ use blocktri_device::chain::{
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{
     FactorArgs, INFO_OK, InfoCode, ROW_THREADS, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, decode_info, factor_blocked,
-    factor_blocked_shared_bytes, factor_flag_words, factor_level, factor_panel, factor_panel_shared_bytes, factor_prep, factor_rows,
-    factor_rows_dataflow, factor_rows_shared_bytes, factor_shared_bytes, panel_size, panel_solve_threads, panel_threads, row_size,
-    rows_nodes_per_block, rows_solve_nodes_per_block, solve_backward_level, solve_backward_panel, solve_backward_rows, solve_flag_words,
-    solve_forward_level, solve_forward_panel, solve_forward_rows, solve_panel_dataflow_shared_bytes, solve_panel_shared_bytes,
-    solve_rows_dataflow, solve_rows_shared_bytes, solve_shared_bytes, subtree_blocks, subtree_max_levels, subtree_shared_bytes,
-    subtree_threads,
+    factor_blocked_shared_bytes, factor_blocked_threads, factor_flag_words, factor_level, factor_panel, factor_panel_shared_bytes,
+    factor_prep, factor_rows, factor_rows_dataflow, factor_rows_shared_bytes, factor_shared_bytes, panel_size, panel_solve_threads,
+    panel_threads, row_size, rows_nodes_per_block, rows_solve_nodes_per_block, solve_backward_level, solve_backward_panel,
+    solve_backward_rows, solve_flag_words, solve_forward_level, solve_forward_panel, solve_forward_rows, solve_panel_dataflow_shared_bytes,
+    solve_panel_shared_bytes, solve_rows_dataflow, solve_rows_shared_bytes, solve_shared_bytes, subtree_blocks, subtree_max_levels,
+    subtree_shared_bytes, subtree_threads,
 };
 use blocktri_device::level::{factor_blocked_dataflow, nodes_from, solve_backward_subtree_rows, solve_panel_dataflow};
 use blocktri_prims::emu;
@@ -213,10 +213,12 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
         // The per-level rows kernel packs nodes into a block's lanes; the single launch
         // takes one node per block.
         let per = if rows { rows_nodes_per_block(np) } else { 1 };
+        // The blocked factor's per-level launches take their own block size.
+        let level_threads = if rows { threads } else { factor_blocked_threads(pp, 8) };
         for m in 0..first {
             let args = factor_args(d, a, m, nrhs);
             let grid = (s * nodes_in_level(nb, m)).div_ceil(per);
-            unsafe { emu::launch_unchecked(grid, threads, smem * per as usize, || run(&args, false)) };
+            unsafe { emu::launch_unchecked(grid, level_threads, smem * per as usize, || run(&args, false)) };
         }
         let mut flags = vec![0u32; factor_flag_words(shape.batch, shape.nblocks)];
         let args = FactorArgs { flags: flags.as_mut_ptr(), ..factor_args(d, a, first, nrhs) };
@@ -250,7 +252,7 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
                         _ => factor_blocked::<f64, 64>(&args),
                     }
                 };
-                unsafe { emu::launch_unchecked(grid, panel_threads(pp), smem, run) };
+                unsafe { emu::launch_unchecked(grid, factor_blocked_threads(pp, 8), smem, run) };
             }
             Family::Generic(threads) => {
                 let smem = factor_shared_bytes(shape.block, nrhs as usize, 8);

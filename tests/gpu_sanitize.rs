@@ -61,6 +61,11 @@ fn sanitize_cholesky_every_family() {
     family_case::<f64>(&g, KernelFamily::Blocked, (2, 40, 27, 2), 1e-12);
     family_case::<f64>(&g, KernelFamily::Blocked, (1, 9, 64, 1), 1e-12);
     family_case::<f32>(&g, KernelFamily::Blocked, (1, 20, 57, 1), 1e-4);
+    // Level 0 in the per-level blocked launches (more nodes than the single launch takes),
+    // at their own block sizes and register caps: f64 at padded sizes 64 and 32, f32.
+    family_case::<f64>(&g, KernelFamily::Blocked, (2, 700, 60, 1), 1e-12);
+    family_case::<f32>(&g, KernelFamily::Blocked, (2, 700, 40, 1), 1e-4);
+    family_case::<f32>(&g, KernelFamily::Blocked, (3, 600, 20, 1), 1e-4);
     family_case::<f64>(&g, KernelFamily::Generic, (1, 20, 70, 1), 1e-12);
 }
 

@@ -21,7 +21,7 @@
 //! (lane `4g + t` reads row `g`, column `t`) hit distinct 8-byte bank pairs.
 
 use super::node::{Node, node};
-use super::panel::{load_checked_panel, store_factor_panel};
+use super::panel::{load_checked_panel, panel_threads, store_factor_panel};
 use super::{FactorArgs, InfoCode, align_elems, info_key};
 use crate::layout::fill_slot;
 use crate::team::{Block, Team};
@@ -39,12 +39,40 @@ pub const fn factor_blocked_shared_bytes(np: usize, elem_bytes: usize) -> usize 
     (align_elems(3 * np * stride(np), elem_bytes) + align_elems(np, elem_bytes)) * elem_bytes + 16
 }
 
+/// Threads per block of the per-level launches of [`factor_blocked`] at padded size `np`
+/// for elements of `elem_bytes` bytes (the single-launch sweep,
+/// [`super::factor_blocked_dataflow`], keeps [`panel_threads`]). The node body takes any
+/// whole number of warps from two up; what decides the count is how many nodes share a
+/// multiprocessor on the levels with many nodes, where each node's chain is
+/// latency-bound. Measured on the H200 (`docs/perf-notes.md`, entry 72):
+/// - `f64` at 64: 256 threads, the kernel capped at 128 registers (`build.rs`), two nodes
+///   per multiprocessor instead of one (384 threads at 144 registers): level 0 of
+///   `N = 4096` 652 -> 543 µs, the factor 1.57 -> 1.41 ms;
+/// - `f64` at 32: 96 threads at 144 registers, four nodes per multiprocessor instead of
+///   two: level 0 of `N = 8192` 274 -> 242 µs, the factor 0.673 -> 0.618 ms;
+/// - `f32`: [`panel_threads`] with the kernels capped at 80 registers instead (two and
+///   four nodes per multiprocessor instead of one and two): the factor 16-25 % faster.
+///
+/// # Examples
+/// ```
+/// use blocktri_device::level::blocked::factor_blocked_threads;
+/// assert_eq!(factor_blocked_threads(64, 8), 256);
+/// assert_eq!(factor_blocked_threads(32, 8) % 32, 0);
+/// ```
+pub const fn factor_blocked_threads(np: usize, elem_bytes: usize) -> u32 {
+    match (elem_bytes, np) {
+        (8, 64) => 256,
+        (8, 32) => 96,
+        _ => panel_threads(np),
+    }
+}
+
 /// Eliminates one node: the panel of [`super::panel::factor_panel`], factored in strips
 /// of 8 columns with tensor-core tile updates (see the module docs).
 ///
 /// # Safety
 /// As [`super::factor_level`] without right-hand sides (`args.nrhs` must be 0), with
-/// [`super::panel_threads`]`(NP)` threads, [`factor_blocked_shared_bytes`] of shared
+/// a whole number of warps, at least two ([`factor_blocked_threads`]`(NP)` measured best), [`factor_blocked_shared_bytes`] of shared
 /// memory and `args.n <= NP`, `NP` a multiple of 32.
 pub unsafe fn factor_blocked<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     // SAFETY: forwarded from the caller; the node of this block.

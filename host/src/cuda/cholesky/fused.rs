@@ -1,7 +1,8 @@
 //! The fused engine: one thread block per node holding the node's blocks in shared memory
 //! or registers (`blocktri_device::level`), one launch per level and sweep for the lower
 //! levels; the rows, panel and blocked families run each sweep's top levels (at most
-//! [`DATAFLOW_NODES_PER_SM`] nodes per SM) in one launch (`blocktri_device::level::dataflow`).
+//! [`Variant::dataflow_nodes_per_sm`] nodes per SM) in one launch
+//! (`blocktri_device::level::dataflow`).
 //! Families: register-resident rows, shared-memory panels (and their blocked factor), generic.
 
 use super::schedule::{Args, Step};
@@ -13,11 +14,11 @@ use crate::scalar::Scalar;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{
-    FactorArgs, PANEL_SIZES, ROW_THREADS, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, factor_blocked_shared_bytes, factor_flag_words,
-    factor_panel_shared_bytes, factor_rows_shared_bytes, factor_shared_bytes, nodes_from, panel_size, panel_solve_threads, panel_threads,
-    row_size, rows_nodes_per_block, rows_solve_nodes_per_block, solve_flag_words, solve_panel_dataflow_shared_bytes,
-    solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes, subtree_blocks, subtree_max_levels, subtree_shared_bytes,
-    subtree_threads,
+    FactorArgs, PANEL_SIZES, ROW_THREADS, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, factor_blocked_shared_bytes, factor_blocked_threads,
+    factor_flag_words, factor_panel_shared_bytes, factor_rows_shared_bytes, factor_shared_bytes, nodes_from, panel_size,
+    panel_solve_threads, panel_threads, row_size, rows_nodes_per_block, rows_solve_nodes_per_block, solve_flag_words,
+    solve_panel_dataflow_shared_bytes, solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes, subtree_blocks,
+    subtree_max_levels, subtree_shared_bytes, subtree_threads,
 };
 
 /// The largest block size `KernelFamily::Auto` gives the panel kernels (with the blocked
@@ -80,6 +81,22 @@ impl Variant {
         match self {
             Variant::Rows(np) => rows_nodes_per_block(np),
             _ => 1,
+        }
+    }
+
+    /// Nodes per multiprocessor up to which a level joins the single-launch sweep: about
+    /// as many as that launch holds at once, so that the levels it takes are one wave of
+    /// it. The blocked single launch holds one node per SM at padded size 64 and two at 32
+    /// (144-150 registers), while its per-level launches hold two and four since
+    /// `docs/perf-notes.md` entry 72: starting the single launch at 4 per SM there left a
+    /// level of four waves of lone nodes in it (H200, f64 factor: N = 2048, n = 64
+    /// 0.857 -> 0.827 ms with 1, N = 4096 1.41 -> 1.38; n = 32 with 2 at most 1 %, with 1
+    /// up to 8 % slower). The other families keep entry 18's 4.
+    fn dataflow_nodes_per_sm(self) -> u32 {
+        match self {
+            Variant::Blocked(np) if np > 32 => 1,
+            Variant::Blocked(_) => 2,
+            _ => DATAFLOW_NODES_PER_SM,
         }
     }
 
@@ -172,6 +189,9 @@ pub(super) struct Fused {
     /// up to [`SUBTREE_MAX_PADDED`], unless [`KernelFamily::RowsLevels`].
     subtree: Option<(Kernel, u32)>,
     factor_threads: u32,
+    /// Threads per block of the per-level factor launches (the single launch keeps
+    /// `factor_threads`).
+    level_threads: u32,
     max_shared: u32,
     rhs_chunk: u32,
     /// SMs of the device (where the single-launch sweep starts).
@@ -218,6 +238,12 @@ impl Fused {
             Variant::Panel(np) | Variant::Blocked(np) => panel_threads(np),
             Variant::Generic => options.factor_threads.unwrap_or_else(|| default_factor_threads(n)).min(hw_threads / 32 * 32).max(32),
         };
+        // The blocked factor's per-level launches take the block size measured best for
+        // how many nodes share a multiprocessor there (the single launch keeps its own).
+        let level_threads = match variant {
+            Variant::Blocked(np) => blocked_threads().unwrap_or(factor_blocked_threads(np, T::BYTES)).min(hw_threads),
+            _ => factor_threads,
+        };
         // A single-launch kernel holds both node bodies (the solve) or the flag logic on top
         // of one: where its registers do not allow the per-level kernels' block size (the
         // panel kernels at padded size 96), the levels keep one launch each.
@@ -249,6 +275,7 @@ impl Fused {
             dataflow,
             subtree,
             factor_threads,
+            level_threads,
             max_shared: smem,
             rhs_chunk: options.rhs_chunk,
             multiprocessors: gpu.info().multiprocessors,
@@ -269,10 +296,10 @@ impl Fused {
     /// launched on its own). The levels below, where a level has more nodes than the GPU
     /// holds at once, keep one launch each: there the launch boundaries cost little and
     /// the per-level kernels need no flags; the levels from the first one that fits
-    /// ([`DATAFLOW_NODES_PER_SM`] nodes per multiprocessor) go in one launch.
+    /// ([`Variant::dataflow_nodes_per_sm`] nodes per multiprocessor) go in one launch.
     fn dataflow_from(&self, nb: u32, systems: u32) -> Option<u32> {
         self.dataflow.as_ref()?;
-        let fits = self.multiprocessors * dataflow_nodes_per_sm();
+        let fits = self.multiprocessors * dataflow_nodes_per_sm(self.variant);
         (0..levels(nb)).find(|&m| systems * nodes_in_level(nb, m) <= fits)
     }
 
@@ -297,7 +324,7 @@ impl Fused {
             steps.push(Step::Launch {
                 kernel: &self.factor,
                 level: m,
-                cfg: LaunchConfig::linear(grid, self.factor_threads, smem * per),
+                cfg: LaunchConfig::linear(grid, self.level_threads, smem * per),
                 args: Args::Factor(b.factor_args(m, rhs)),
             });
         }
@@ -419,10 +446,18 @@ impl Fused {
 }
 
 /// Nodes per multiprocessor up to which a level joins the single-launch sweep
-/// (`docs/perf-notes.md`, entry 18). `BLOCKTRI_DATAFLOW_PER_SM` overrides it for
+/// ([`Variant::dataflow_nodes_per_sm`]). `BLOCKTRI_DATAFLOW_PER_SM` overrides it for
 /// measurements (`0`: no single-launch sweep; a large value: every level).
-fn dataflow_nodes_per_sm() -> u32 {
-    std::env::var("BLOCKTRI_DATAFLOW_PER_SM").ok().and_then(|v| v.parse().ok()).unwrap_or(DATAFLOW_NODES_PER_SM)
+fn dataflow_nodes_per_sm(variant: Variant) -> u32 {
+    std::env::var("BLOCKTRI_DATAFLOW_PER_SM").ok().and_then(|v| v.parse().ok()).unwrap_or(variant.dataflow_nodes_per_sm())
+}
+
+/// Threads per block of the blocked family's per-level factor launches from
+/// `BLOCKTRI_BLOCKED_THREADS`, for measurements (`docs/perf-notes.md`, entry 72): a whole
+/// number of warps from two up; anything else is ignored.
+fn blocked_threads() -> Option<u32> {
+    let threads: u32 = std::env::var("BLOCKTRI_BLOCKED_THREADS").ok()?.parse().ok()?;
+    (threads >= 64 && threads.is_multiple_of(32)).then_some(threads)
 }
 
 /// The largest padded size whose backward sweep starts with the subtree launch. Measured
@@ -438,7 +473,8 @@ fn subtree_levels() -> Option<u32> {
     std::env::var("BLOCKTRI_SUBTREE_LEVELS").ok().and_then(|v| v.parse().ok())
 }
 
-/// The default of [`dataflow_nodes_per_sm`].
+/// The default of [`Variant::dataflow_nodes_per_sm`] (entry 18, measured with the rows
+/// family, whose single launch holds four blocks per multiprocessor).
 const DATAFLOW_NODES_PER_SM: u32 = 4;
 
 #[cfg(test)]
@@ -481,6 +517,16 @@ mod tests {
         }
         assert_eq!(Variant::Blocked(32).factor_nodes_per_block(), 1);
         assert_eq!(Variant::Generic.factor_nodes_per_block(), 1);
+    }
+
+    #[test]
+    fn the_blocked_single_launch_takes_the_levels_that_are_one_wave_of_it() {
+        // One 384-thread node per SM at padded size 64, two 192-thread ones at 32; the
+        // rows family's single launch holds four.
+        assert_eq!(Variant::Blocked(64).dataflow_nodes_per_sm(), 1);
+        assert_eq!(Variant::Blocked(32).dataflow_nodes_per_sm(), 2);
+        assert_eq!(Variant::Rows(16).dataflow_nodes_per_sm(), DATAFLOW_NODES_PER_SM);
+        assert_eq!(Variant::Panel(64).dataflow_nodes_per_sm(), DATAFLOW_NODES_PER_SM);
     }
 
     #[test]
