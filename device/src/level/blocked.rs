@@ -71,9 +71,10 @@ pub const fn factor_blocked_threads(np: usize, elem_bytes: usize) -> u32 {
 /// of 8 columns with tensor-core tile updates (see the module docs).
 ///
 /// # Safety
-/// As [`super::factor_level`] without right-hand sides (`args.nrhs` must be 0), with
-/// a whole number of warps, at least two ([`factor_blocked_threads`]`(NP)` measured best), [`factor_blocked_shared_bytes`] of shared
-/// memory and `args.n <= NP`, `NP` a multiple of 32.
+/// As [`super::factor_level`] without right-hand sides (`args.nrhs` must be 0), with a
+/// whole number of warps, at least two ([`factor_blocked_threads`]`(NP)` measured best),
+/// [`factor_blocked_shared_bytes`] of shared memory and `args.n <= NP`, `NP` a multiple
+/// of 32.
 pub unsafe fn factor_blocked<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     // SAFETY: forwarded from the caller; the node of this block.
     unsafe { factor_blocked_node::<T, NP>(args, &node(args.nblocks, args.level)) }
