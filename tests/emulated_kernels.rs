@@ -213,8 +213,9 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
         // The per-level rows kernel packs nodes into a block's lanes; the single launch
         // takes one node per block.
         let per = if rows { rows_nodes_per_block(np) } else { 1 };
-        // The blocked factor's per-level launches take their own block size.
-        let level_threads = if rows { threads } else { factor_blocked_threads(pp, 8) };
+        // The blocked factor's per-level launches take their own block size (the emulator's
+        // shared memory has no limit).
+        let level_threads = if rows { threads } else { factor_blocked_threads(pp, 8, usize::MAX) };
         for m in 0..first {
             let args = factor_args(d, a, m, nrhs);
             let grid = (s * nodes_in_level(nb, m)).div_ceil(per);
@@ -252,7 +253,7 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
                         _ => factor_blocked::<f64, 64>(&args),
                     }
                 };
-                unsafe { emu::launch_unchecked(grid, factor_blocked_threads(pp, 8), smem, run) };
+                unsafe { emu::launch_unchecked(grid, factor_blocked_threads(pp, 8, usize::MAX), smem, run) };
             }
             Family::Generic(threads) => {
                 let smem = factor_shared_bytes(shape.block, nrhs as usize, 8);

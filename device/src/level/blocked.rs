@@ -40,7 +40,8 @@ pub const fn factor_blocked_shared_bytes(np: usize, elem_bytes: usize) -> usize 
 }
 
 /// Threads per block of the per-level launches of [`factor_blocked`] at padded size `np`
-/// for elements of `elem_bytes` bytes (the single-launch sweep,
+/// for elements of `elem_bytes` bytes, on a device whose blocks may opt in to
+/// `max_shared` bytes of shared memory (the single-launch sweep,
 /// [`super::factor_blocked_dataflow`], keeps [`panel_threads`]). The node body takes any
 /// whole number of warps from two up; what decides the count is how many nodes share a
 /// multiprocessor on the levels with many nodes, where each node's chain is
@@ -53,13 +54,21 @@ pub const fn factor_blocked_shared_bytes(np: usize, elem_bytes: usize) -> usize 
 /// - `f32`: [`panel_threads`] with the kernels capped at 80 registers instead (two and
 ///   four nodes per multiprocessor instead of one and two): the factor 16-25 % faster.
 ///
+/// Fewer warps per node pay only by fitting more nodes: where shared memory holds one
+/// node per multiprocessor anyway (an A100's 163 KB at 64 in `f64`, 105 KB a node), the
+/// node keeps every warp of [`panel_threads`] (not measured on an A100).
+///
 /// # Examples
 /// ```
 /// use blocktri_device::level::blocked::factor_blocked_threads;
-/// assert_eq!(factor_blocked_threads(64, 8), 256);
-/// assert_eq!(factor_blocked_threads(32, 8) % 32, 0);
+/// assert_eq!(factor_blocked_threads(64, 8, 232_448), 256); // H100, H200
+/// assert_eq!(factor_blocked_threads(64, 8, 166_912), 384); // A100
+/// assert_eq!(factor_blocked_threads(32, 8, 166_912) % 32, 0);
 /// ```
-pub const fn factor_blocked_threads(np: usize, elem_bytes: usize) -> u32 {
+pub const fn factor_blocked_threads(np: usize, elem_bytes: usize, max_shared: usize) -> u32 {
+    if 2 * factor_blocked_shared_bytes(np, elem_bytes) > max_shared {
+        return panel_threads(np);
+    }
     match (elem_bytes, np) {
         (8, 64) => 256,
         (8, 32) => 96,

@@ -241,7 +241,7 @@ impl Fused {
         // The blocked factor's per-level launches take the block size measured best for
         // how many nodes share a multiprocessor there (the single launch keeps its own).
         let level_threads = match variant {
-            Variant::Blocked(np) => blocked_threads().unwrap_or(blocked_level_threads(np, T::BYTES, smem)).min(hw_threads),
+            Variant::Blocked(np) => blocked_threads().unwrap_or(factor_blocked_threads(np, T::BYTES, smem as usize)).min(hw_threads),
             _ => factor_threads,
         };
         // A single-launch kernel holds both node bodies (the solve) or the flag logic on top
@@ -452,17 +452,6 @@ fn dataflow_nodes_per_sm(variant: Variant) -> u32 {
     std::env::var("BLOCKTRI_DATAFLOW_PER_SM").ok().and_then(|v| v.parse().ok()).unwrap_or(variant.dataflow_nodes_per_sm())
 }
 
-/// Threads per block of the blocked family's per-level factor launches at padded size
-/// `np` on a device whose blocks may opt in to `max_shared` bytes of shared memory:
-/// [`factor_blocked_threads`], whose smaller blocks pay because more of them share a
-/// multiprocessor, unless shared memory holds only one such node per multiprocessor
-/// anyway (an A100 at padded size 64 in `f64`: 105 of 163 KB), where the node keeps
-/// every warp of [`panel_threads`].
-fn blocked_level_threads(np: usize, elem_bytes: usize, max_shared: u32) -> u32 {
-    let two_fit = 2 * factor_blocked_shared_bytes(np, elem_bytes) <= max_shared as usize;
-    if two_fit { factor_blocked_threads(np, elem_bytes) } else { panel_threads(np) }
-}
-
 /// Threads per block of the blocked family's per-level factor launches from
 /// `BLOCKTRI_BLOCKED_THREADS`, for measurements (`docs/perf-notes.md`, entry 72): a whole
 /// number of warps from two up; anything else is ignored.
@@ -532,17 +521,17 @@ mod tests {
 
     #[test]
     fn blocked_nodes_keep_every_warp_where_shared_memory_holds_one() {
-        const AMPERE_SMEM: u32 = 166_912;
+        const AMPERE_SMEM: usize = 166_912;
+        let hopper = HOPPER_SMEM as usize;
         // Hopper: two f64 nodes of padded size 64 share a multiprocessor, on fewer warps each.
-        assert_eq!(blocked_level_threads(64, 8, HOPPER_SMEM), factor_blocked_threads(64, 8));
-        assert!(factor_blocked_threads(64, 8) < panel_threads(64));
+        assert!(factor_blocked_threads(64, 8, hopper) < panel_threads(64));
         // An A100 holds one: the node keeps all its warps.
-        assert_eq!(blocked_level_threads(64, 8, AMPERE_SMEM), panel_threads(64));
+        assert_eq!(factor_blocked_threads(64, 8, AMPERE_SMEM), panel_threads(64));
         // Padded size 32 and f32 nodes fit several times on both.
-        for smem in [HOPPER_SMEM, AMPERE_SMEM] {
-            assert_eq!(blocked_level_threads(32, 8, smem), factor_blocked_threads(32, 8));
-            assert_eq!(blocked_level_threads(64, 4, smem), factor_blocked_threads(64, 4));
+        for (np, elem) in [(32, 8), (64, 4), (32, 4)] {
+            assert_eq!(factor_blocked_threads(np, elem, AMPERE_SMEM), factor_blocked_threads(np, elem, hopper));
         }
+        assert!(factor_blocked_threads(32, 8, AMPERE_SMEM) < panel_threads(32));
     }
 
     #[test]
