@@ -12,7 +12,7 @@
 //!
 //! Two barriers per strip instead of eight. Then the neighbour products
 //! `D_l -= K_l K_l^T`, `D_r -= K_r K_r^T` (lower tiles only, mirrored) and
-//! `fill = -K_r K_l^T` as `8 x 8` tiles, one warp each.
+//! `fill = -K_r K_l^T` as `8 x 8` tiles, one warp each (two of a row at a time in `f64`).
 //!
 //! `f32` has no DMMA: the same tiles on FP32 FMAs, lane `(g, t)` computing the two entries
 //! that its DMMA fragment would hold.
@@ -26,7 +26,7 @@ use super::{FactorArgs, InfoCode, align_elems, info_key};
 use crate::layout::fill_slot;
 use crate::team::{Block, Team};
 use crate::tile::FastDiv;
-use crate::tile::strip8::{KB, factor_strips, tile_minus_abt};
+use crate::tile::strip8::{KB, factor_strips, tiles_minus_abt};
 use blocktri_prims::{Real, atomic, shared};
 
 /// Row stride of the shared panel (elements).
@@ -147,7 +147,6 @@ unsafe fn neighbour_products<T: Real, const NP: usize>(a: &FactorArgs<T>, nd: &N
     let (warp, lane) = (team.rank() / 32, team.rank() % 32);
     let (g, t) = (lane / 4, lane % 4);
     let warps = team.size() / 32;
-    let tiles = nc / KB;
     let sys_blocks = nd.s * a.nblocks as usize;
     let block = |base: *mut T, idx: usize| unsafe { base.add((sys_blocks + idx) * ld * n) };
     // Job j: (rows of the left factor, rows of the right factor, destination, symmetric
@@ -163,31 +162,71 @@ unsafe fn neighbour_products<T: Real, const NP: usize>(a: &FactorArgs<T>, nd: &N
             _ => None,
         }
     };
-    let per_job = (tiles * tiles) as u32;
-    let (by_job, by_tiles) = (FastDiv::new(per_job), FastDiv::new(tiles as u32));
+    // Pairs of column tiles in `f64` (entry 73); `f32`'s FMA tiles under their
+    // 80-register cap measured slower paired.
+    if T::BYTES == 8 {
+        unsafe { product_items::<T, 2>(p, s, (n, ld, nc), (warp, warps), (g, t), job) };
+    } else {
+        unsafe { product_items::<T, 1>(p, s, (n, ld, nc), (warp, warps), (g, t), job) };
+    }
+}
+
+/// The work items of [`neighbour_products`] over warps `warp, warp + warps, ..`: a row
+/// tile `ti` of job `j` and `W` consecutive column tiles, in one pass of
+/// [`tiles_minus_abt`] (one `A` fragment, `2 W` independent DMMA chains, where one tile
+/// per item left a warp's products waiting on a chain of two). A column past the last
+/// repeats the last tile and drops the copy; symmetric jobs keep the tiles on and below
+/// the diagonal.
+///
+/// # Safety
+/// As [`neighbour_products`]; `job(j)` gives each job's row offsets in `p`, destination
+/// block and whether it is symmetric (`None`: job absent).
+#[inline(always)]
+unsafe fn product_items<T: Real, const W: usize>(
+    p: *const T,
+    s: usize,
+    (n, ld, nc): (usize, usize, usize),
+    (warp, warps): (usize, usize),
+    (g, t): (usize, usize),
+    job: impl Fn(usize) -> Option<(usize, usize, *mut T, bool)>,
+) {
+    let tiles = nc / KB;
+    let items = tiles.div_ceil(W);
+    let per_job = (tiles * items) as u32;
+    let (by_job, by_items) = (FastDiv::new(per_job), FastDiv::new(items as u32));
     let mut e = warp as u32;
     while e < 3 * per_job {
         let (j, rem) = by_job.div_rem(e);
-        let (ti, tj) = by_tiles.div_rem(rem);
-        let (j, ti, tj) = (j as usize, ti as usize, tj as usize);
+        let (ti, q) = by_items.div_rem(rem);
+        let (j, ti, tj0) = (j as usize, ti as usize, W * q as usize);
         e += warps as u32;
         let Some((rows_a, rows_b, dst, symmetric)) = job(j) else { continue };
-        if symmetric && ti < tj {
+        if symmetric && ti < tj0 {
             continue;
         }
-        let acc = unsafe { tile_minus_abt([T::ZERO; 2], p.add((rows_a + ti * KB) * s), s, p.add((rows_b + tj * KB) * s), s, nc) };
+        let b: [*const T; W] =
+            core::array::from_fn(|w| unsafe { p.add((rows_b + if w == 0 { tj0 } else { (tj0 + w).min(tiles - 1) } * KB) * s) });
+        let acc = unsafe { tiles_minus_abt([[T::ZERO; 2]; W], p.add((rows_a + ti * KB) * s), s, b, s, nc) };
         let row = ti * KB + g;
-        for (u, v) in acc.iter().enumerate() {
-            let col = tj * KB + 2 * t + u;
-            if row < n && col < n {
-                unsafe {
-                    if symmetric {
-                        T::atomic_add_global(dst.add(col * ld + row), *v);
-                        if ti != tj {
-                            T::atomic_add_global(dst.add(row * ld + col), *v);
+        for (w, tile) in acc.iter().enumerate() {
+            let tj = tj0 + w;
+            // Tile 0 was checked above (at `W = 1` this is the loop as it was before the
+            // pairs, which `f32` keeps).
+            if w > 0 && (tj >= tiles || (symmetric && ti < tj)) {
+                continue;
+            }
+            for (u, v) in tile.iter().enumerate() {
+                let col = tj * KB + 2 * t + u;
+                if row < n && col < n {
+                    unsafe {
+                        if symmetric {
+                            T::atomic_add_global(dst.add(col * ld + row), *v);
+                            if ti != tj {
+                                T::atomic_add_global(dst.add(row * ld + col), *v);
+                            }
+                        } else {
+                            *dst.add(col * ld + row) = *v;
                         }
-                    } else {
-                        *dst.add(col * ld + row) = *v;
                     }
                 }
             }

@@ -11,7 +11,8 @@
 //! - **Strip rows**: every row below the tile solves its 8 entries against it (one thread
 //!   per row, the tile read by broadcast).
 //! - **Trailing update**: `P[I, J] -= P[I, K] P[J, K]^T` over `8 x 8` output tiles, one warp
-//!   per tile (two DMMAs per tile in `f64`). The last warp updates the next diagonal tile
+//!   per tile (two DMMAs per tile in `f64`, where a warp takes two tiles of a row at a time:
+//!   one `A` fragment, four independent DMMAs). The last warp updates the next diagonal tile
 //!   and factors it at once (look-ahead), so the next strip starts without a barrier for
 //!   it; the other warps share the remaining tiles.
 //!
@@ -70,6 +71,53 @@ pub(crate) unsafe fn tile_minus_abt<T: Real>(c: [T; 2], a: *const T, sa: usize, 
     }
 }
 
+/// [`tile_minus_abt`] for `W` output tiles that share the `A` rows: tile `w` is
+/// `c[w] - A B_w^T` with `B_w`'s rows at `b[w] + g sb`. One `A` fragment feeds `W`
+/// products, and the `2 W` accumulators (even and odd 4-column steps of each tile) are
+/// independent DMMA chains: the products of a latency-bound warp overlap
+/// (`docs/perf-notes.md`, entry 73).
+///
+/// # Safety
+/// As [`tile_minus_abt`], for every `b[w]`.
+#[inline(always)]
+pub(crate) unsafe fn tiles_minus_abt<T: Real, const W: usize>(
+    c: [[T; 2]; W],
+    a: *const T,
+    sa: usize,
+    b: [*const T; W],
+    sb: usize,
+    k: usize,
+) -> [[T; 2]; W] {
+    let lane = lane_id() as usize;
+    let (g, t) = (lane / 4, lane % 4);
+    if T::BYTES == 8 {
+        // This lane's fragment entries: row g, columns kk + t and kk + 4 + t.
+        // SAFETY (all reads): inside the rows (caller's contract).
+        let a_frag = unsafe { a.add(g * sa + t) };
+        let b_frag: [*const T; W] = core::array::from_fn(|w| unsafe { b[w].add(g * sb + t) });
+        // Two accumulators per tile (even and odd 4-column steps) halve the dependent
+        // DMMA chain.
+        let mut even: [[f64; 2]; W] = core::array::from_fn(|w| [c[w][0].to_f64(), c[w][1].to_f64()]);
+        let mut odd = [[0.0f64; 2]; W];
+        let mut kk = 0;
+        while kk < k {
+            let (a0, a1) = unsafe { ((*a_frag.add(kk)).to_f64(), (*a_frag.add(kk + 4)).to_f64()) };
+            for w in 0..W {
+                let (b0, b1) = unsafe { ((*b_frag[w].add(kk)).to_f64(), (*b_frag[w].add(kk + 4)).to_f64()) };
+                even[w] = mma_m8n8k4_f64(-a0, b0, even[w]);
+                odd[w] = mma_m8n8k4_f64(-a1, b1, odd[w]);
+            }
+            kk += 8;
+        }
+        core::array::from_fn(|w| [T::from_f64(even[w][0] + odd[w][0]), T::from_f64(even[w][1] + odd[w][1])])
+    } else {
+        // `f32` (no DMMA): one tile at a time. Its FMA tiles, capped at 80 registers in the
+        // blocked kernels, measured slower in pairs (entry 73); callers pass `W = 1`.
+        // SAFETY: forwarded.
+        core::array::from_fn(|w| unsafe { tile_minus_abt(c[w], a, sa, b[w], sb, k) })
+    }
+}
+
 /// Updates the `8 x 8` tile of `p` (row stride `s`) at `(r0, c0)` by the strip
 /// `kb..kb + 8`: `P[r0.., c0..] -= P[r0.., kb..] P[c0.., kb..]^T`, by one warp.
 ///
@@ -85,6 +133,31 @@ pub(crate) unsafe fn update_tile<T: Real>(p: *mut T, s: usize, r0: usize, c0: us
     unsafe {
         *cell = d[0];
         *cell.add(1) = d[1];
+    }
+}
+
+/// [`update_tile`] for the `W` tiles at `(r0, c0[w])` in one pass of [`tiles_minus_abt`]
+/// (shared `A` fragment, `2 W` independent DMMA chains); tile `w` is written back only
+/// where `keep[w]`: a tile that is read but not kept must not be written by another
+/// thread meanwhile either (its result is dropped).
+///
+/// # Safety
+/// As [`update_tile`] for every kept tile; the others are readable and no other thread
+/// writes them meanwhile.
+#[inline(always)]
+pub(crate) unsafe fn update_tiles<T: Real, const W: usize>(p: *mut T, s: usize, r0: usize, c0: [usize; W], kb: usize, keep: [bool; W]) {
+    let lane = lane_id() as usize;
+    let (g, t) = (lane / 4, lane % 4);
+    let cells = c0.map(|c| unsafe { p.add((r0 + g) * s + c + 2 * t) });
+    let c = cells.map(|cell| unsafe { [*cell, *cell.add(1)] });
+    let d = unsafe { tiles_minus_abt(c, p.add(r0 * s + kb), s, c0.map(|c| p.add(c * s + kb) as *const T), s, KB) };
+    for w in 0..W {
+        if keep[w] {
+            unsafe {
+                *cells[w] = d[w][0];
+                *cells[w].add(1) = d[w][1];
+            }
+        }
     }
 }
 
@@ -334,32 +407,80 @@ pub(crate) unsafe fn factor_strips<T: Real>(p: *mut T, s: usize, n: usize, coupl
         // Row tiles: D's below the strip (kt+1..tiles), then those of the present
         // couplings, over the other warps only: the look-ahead warp's factor is the strip's
         // critical path, and tiles of its own after it made the closing barrier wait
-        // longer (docs/perf-notes.md entry 22). Index math in u32 with a multiply-high
-        // division: `usize` is 64-bit on the device and its run-time divisions were half
-        // of the blocked panel factor's instructions (`ncu`, entry 15).
-        let col_tiles = (tiles - kt - 1) as u32;
-        let coupling_tiles = |rows: usize| if rows > 0 { tiles as u32 } else { 0 };
-        let (d_tiles, l_tiles) = (col_tiles, coupling_tiles(rows_l));
-        let row_tiles = d_tiles + l_tiles + coupling_tiles(rows_r);
-        let by_col = FastDiv::new(col_tiles);
-        let mut e = if warp == ahead { u32::MAX } else { warp as u32 };
-        while e < row_tiles * col_tiles {
-            let (rt, c) = by_col.div_rem(e);
-            let cj = kt + 1 + c as usize;
-            let (r0, wanted) = if rt < d_tiles {
-                // On or below the diagonal; the next diagonal tile is the look-ahead's.
-                let ri = kt + 1 + rt as usize;
-                (ri * KB, ri >= cj && ri != kt + 1)
-            } else if rt < d_tiles + l_tiles {
-                (l0 + (rt - d_tiles) as usize * KB, true)
-            } else {
-                (rr0 + (rt - d_tiles - l_tiles) as usize * KB, true)
-            };
-            if wanted {
-                unsafe { update_tile(p, s, r0, cj * KB, kb) };
+        // longer (docs/perf-notes.md entry 22).
+        let rows = TrailingRows { kt, tiles, l: (l0, rows_l > 0), r: (rr0, rows_r > 0) };
+        // Pairs of column tiles in `f64` (entry 73); `f32`'s FMA tiles under their
+        // 80-register cap measured slower paired.
+        if T::BYTES == 8 {
+            // Only the warps with items enter (measured 1-1.5 % faster at n = 64 than the
+            // look-ahead warp passing through the loop's bounds check).
+            if warp != ahead {
+                unsafe { update_trailing::<T, 2>(p, s, kb, &rows, warp, ahead) };
             }
-            e += ahead as u32;
+        } else {
+            unsafe { update_trailing::<T, 1>(p, s, kb, &rows, warp, ahead) };
         }
         team.sync();
+    }
+}
+
+/// The row tiles below a strip `kt` that its trailing update covers: `D`'s on or below the
+/// diagonal (from tile `kt + 1`), then each present coupling's `tiles`.
+struct TrailingRows {
+    kt: usize,
+    tiles: usize,
+    /// First row and presence of each coupling.
+    l: (usize, bool),
+    r: (usize, bool),
+}
+
+/// The trailing update of strip `kt` (columns `kb..kb + 8`) by the warps other than the
+/// look-ahead warp `ahead` (it has the next diagonal tile, and tiles of its own after its
+/// factor made the closing barrier wait longer, entry 22): items of one row tile and `W`
+/// consecutive column tiles ([`update_tiles`]: one `A` fragment, `2 W` independent DMMA
+/// chains). An item's columns past the last repeat the last tile, and on `D`'s diagonal
+/// it reads its upper neighbours: neither is kept. An item that would read the look-ahead's
+/// tile keeps nothing and is skipped. Index math in u32 with a multiply-high division:
+/// `usize` is 64-bit on the device and its run-time divisions were half of the blocked
+/// panel factor's instructions (`ncu`, entry 15). At `W = 1` this is the loop as it was
+/// before the pairs (`f32` keeps it: the generic form of it compiled slower under its
+/// register cap).
+///
+/// # Safety
+/// As [`factor_strips`] between its barriers; called by every warp of the block (the
+/// look-ahead warp then takes no item) or by every warp but `ahead`.
+#[inline(always)]
+unsafe fn update_trailing<T: Real, const W: usize>(p: *mut T, s: usize, kb: usize, rows: &TrailingRows, warp: usize, ahead: usize) {
+    let TrailingRows { kt, tiles, l: (l0, has_l), r: (rr0, has_r) } = *rows;
+    let col_tiles = (tiles - kt - 1) as u32;
+    let coupling_tiles = |present: bool| if present { tiles as u32 } else { 0 };
+    let (d_tiles, l_tiles) = (col_tiles, coupling_tiles(has_l));
+    let row_tiles = d_tiles + l_tiles + coupling_tiles(has_r);
+    let col_items = col_tiles.div_ceil(W as u32);
+    let by_item = FastDiv::new(col_items);
+    let mut e = if warp == ahead { u32::MAX } else { warp as u32 };
+    while e < row_tiles * col_items {
+        let (rt, c) = by_item.div_rem(e);
+        let cj = kt + 1 + W * c as usize;
+        // Tile `w` of the item exists (`w = 0` always does).
+        let exists = |w: usize| w == 0 || cj + w < tiles;
+        let (r0, keep): (usize, [bool; W]) = if rt < d_tiles {
+            // On or below the diagonal; the next diagonal tile is the look-ahead's.
+            let ri = kt + 1 + rt as usize;
+            (ri * KB, core::array::from_fn(|w| exists(w) && ri >= cj + w && ri != kt + 1))
+        } else if rt < d_tiles + l_tiles {
+            (l0 + (rt - d_tiles) as usize * KB, core::array::from_fn(exists))
+        } else {
+            (rr0 + (rt - d_tiles - l_tiles) as usize * KB, core::array::from_fn(exists))
+        };
+        if keep[0] {
+            if W == 1 {
+                unsafe { update_tile(p, s, r0, cj * KB, kb) };
+            } else {
+                let cols: [usize; W] = core::array::from_fn(|w| (cj + w).min(tiles - 1) * KB);
+                unsafe { update_tiles(p, s, r0, cols, kb, keep) };
+            }
+        }
+        e += ahead as u32;
     }
 }
