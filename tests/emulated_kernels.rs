@@ -434,6 +434,13 @@ fn emulated_factor_and_solve_match_the_dense_reference() {
     check_factor_and_solve(PANEL, PANEL_CASES);
     check_factor_and_solve(BLOCKED, CASES);
     check_factor_and_solve(BLOCKED, BLOCKED_CASES);
+    // The strip factor's and the blocked products' tiles on the sm_80 shape (`m8n8k4`;
+    // sm_90 takes `m16n8k16` / `m16n8k8` on `16 x 8` tiles).
+    emu::with_compute_capability(80, || {
+        check_factor_and_solve(BLOCKED, BLOCKED_CASES);
+        check_factor_and_solve(Family::BlockedDataflow(0), &[(2, 9, 33, 2), (1, 5, 64, 1)]);
+        check_factor_and_solve(CHAIN_STRIPS, BLOCKED_CASES);
+    });
     check_factor_and_solve(GENERIC, PANEL_CASES);
     check_factor_and_solve(CHAIN, CASES);
     check_factor_and_solve(CHAIN, PANEL_CASES);

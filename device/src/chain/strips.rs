@@ -1,8 +1,8 @@
 //! The chain factor for `16 < n <= 64`: one thread block per system, each step's panel
 //! `[D_b; A[b+1, b]]` factored in 8-column strips with tensor-core tile updates
 //! ([`crate::tile::strip8::factor_strips`], the blocked panel factor's routine), and the
-//! next diagonal block `D_{b+1} = A_{b+1,b+1} - L_{b+1,b} L_{b+1,b}^T` as `8 x 8` DMMA
-//! tiles (FP32 FMAs in `f32`).
+//! next diagonal block `D_{b+1} = A_{b+1,b+1} - L_{b+1,b} L_{b+1,b}^T` as DMMA tiles
+//! (`16 x 8` on the sm_90 shapes, `8 x 8` on `m8n8k4` on sm_80; FP32 FMAs in `f32`).
 //!
 //! Why a second block-per-system factor: the generic one ([`super::factor_chain`]) runs its
 //! panel column by column (a barrier and a shared load and store per multiply-add) and
@@ -19,10 +19,11 @@
 use crate::level::node::entry_status;
 use crate::level::{FactorArgs, INFO_OK, InfoCode, align_elems, info_key};
 use crate::team::{Block, Team};
-use crate::tile::strip8::{KB, factor_strips, tile_minus_abt};
+use crate::tile::strip8::{KB, factor_strips, tile_minus_abt, update_tiles16};
 use crate::tile::{FastDiv, NO_FAILURE, copy_batched, for_each_index, for_each_rc};
 use crate::tiled::potrf::{S, SD, invert_factor};
 use blocktri_prims::memory::load_readonly;
+use blocktri_prims::mma::has_sm90_dmma;
 use blocktri_prims::{Real, atomic, block_idx_x, lane_id, shared};
 
 /// Padded block sizes of [`factor_chain_strips`]: `n` runs with the smallest `>= n`.
@@ -220,7 +221,11 @@ pub unsafe fn factor_chain_strips<T: Real, const NP: usize>(args: &FactorArgs<T>
         team.sync();
         load_diag(b + 1);
         // SAFETY: the panel as sized; each tile has one warp, the coupling is only read.
-        unsafe { subtract_coupling_gram(p, coupling, st, tiles) };
+        if T::BYTES == 8 && has_sm90_dmma() {
+            unsafe { subtract_coupling_gram16::<T, 2>(p, coupling, st, tiles) };
+        } else {
+            unsafe { subtract_coupling_gram(p, coupling, st, tiles) };
+        }
         team.sync(); // the coupling is read by every tile before the next one is loaded
     }
 }
@@ -254,5 +259,37 @@ unsafe fn subtract_coupling_gram<T: Real>(d: *mut T, k: *const T, st: usize, til
             *cell = acc[0];
             *cell.add(1) = acc[1];
         }
+    }
+}
+
+/// [`subtract_coupling_gram`] on the sm_90 DMMA shapes ([`update_tiles16`]), `f64` where
+/// `has_sm90_dmma()`: items of a row tile of 16 rows and `W` column tiles of 8, one
+/// `m16n8k16` per 16 columns of `K` and tile. An odd tile count leaves a last row tile of 8
+/// rows, so nothing past `D`'s and `K`'s `8 tiles` rows is read or written; entries above
+/// the diagonal inside a kept tile are updated too (nothing reads `D`'s upper triangle).
+///
+/// # Safety
+/// As [`subtract_coupling_gram`], with `T = f64` and `has_sm90_dmma()`.
+#[inline(always)]
+unsafe fn subtract_coupling_gram16<T: Real, const W: usize>(d: *mut T, k: *const T, st: usize, tiles: usize) {
+    let team = Block;
+    let (warp, warps) = (team.rank() / 32, team.size() / 32);
+    let rows = tiles * KB;
+    let items = tiles.div_ceil(W) as u32;
+    let by_items = FastDiv::new(items);
+    let mut e = warp as u32;
+    while e < tiles.div_ceil(2) as u32 * items {
+        let (ti, q) = by_items.div_rem(e);
+        e += warps as u32;
+        let (r0, tj0) = (2 * KB * ti as usize, W * q as usize);
+        let full = r0 + 2 * KB <= rows;
+        let last_row = if full { r0 + 2 * KB - 1 } else { r0 + KB - 1 };
+        let keep: [bool; W] = core::array::from_fn(|w| tj0 + w < tiles && (tj0 + w) * KB <= last_row);
+        if !keep[0] {
+            continue;
+        }
+        let cols: [usize; W] = core::array::from_fn(|w| (tj0 + w).min(tiles - 1) * KB);
+        // SAFETY: inside both matrices (caller's contract); this warp's tiles.
+        unsafe { update_tiles16((d, k, k), st, (r0, full), cols, rows, keep) };
     }
 }

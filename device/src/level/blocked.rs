@@ -1,6 +1,7 @@
 //! The panel factorization blocked in 8-column strips, with the products on FP64 tensor
-//! cores (`mma.sync.m8n8k4`) in `f64`: same storage, threads and solves as
-//! [`super::panel`], a different step 3 and 5.
+//! cores in `f64` (the sm_90 shapes `mma.sync.m16n8k16` / `m16n8k8` on Hopper builds,
+//! `m8n8k4` on sm_80 builds): same storage, threads and solves as [`super::panel`], a
+//! different step 3 and 5.
 //!
 //! [`super::panel::factor_panel`] spends one block barrier and a shared-memory load and
 //! store per multiply-add on every column of the `3 NP x NP` panel, and its three
@@ -8,11 +9,13 @@
 //! the shared-memory pipe (`docs/perf-notes.md`, entry 15). Here the panel is factored in
 //! 8-column strips by `crate::tile::strip8::factor_strips` (an `8 x 8` diagonal tile per
 //! strip in one warp's registers, the strip rows one thread each, the trailing update in
-//! `8 x 8` tensor-core tiles with a look-ahead warp on the next diagonal tile).
+//! tensor-core tiles with a look-ahead warp on the next diagonal tile).
 //!
 //! Two barriers per strip instead of eight. Then the neighbour products
 //! `D_l -= K_l K_l^T`, `D_r -= K_r K_r^T` (lower tiles only, mirrored) and
-//! `fill = -K_r K_l^T` as `8 x 8` tiles, one warp each (two of a row at a time in `f64`).
+//! `fill = -K_r K_l^T`, a warp per row tile and two column tiles in `f64` (`16 x 8` tiles
+//! of one `m16n8k16` per 16 columns on sm_90, `8 x 8` tiles on `m8n8k4` on sm_80), one
+//! `8 x 8` tile per warp in `f32`.
 //!
 //! `f32` has no DMMA: the same tiles on FP32 FMAs, lane `(g, t)` computing the two entries
 //! that its DMMA fragment would hold.
@@ -26,7 +29,8 @@ use super::{FactorArgs, InfoCode, align_elems, info_key};
 use crate::layout::fill_slot;
 use crate::team::{Block, Team};
 use crate::tile::FastDiv;
-use crate::tile::strip8::{KB, factor_strips, tiles_minus_abt};
+use crate::tile::strip8::{KB, factor_strips, tiles_minus_abt, tiles16_minus_abt};
+use blocktri_prims::mma::has_sm90_dmma;
 use blocktri_prims::{Real, atomic, shared};
 
 /// Row stride of the shared panel (elements).
@@ -134,9 +138,10 @@ pub(crate) unsafe fn factor_blocked_node<T: Real, const NP: usize>(args: &Factor
 }
 
 /// Step 5: `D_l -= K_l K_l^T`, `D_r -= K_r K_r^T` (atomic adds: two nodes update each
-/// separator) and the fill `-K_r K_l^T` (stored), as `8 x 8` tiles over the warps; the
-/// symmetric updates compute the tiles on and below the diagonal and add each
-/// off-diagonal one at its mirror too.
+/// separator) and the fill `-K_r K_l^T` (stored), as tensor-core tiles over the warps
+/// ([`product_items16`] on sm_90, [`product_items`] elsewhere); the symmetric updates
+/// compute the tiles on and below the diagonal and add each entry below it at its mirror
+/// too.
 ///
 /// # Safety
 /// As [`factor_blocked`]; the panel is factored and visible to every thread.
@@ -151,7 +156,7 @@ unsafe fn neighbour_products<T: Real, const NP: usize>(a: &FactorArgs<T>, nd: &N
     let block = |base: *mut T, idx: usize| unsafe { base.add((sys_blocks + idx) * ld * n) };
     // Job j: (rows of the left factor, rows of the right factor, destination, symmetric
     // update). A match, not an array: an array indexed at run time lives on the stack.
-    let job = |j: usize| -> Option<(usize, usize, *mut T, bool)> {
+    let job = |j: usize| -> Option<Job<T>> {
         match (j, nd.left, nd.right) {
             (0, Some(l), _) => Some((NP, NP, block(a.diag, (l - 1) as usize), true)),
             (1, _, Some(r)) => Some((2 * NP, 2 * NP, block(a.diag, (r - 1) as usize), true)),
@@ -162,9 +167,12 @@ unsafe fn neighbour_products<T: Real, const NP: usize>(a: &FactorArgs<T>, nd: &N
             _ => None,
         }
     };
-    // Pairs of column tiles in `f64` (entry 73); `f32`'s FMA tiles under their
-    // 80-register cap measured slower paired.
-    if T::BYTES == 8 {
+    // `16`-row tiles on the sm_90 DMMA shapes (entry 74); pairs of `8 x 8` column tiles
+    // in `f64` elsewhere (entry 73); `f32`'s FMA tiles under their 80-register cap
+    // measured slower paired.
+    if T::BYTES == 8 && has_sm90_dmma() {
+        unsafe { product_items16::<T, PRODUCT16_WIDTH>(p, s, (n, ld, nc), (warp, warps), (g, t), job) };
+    } else if T::BYTES == 8 {
         unsafe { product_items::<T, 2>(p, s, (n, ld, nc), (warp, warps), (g, t), job) };
     } else {
         unsafe { product_items::<T, 1>(p, s, (n, ld, nc), (warp, warps), (g, t), job) };
@@ -188,21 +196,12 @@ unsafe fn product_items<T: Real, const W: usize>(
     (n, ld, nc): (usize, usize, usize),
     (warp, warps): (usize, usize),
     (g, t): (usize, usize),
-    job: impl Fn(usize) -> Option<(usize, usize, *mut T, bool)>,
+    job: impl Fn(usize) -> Option<Job<T>>,
 ) {
     let tiles = nc / KB;
-    let items = tiles.div_ceil(W);
-    let per_job = (tiles * items) as u32;
-    let (by_job, by_items) = (FastDiv::new(per_job), FastDiv::new(items as u32));
-    let mut e = warp as u32;
-    while e < 3 * per_job {
-        let (j, rem) = by_job.div_rem(e);
-        let (ti, q) = by_items.div_rem(rem);
-        let (j, ti, tj0) = (j as usize, ti as usize, W * q as usize);
-        e += warps as u32;
-        let Some((rows_a, rows_b, dst, symmetric)) = job(j) else { continue };
+    for_each_item::<T, W>(tiles, tiles, (warp, warps), job, |(rows_a, rows_b, dst, symmetric), ti, tj0| {
         if symmetric && ti < tj0 {
-            continue;
+            return;
         }
         let b: [*const T; W] =
             core::array::from_fn(|w| unsafe { p.add((rows_b + if w == 0 { tj0 } else { (tj0 + w).min(tiles - 1) } * KB) * s) });
@@ -231,5 +230,91 @@ unsafe fn product_items<T: Real, const W: usize>(
                 }
             }
         }
+    });
+}
+
+/// A neighbour-product job: the rows of its two factors in the panel, its destination
+/// block, and whether it is symmetric.
+type Job<T> = (usize, usize, *mut T, bool);
+
+/// Hands this warp's work items of [`neighbour_products`] to `item(job, ti, tj0)`: row
+/// tile `ti < row_tiles` of each present job (`job(j)` for `j < 3`, `None`: absent) with
+/// the `W` column tiles from `tj0` (of `tiles`), dealt round-robin over the warps. Index
+/// math in u32 with multiply-high divisions (`usize` division is slow on the device).
+#[inline(always)]
+fn for_each_item<T, const W: usize>(
+    row_tiles: usize,
+    tiles: usize,
+    (warp, warps): (usize, usize),
+    job: impl Fn(usize) -> Option<Job<T>>,
+    mut item: impl FnMut(Job<T>, usize, usize),
+) {
+    let items = tiles.div_ceil(W);
+    let per_job = (row_tiles * items) as u32;
+    let (by_job, by_items) = (FastDiv::new(per_job), FastDiv::new(items as u32));
+    let mut e = warp as u32;
+    while e < 3 * per_job {
+        let (j, rem) = by_job.div_rem(e);
+        let (ti, q) = by_items.div_rem(rem);
+        e += warps as u32;
+        if let Some(jb) = job(j as usize) {
+            item(jb, ti as usize, W * q as usize);
+        }
     }
+}
+
+/// Column tiles of `8` per work item of [`product_items16`].
+const PRODUCT16_WIDTH: usize = 2;
+
+/// [`product_items`] on the sm_90 DMMA shapes ([`tiles16_minus_abt`]): an item is a row
+/// tile of 16 rows of job `j` and `W` consecutive column tiles of 8, one `m16n8k16` per
+/// 16 columns of `k` and tile (eight `m8n8k4`s' work). Row tiles may reach past `nc` into
+/// the panel's padding rows (inside the panel: `NP` is a multiple of 32), whose results
+/// are dropped. Symmetric jobs skip items wholly above the diagonal and add each entry on
+/// or below it, at its mirror too, so every entry of the destination gets one value.
+///
+/// # Safety
+/// As [`product_items`], with `T = f64` and `has_sm90_dmma()`; each job's rows
+/// `rows_a .. rows_a + 16 ceil(nc / 16)` lie inside the shared panel.
+#[inline(always)]
+unsafe fn product_items16<T: Real, const W: usize>(
+    p: *const T,
+    s: usize,
+    (n, ld, nc): (usize, usize, usize),
+    (warp, warps): (usize, usize),
+    (g, t): (usize, usize),
+    job: impl Fn(usize) -> Option<Job<T>>,
+) {
+    let tiles = nc / KB;
+    for_each_item::<T, W>(nc.div_ceil(2 * KB), tiles, (warp, warps), job, |(rows_a, rows_b, dst, symmetric), ti, tj0| {
+        let last_row = 2 * KB * ti + 2 * KB - 1;
+        if symmetric && tj0 * KB > last_row {
+            return;
+        }
+        let b: [*const T; W] = core::array::from_fn(|w| unsafe { p.add((rows_b + (tj0 + w).min(tiles - 1) * KB) * s) });
+        let a_rows = unsafe { p.add((rows_a + 2 * KB * ti) * s) };
+        let acc = unsafe { tiles16_minus_abt([[T::ZERO; 4]; W], [a_rows, a_rows.add(KB * s)], s, b, s, nc) };
+        for (w, tile) in acc.iter().enumerate() {
+            let tj = tj0 + w;
+            if tj >= tiles || (symmetric && tj * KB > last_row) {
+                continue;
+            }
+            for (i, v) in tile.iter().enumerate() {
+                let (row, col) = (2 * KB * ti + g + KB * (i / 2), tj * KB + 2 * t + i % 2);
+                if row >= n || col >= n {
+                    continue;
+                }
+                unsafe {
+                    if !symmetric {
+                        *dst.add(col * ld + row) = *v;
+                    } else if row >= col {
+                        T::atomic_add_global(dst.add(col * ld + row), *v);
+                        if row > col {
+                            T::atomic_add_global(dst.add(row * ld + col), *v);
+                        }
+                    }
+                }
+            }
+        }
+    });
 }

@@ -1,5 +1,7 @@
-//! Cholesky in 8-column strips over a row-major matrix in shared memory, one warp per
-//! `8 x 8` tile, the tile products on FP64 tensor cores (`mma.sync.m8n8k4`) in `f64`.
+//! Cholesky in 8-column strips over a row-major matrix in shared memory, the tile
+//! products on FP64 tensor cores in `f64`: `16 x 8` tiles on the sm_90 shapes
+//! (`mma.sync.m16n8k8` / `m16n8k16`, [`tiles16_minus_abt`]) on Hopper builds, `8 x 8`
+//! tiles on `mma.sync.m8n8k4` on sm_80 builds.
 //!
 //! Used by the blocked panel factor ([`crate::level::blocked`]: a node's panel
 //! `[D; A_l; A_r]`) and the chain engine's strips; the tiled engine's diagonal-tile step
@@ -10,11 +12,12 @@
 //!   whole tile in its own registers (no shuffle, no barrier), and writes `1 / L_jj`.
 //! - **Strip rows**: every row below the tile solves its 8 entries against it (one thread
 //!   per row, the tile read by broadcast).
-//! - **Trailing update**: `P[I, J] -= P[I, K] P[J, K]^T` over `8 x 8` output tiles, one warp
-//!   per tile (two DMMAs per tile in `f64`, where a warp takes two tiles of a row at a time:
-//!   one `A` fragment, four independent DMMAs). The last warp updates the next diagonal tile
-//!   and factors it at once (look-ahead), so the next strip starts without a barrier for
-//!   it; the other warps share the remaining tiles.
+//! - **Trailing update**: `P[I, J] -= P[I, K] P[J, K]^T` over output tiles, a warp taking
+//!   one row tile and two column tiles at a time in `f64` (one `A` fragment, independent
+//!   DMMAs): on sm_90 `16 x 8` tiles of one `m16n8k8` each, on sm_80 `8 x 8` tiles of two
+//!   `m8n8k4`s. The last warp updates the next diagonal tile and factors it at once
+//!   (look-ahead), so the next strip starts without a barrier for it; the other warps
+//!   share the remaining tiles.
 //!
 //! Two barriers per strip. `f32` has no DMMA: the same tiles on FP32 FMAs, lane `(g, t)`
 //! computing the two entries that its DMMA fragment would hold.
@@ -24,7 +27,7 @@
 
 use super::FastDiv;
 use crate::team::{Block, Team};
-use blocktri_prims::mma::mma_m8n8k4_f64;
+use blocktri_prims::mma::{has_sm90_dmma, mma_m8n8k4_f64, mma_m16n8k8_f64, mma_m16n8k16_f64};
 use blocktri_prims::{Real, lane_id, sync_warp};
 
 /// Width of a strip and side of a tile.
@@ -116,6 +119,72 @@ pub(crate) unsafe fn tiles_minus_abt<T: Real, const W: usize>(
         // SAFETY: forwarded.
         core::array::from_fn(|w| unsafe { tile_minus_abt(c[w], a, sa, b[w], sb, k) })
     }
+}
+
+/// [`tiles_minus_abt`] on the sm_90 FP64 DMMA shapes, for `f64` where
+/// [`has_sm90_dmma`]: `W` output tiles of `16 x 8`,
+/// tile `w` being `c[w] - A B_w^T` with `A`'s rows `r < 8` at `a[0] + r sa` and `8 + r`
+/// at `a[1] + r sa` (a tile of 8 rows passes `a[1] = a[0]` and drops the copy) and
+/// `B_w`'s 8 rows at `b[w] + g sb`, over `k` columns (a
+/// multiple of 8: `m16n8k16` per 16 columns, `m16n8k8` for a last 8). Lane `4g + t` holds
+/// `c[w][i] = C_w[g + 8 (i / 2)][2 t + i % 2]` (the DMMA accumulator layout). One such
+/// DMMA does the work of eight `m8n8k4`s, and on Hopper the `m8n8k4` shape keeps the
+/// tensor pipe at about half its FP64 rate (`docs/perf-notes.md`, entries 7 and 74).
+/// Alternate 16-column steps go to two accumulators per tile (independent DMMA chains).
+///
+/// # Safety
+/// The 8 rows behind each `a[h]` and each `b[w]` hold `k` readable entries; all 32
+/// lanes of the warp call it together; `T` is `f64` and `has_sm90_dmma` holds (the
+/// instructions trap otherwise).
+#[inline(always)]
+pub(crate) unsafe fn tiles16_minus_abt<T: Real, const W: usize>(
+    c: [[T; 4]; W],
+    a: [*const T; 2],
+    sa: usize,
+    b: [*const T; W],
+    sb: usize,
+    k: usize,
+) -> [[T; 4]; W] {
+    let lane = lane_id() as usize;
+    let (g, t) = (lane / 4, lane % 4);
+    // This lane's fragment entries: A rows g and g + 8, B_w row g; columns kk + t + 4 u.
+    // SAFETY (all reads): inside the rows (caller's contract).
+    let (a_lo, a_hi) = unsafe { (a[0].add(g * sa + t), a[1].add(g * sa + t)) };
+    let b_frag: [*const T; W] = core::array::from_fn(|w| unsafe { b[w].add(g * sb + t) });
+    // `-A` in fragment order: `[A[g][kk + t], A[g + 8][kk + t], A[g][kk + t + 4], ..]`.
+    // `R` registers of A (`R / 2` of each B): a 16-column step at 8, its first half at 4.
+    fn a_step<T: Real, const R: usize>((lo, hi): (*const T, *const T), kk: usize) -> [f64; R] {
+        core::array::from_fn(|i| -unsafe { *(if i % 2 == 0 { lo } else { hi }).add(kk + 4 * (i / 2)) }.to_f64())
+    }
+    fn b_step<T: Real, const R: usize>(b: *const T, kk: usize) -> [f64; R] {
+        core::array::from_fn(|u| unsafe { *b.add(kk + 4 * u) }.to_f64())
+    }
+    let mut even: [[f64; 4]; W] = core::array::from_fn(|w| c[w].map(|v| v.to_f64()));
+    let mut odd = [[0.0f64; 4]; W];
+    let mut kk = 0;
+    while kk + 32 <= k {
+        let (a0, a1) = (a_step::<T, 8>((a_lo, a_hi), kk), a_step::<T, 8>((a_lo, a_hi), kk + 16));
+        for w in 0..W {
+            even[w] = mma_m16n8k16_f64(a0, b_step::<T, 4>(b_frag[w], kk), even[w]);
+            odd[w] = mma_m16n8k16_f64(a1, b_step::<T, 4>(b_frag[w], kk + 16), odd[w]);
+        }
+        kk += 32;
+    }
+    if kk + 16 <= k {
+        let a0 = a_step::<T, 8>((a_lo, a_hi), kk);
+        for w in 0..W {
+            even[w] = mma_m16n8k16_f64(a0, b_step::<T, 4>(b_frag[w], kk), even[w]);
+        }
+        kk += 16;
+    }
+    if kk < k {
+        // The last 8 columns: the first half of a 16-column step's fragments.
+        let a0 = a_step::<T, 4>((a_lo, a_hi), kk);
+        for w in 0..W {
+            odd[w] = mma_m16n8k8_f64(a0, b_step::<T, 2>(b_frag[w], kk), odd[w]);
+        }
+    }
+    core::array::from_fn(|w| core::array::from_fn(|i| T::from_f64(even[w][i] + odd[w][i])))
 }
 
 /// Updates the `8 x 8` tile of `p` (row stride `s`) at `(r0, c0)` by the strip
@@ -411,7 +480,12 @@ pub(crate) unsafe fn factor_strips<T: Real>(p: *mut T, s: usize, n: usize, coupl
         let rows = TrailingRows { kt, tiles, l: (l0, rows_l > 0), r: (rr0, rows_r > 0) };
         // Pairs of column tiles in `f64` (entry 73); `f32`'s FMA tiles under their
         // 80-register cap measured slower paired.
-        if T::BYTES == 8 {
+        // On sm_90, `16 x 8` tiles of one `m16n8k8` each (entry 74).
+        if T::BYTES == 8 && has_sm90_dmma() {
+            if warp != ahead {
+                unsafe { update_trailing16::<T, TRAILING16_WIDTH>(p, s, kb, &rows, warp, ahead) };
+            }
+        } else if T::BYTES == 8 {
             // Only the warps with items enter (measured 1-1.5 % faster at n = 64 than the
             // look-ahead warp passing through the loop's bounds check).
             if warp != ahead {
@@ -421,6 +495,101 @@ pub(crate) unsafe fn factor_strips<T: Real>(p: *mut T, s: usize, n: usize, coupl
             unsafe { update_trailing::<T, 1>(p, s, kb, &rows, warp, ahead) };
         }
         team.sync();
+    }
+}
+
+/// Column tiles of 8 per work item of [`update_trailing16`].
+const TRAILING16_WIDTH: usize = 2;
+
+/// [`update_trailing`] on the sm_90 DMMA shape, `f64` where [`has_sm90_dmma`]: items of
+/// one row tile of 16 rows and `W` consecutive column tiles of 8, one `m16n8k8` per
+/// `16 x 8` tile (the work of four `m8n8k4`s). `D`'s row tiles start below the
+/// look-ahead's diagonal tile (row `kb + 16`); a part whose rows end 8 into a row tile
+/// (rounded size `≡ 8 mod 16`) gets a last tile of 8 rows (its `A` rows passed twice,
+/// the copy dropped), so that nothing past the part is read or written. Entries of `D`
+/// above the diagonal inside a kept tile are updated too: no other item writes them and
+/// nothing reads `D`'s upper triangle.
+///
+/// # Safety
+/// As [`update_trailing`], with `T = f64` and `has_sm90_dmma()`; called by every warp but
+/// `ahead`.
+#[inline(always)]
+unsafe fn update_trailing16<T: Real, const W: usize>(p: *mut T, s: usize, kb: usize, rows: &TrailingRows, warp: usize, ahead: usize) {
+    let TrailingRows { kt, tiles, l: (l0, has_l), r: (rr0, has_r) } = *rows;
+    let nc = tiles * KB;
+    let col_tiles = (tiles - kt - 1) as u32;
+    // D's rows below the look-ahead's tile, and each present coupling's rows.
+    let d_rows = nc.saturating_sub(kb + 2 * KB);
+    let coupling_tiles = |present: bool| if present { nc.div_ceil(2 * KB) as u32 } else { 0 };
+    let (d_tiles, l_tiles) = (d_rows.div_ceil(2 * KB) as u32, coupling_tiles(has_l));
+    let row_tiles = d_tiles + l_tiles + coupling_tiles(has_r);
+    let col_items = col_tiles.div_ceil(W as u32);
+    let by_item = FastDiv::new(col_items);
+    let mut e = warp as u32;
+    while e < row_tiles * col_items {
+        let (rt, c) = by_item.div_rem(e);
+        e += ahead as u32;
+        let cj = kt + 1 + W * c as usize;
+        // The part's first row, this tile's offset in it, the part's rows.
+        let (start, off, part_rows) = if rt < d_tiles {
+            (kb + 2 * KB, rt as usize * 2 * KB, d_rows)
+        } else if rt < d_tiles + l_tiles {
+            (l0, (rt - d_tiles) as usize * 2 * KB, nc)
+        } else {
+            (rr0, (rt - d_tiles - l_tiles) as usize * 2 * KB, nc)
+        };
+        let r0 = start + off;
+        let full = off + 2 * KB <= part_rows;
+        let in_d = rt < d_tiles;
+        // A D tile wholly above the diagonal is not updated.
+        let keep: [bool; W] = core::array::from_fn(|w| cj + w < tiles && !(in_d && (cj + w) * KB > r0 + 2 * KB - 1));
+        if !keep[0] {
+            continue;
+        }
+        let cols: [usize; W] = core::array::from_fn(|w| (cj + w).min(tiles - 1) * KB);
+        let strip = unsafe { p.add(kb) } as *const T;
+        unsafe { update_tiles16((p, strip, strip), s, (r0, full), cols, KB, keep) };
+    }
+}
+
+/// `C[r0.., c0[w]..] -= A[r0.., ..k] B[c0[w].., ..k]^T` for the `16 x 8` tiles at rows
+/// `r0..r0 + 16` (`r0..r0 + 8` when not `full`) and columns `c0[w]..c0[w] + 8` of `C`, in
+/// one pass of [`tiles16_minus_abt`]; `C`, `A` and `B` are row-major with row stride `s`.
+/// Tile `w` is written back only where `keep[w]`; nothing past the tile's rows is read
+/// or written.
+///
+/// # Safety
+/// As [`update_tiles`] (a tile that is read but not kept is not written by another thread
+/// meanwhile), for `T = f64` and `has_sm90_dmma()`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // three matrices, the tiles and the depth
+pub(crate) unsafe fn update_tiles16<T: Real, const W: usize>(
+    (c, a, b): (*mut T, *const T, *const T),
+    s: usize,
+    (r0, full): (usize, bool),
+    c0: [usize; W],
+    k: usize,
+    keep: [bool; W],
+) {
+    let lane = lane_id() as usize;
+    let (g, t) = (lane / 4, lane % 4);
+    let r_hi = if full { r0 + KB } else { r0 };
+    let cells: [[*mut T; 2]; W] = c0.map(|col| unsafe { [c.add((r0 + g) * s + col + 2 * t), c.add((r_hi + g) * s + col + 2 * t)] });
+    let acc = cells.map(|[lo, hi]| unsafe { [*lo, *lo.add(1), *hi, *hi.add(1)] });
+    let a_rows = unsafe { [a.add(r0 * s), a.add(r_hi * s)] };
+    let d = unsafe { tiles16_minus_abt(acc, a_rows, s, c0.map(|col| b.add(col * s)), s, k) };
+    for w in 0..W {
+        if keep[w] {
+            let [lo, hi] = cells[w];
+            unsafe {
+                *lo = d[w][0];
+                *lo.add(1) = d[w][1];
+                if full {
+                    *hi = d[w][2];
+                    *hi.add(1) = d[w][3];
+                }
+            }
+        }
     }
 }
 
