@@ -121,12 +121,11 @@ pub(crate) unsafe fn tiles_minus_abt<T: Real, const W: usize>(
     }
 }
 
-/// [`tiles_minus_abt`] on the sm_90 FP64 DMMA shapes, for `f64` where
-/// [`has_sm90_dmma`]: `W` output tiles of `16 x 8`,
-/// tile `w` being `c[w] - A B_w^T` with `A`'s rows `r < 8` at `a[0] + r sa` and `8 + r`
-/// at `a[1] + r sa` (a tile of 8 rows passes `a[1] = a[0]` and drops the copy) and
-/// `B_w`'s 8 rows at `b[w] + g sb`, over `k` columns (a
-/// multiple of 8: `m16n8k16` per 16 columns, `m16n8k8` for a last 8). Lane `4g + t` holds
+/// [`tiles_minus_abt`] on the sm_90 FP64 DMMA shapes, for `f64` where [`has_sm90_dmma`]:
+/// `W` output tiles of `16 x 8`, tile `w` being `c[w] - A B_w^T` with `A`'s rows `r < 8`
+/// at `a[0] + r sa` and `8 + r` at `a[1] + r sa` (a tile of 8 rows passes `a[1] = a[0]`
+/// and drops the copy) and `B_w`'s 8 rows at `b[w] + g sb`, over `k` columns (a multiple
+/// of 8: `m16n8k16` per 16 columns, `m16n8k8` for a last 8). Lane `4g + t` holds
 /// `c[w][i] = C_w[g + 8 (i / 2)][2 t + i % 2]` (the DMMA accumulator layout). One such
 /// DMMA does the work of eight `m8n8k4`s, and on Hopper the `m8n8k4` shape keeps the
 /// tensor pipe at about half its FP64 rate (`docs/perf-notes.md`, entries 7 and 74).
@@ -525,6 +524,8 @@ unsafe fn update_trailing16<T: Real, const W: usize>(p: *mut T, s: usize, kb: us
     let row_tiles = d_tiles + l_tiles + coupling_tiles(has_r);
     let col_items = col_tiles.div_ceil(W as u32);
     let by_item = FastDiv::new(col_items);
+    // The strip's columns: both factors of every tile's product.
+    let strip = unsafe { p.add(kb) } as *const T;
     let mut e = warp as u32;
     while e < row_tiles * col_items {
         let (rt, c) = by_item.div_rem(e);
@@ -547,7 +548,6 @@ unsafe fn update_trailing16<T: Real, const W: usize>(p: *mut T, s: usize, kb: us
             continue;
         }
         let cols: [usize; W] = core::array::from_fn(|w| (cj + w).min(tiles - 1) * KB);
-        let strip = unsafe { p.add(kb) } as *const T;
         unsafe { update_tiles16((p, strip, strip), s, (r0, full), cols, KB, keep) };
     }
 }
@@ -562,7 +562,6 @@ unsafe fn update_trailing16<T: Real, const W: usize>(p: *mut T, s: usize, kb: us
 /// As [`update_tiles`] (a tile that is read but not kept is not written by another thread
 /// meanwhile), for `T = f64` and `has_sm90_dmma()`.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)] // three matrices, the tiles and the depth
 pub(crate) unsafe fn update_tiles16<T: Real, const W: usize>(
     (c, a, b): (*mut T, *const T, *const T),
     s: usize,
