@@ -7,7 +7,7 @@
 //! system that already recorded a failure return after one barrier.
 
 use super::product::{Narrow, Panel, ProductShape, TileMac, Wide, product_shared_bytes};
-use super::{TILE, TiledArgs, lower_pair, rem_div, tiles};
+use super::{TILE, TiledArgs, lower_pair, tiles};
 use crate::layout::{fill_slot, level_of};
 use crate::level::{InfoCode, info_key};
 use blocktri_prims::{Real, atomic, block_idx_x, block_idx_y, shared, sync_threads, thread_idx_x};
@@ -19,11 +19,6 @@ pub const WIDE_THREADS: u32 = 256;
 
 /// Bytes in front of every tiled kernel's shared data (the block-uniform failure flag).
 pub(super) const FLAG_BYTES: usize = 16;
-
-/// Shared memory of [`prep`]: a `64 x 65` transposition tile and two diagonal stretches.
-pub const fn prep_shared_bytes(elem_bytes: usize) -> usize {
-    FLAG_BYTES + (TILE * (TILE + 1) + 2 * TILE) * elem_bytes
-}
 
 /// Shared memory of [`trsm`], [`update`] and [`neighbours`] on the `64 x 64` products.
 pub const fn product_kernel_shared_bytes(elem_bytes: usize) -> usize {
@@ -52,6 +47,20 @@ pub(super) fn shared_areas<T>() -> (*mut u32, *mut T) {
     (base as *mut u32, unsafe { base.add(FLAG_BYTES) } as *mut T)
 }
 
+/// Shared memory of [`prep`]: two staging tiles and two diagonal stretches.
+pub const fn prep_shared_bytes(elem_bytes: usize) -> usize {
+    FLAG_BYTES + (2 * TILE * stage_ld(elem_bytes) + 2 * TILE) * elem_bytes
+}
+
+/// Column stride of [`prep`]'s staging tiles: columns 16-byte aligned (the asynchronous
+/// copies write 16-byte pieces).
+const fn stage_ld(elem_bytes: usize) -> usize {
+    TILE + 16 / elem_bytes
+}
+
+/// Tile columns one pass of [`WIDE_THREADS`] threads covers (`TILE` threads per column).
+const TILE_STEP: usize = WIDE_THREADS as usize / TILE;
+
 /// Prepares a factorization: block `b` of system `s` (grid `x` = `systems * nblocks`),
 /// column tile `y` (grid `y` = `tiles(n)`):
 /// - `diag[b]` = the lower triangle of the input block, zero above (the updates and the
@@ -64,9 +73,17 @@ pub(super) fn shared_areas<T>() -> (*mut u32, *mut T) {
 /// Each input value is read once (the diagonal tiles twice): a lower tile with its
 /// transpose as the mirror; the tiles above the diagonal are only written (zeros).
 ///
+/// The copy is memory-bound, so what matters is the bytes in flight: a tile and its mirror
+/// go to shared memory by asynchronous copies (`stage_region`), which hold no registers
+/// while in flight, and the loops stay loops (unrolled, their hoisted addresses took
+/// ~200 registers and one block per multiprocessor; now 64 in f64 and three blocks, each
+/// with 64 KB of copies in flight; `docs/perf-notes.md`, entry 75).
+///
 /// # Safety
 /// [`WIDE_THREADS`] threads, [`prep_shared_bytes`] of shared memory; arrays as in
-/// [`TiledArgs`]; `info` reset to [`crate::level::INFO_OK`] before the launch.
+/// [`TiledArgs`], with `ld` a multiple of `16 / T::BYTES` (the executor pads it to 64
+/// bytes) and 16-byte aligned blocks; `info` reset to [`crate::level::INFO_OK`] before the
+/// launch.
 pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
     let a = *args;
     let (n, ld, nb) = (a.n(), a.ld(), a.nblocks as usize);
@@ -74,67 +91,61 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
     let (s, b) = (bx / nb, bx % nb);
     let c0 = block_idx_y() as usize * TILE;
     let w = TILE.min(n - c0);
-    let (tid, threads) = (thread_idx_x() as usize, WIDE_THREADS as usize);
-    let (_, tile) = shared_areas::<T>();
-    let blk = ld * n;
-    let mut bad = u32::MAX;
+    let tid = thread_idx_x() as usize;
+    let sld = stage_ld(T::BYTES);
+    let (_, area) = shared_areas::<T>();
     // SAFETY (all pointer arithmetic): blocks of system `s` inside the arrays, entries
     // (r, c) with r < n, c < n at leading dimension ld; shared areas as sized.
+    let (own, far) = (area, unsafe { area.add(TILE * sld) });
+    let (dr, dc) = unsafe { (area.add(2 * TILE * sld), area.add(2 * TILE * sld + TILE)) };
+    let blk = ld * n;
+    let mut bad = u32::MAX;
     let din = unsafe { a.diag_in.add((s * nb + b) * blk) };
     let d = unsafe { a.block(a.diag, s, b) };
-    // Per row tile: the mirror tile D[c0.., r0..] transposed into shared memory (read
-    // along its columns, coalesced) and the two diagonal stretches, so that the symmetry
-    // check reads nothing strided from global memory.
-    let (mirror, dr, dc) = unsafe { (tile, tile.add(TILE * (TILE + 1)), tile.add(TILE * (TILE + 1) + TILE)) };
     for r0 in (0..n).step_by(TILE) {
         let h = TILE.min(n - r0);
         if r0 < c0 {
             // Above the diagonal (tiles are aligned, so every r < c): zeros. Reading this
             // tile too, as the mirror of its transpose and for its own values, read the
             // input twice (a fifth of prep's traffic, which is memory-bound).
-            let mut e = tid;
-            while e < w * h {
-                let (rl, cl) = rem_div(e, h);
-                unsafe { *d.add((c0 + cl) * ld + r0 + rl) = T::ZERO };
-                e += threads;
-            }
+            for_share(tid, (h, w), |rl, cl| unsafe { *d.add((c0 + cl) * ld + r0 + rl) = T::ZERO });
             continue;
         }
-        // (Its values' finiteness is checked below, where they are compared.)
-        unsafe { load_transposed(din, ld, (r0, h), (c0, w), mirror) };
+        // own(rl, cl) = D(r0 + rl, c0 + cl) at own[cl sld + rl]; its mirror
+        // D(c0 + cl, r0 + rl) at far[rl sld + cl] (column r0 + rl of D, rows c0..), so
+        // that the symmetry check reads nothing strided from global memory.
+        unsafe {
+            stage_region(din, ld, (r0, h), (c0, w), own);
+            stage_region(din, ld, (c0, w), (r0, h), far);
+        }
         if tid < h {
             unsafe { *dr.add(tid) = *din.add((r0 + tid) * ld + r0 + tid) };
         }
         if tid < w {
             unsafe { *dc.add(tid) = *din.add((c0 + tid) * ld + c0 + tid) };
         }
-        blocktri_prims::sync_threads();
-        let at = |e: usize| {
-            let (rl, cl) = rem_div(e, h);
-            (rl, cl, (c0 + cl) * ld + r0 + rl)
-        };
-        batched(
-            w * h,
-            |e| unsafe { *din.add(at(e).2) },
-            |e, v| {
-                let (rl, cl, i) = at(e);
-                let (r, c) = (r0 + rl, c0 + cl);
-                unsafe { *d.add(i) = if r >= c { v } else { T::ZERO } };
-                // Below the diagonal, the mirror is the only read of its upper-triangle value:
-                // it is checked for finiteness here too.
-                let m = if r > c { unsafe { *mirror.add(cl * (TILE + 1) + rl) } } else { T::ZERO };
-                if !v.is_finite() || !m.is_finite() {
-                    bad = bad.min(InfoCode::NonFinite as u32);
-                } else if r > c {
-                    let (drr, dcc) = unsafe { (*dr.add(rl), *dc.add(cl)) };
-                    let diff = v - m;
-                    let symmetric = diff * diff <= a.sym_tol * a.sym_tol * (drr * dcc).abs(); // false for NaN
-                    if !symmetric {
-                        bad = bad.min(InfoCode::NotSymmetric as u32);
-                    }
-                }
-            },
-        );
+        staged();
+        for_share(tid, (h, w), |rl, cl| {
+            let (r, c) = (r0 + rl, c0 + cl);
+            let v = unsafe { *own.add(cl * sld + rl) };
+            unsafe { *d.add(c * ld + r) = if r >= c { v } else { T::ZERO } };
+            // Below the diagonal, the mirror is the only read of its upper-triangle value:
+            // it is checked for finiteness here too.
+            let m = if r > c { unsafe { *far.add(rl * sld + cl) } } else { T::ZERO };
+            let (drr, dcc) = unsafe { (*dr.add(rl), *dc.add(cl)) };
+            let diff = v - m;
+            // False for NaN; on and above the diagonal only finiteness is checked.
+            let symmetric = r <= c || diff * diff <= a.sym_tol * a.sym_tol * (drr * dcc).abs();
+            let code = if !v.is_finite() || !m.is_finite() {
+                InfoCode::NonFinite as u32
+            } else if !symmetric {
+                InfoCode::NotSymmetric as u32
+            } else {
+                u32::MAX
+            };
+            bad = bad.min(code);
+        });
+        // The staging tiles are free again.
         blocktri_prims::sync_threads();
     }
     let info = unsafe { a.info.add(s) };
@@ -147,76 +158,97 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
         return;
     }
     let sub = |j: usize| unsafe { a.sub.add((s * (nb - 1) + j) * blk) };
+    let (has_right, has_left) = (b + 1 < nb, b >= 1);
+    let (right, left) = unsafe { (a.block(a.right, s, b), a.block(a.left, s, b)) };
     let mut finite = true;
-    if b + 1 < nb {
-        let (src, dst) = (sub(b), unsafe { a.block(a.right, s, b) });
-        let at = |e: usize| {
-            let (r, c) = rem_div(e, n);
-            (c0 + c) * ld + r
-        };
-        batched(
-            n * w,
-            |e| unsafe { *src.add(at(e)) },
-            |e, v| {
-                finite &= v.is_finite();
-                unsafe { *dst.add(at(e)) = v };
-            },
-        );
-    }
-    if b >= 1 {
-        // left[b](r, c) = sub[b-1](c, r) for the columns c of this tile: read rows c of
-        // sub (coalesced along c), write columns c of left (coalesced along r).
-        let (src, dst) = (sub(b - 1), unsafe { a.block(a.left, s, b) });
-        for r0 in (0..n).step_by(TILE) {
-            let h = TILE.min(n - r0);
-            finite &= unsafe { load_transposed(src, ld, (r0, h), (c0, w), tile) };
-            blocktri_prims::sync_threads();
-            let mut e = tid;
-            while e < w * h {
-                let (rl, cl) = rem_div(e, h);
-                unsafe { *dst.add((c0 + cl) * ld + r0 + rl) = *tile.add(cl * (TILE + 1) + rl) };
-                e += threads;
-            }
-            blocktri_prims::sync_threads();
+    for r0 in (0..n).step_by(TILE) {
+        let h = TILE.min(n - r0);
+        // right[b] = sub[b]: tile (r0, c0) into `own`. left[b](r, c) = sub[b-1](c, r):
+        // rows c0.. of columns r0.. of sub[b-1] into `far`, read back transposed.
+        if has_right {
+            unsafe { stage_region(sub(b), ld, (r0, h), (c0, w), own) };
         }
+        if has_left {
+            unsafe { stage_region(sub(b - 1), ld, (c0, w), (r0, h), far) };
+        }
+        staged();
+        for_share(tid, (h, w), |rl, cl| {
+            let at = (c0 + cl) * ld + r0 + rl;
+            if has_right {
+                let v = unsafe { *own.add(cl * sld + rl) };
+                finite &= v.is_finite();
+                unsafe { *right.add(at) = v };
+            }
+            if has_left {
+                let v = unsafe { *far.add(rl * sld + cl) };
+                finite &= v.is_finite();
+                unsafe { *left.add(at) = v };
+            }
+        });
+        blocktri_prims::sync_threads();
     }
     if !finite {
         unsafe { atomic::atomic_min_u64(info, info_key(0, InfoCode::NonFinite, b as u32)) };
     }
 }
 
-/// [`super::batched`] over [`prep`]'s 256 threads, [`PREP_BATCH`] loads at a time.
-#[inline(always)]
-fn batched<T: Real>(total: usize, load: impl Fn(usize) -> T, store: impl FnMut(usize, T)) {
-    super::batched::<T, PREP_BATCH>(total, WIDE_THREADS as usize, load, store)
-}
-
-/// Rows `r0 .. r0 + h` and columns `c0 .. c0 + w` of `src` (leading dimension `ld`)
-/// transposed into the shared `tile` (`tile[cl (TILE + 1) + rl]`), read along the rows
-/// (coalesced); whether every value is finite.
+/// Starts asynchronous copies of rows `r0 .. r0 + h`, columns `c0 .. c0 + w` of the
+/// column-major block `src` (leading dimension `ld`) into the staging tile `dst` (column
+/// `c` at `dst + c stage_ld`): 16-byte pieces, consecutive threads on consecutive pieces of
+/// a column. A last piece past row `h` reads only the rows inside (the rest of it is
+/// zero-filled into the column's padding). [`staged`] waits for them.
 ///
 /// # Safety
-/// The rows and columns lie inside `src`'s block; `tile` holds `TILE x (TILE + 1)` values.
+/// `src`'s columns start 16-byte aligned (`ld` and `r0` multiples of `16 / T::BYTES`), the
+/// region lies inside the block, `dst` is a staging tile of [`prep`] that nobody reads or
+/// writes until the copies are waited for.
 #[inline(always)]
-unsafe fn load_transposed<T: Real>(src: *const T, ld: usize, (r0, h): (usize, usize), (c0, w): (usize, usize), tile: *mut T) -> bool {
-    let mut finite = true;
-    batched(
-        w * h,
-        |e| {
-            let (cl, rl) = rem_div(e, w);
-            unsafe { *src.add((r0 + rl) * ld + c0 + cl) }
-        },
-        |e, v| {
-            let (cl, rl) = rem_div(e, w);
-            finite &= v.is_finite();
-            unsafe { *tile.add(cl * (TILE + 1) + rl) = v };
-        },
-    );
-    finite
+unsafe fn stage_region<T: Real>(src: *const T, ld: usize, (r0, h): (usize, usize), (c0, w): (usize, usize), dst: *mut T) {
+    let per = 16 / T::BYTES;
+    let pieces = TILE / per;
+    // A run-time trip count, so that the loop is not unrolled (see `prep`).
+    let mut q = thread_idx_x() as usize;
+    while q < w * pieces {
+        let (col, row) = (q / pieces, q % pieces * per);
+        if row < h {
+            let bytes = ((h - row).min(per) * T::BYTES) as u32;
+            // SAFETY: the caller's contract; the piece lies in column `col` of both.
+            unsafe {
+                blocktri_prims::memory::copy_async_16(
+                    dst.add(col * stage_ld(T::BYTES) + row) as *mut u8,
+                    src.add((c0 + col) * ld + r0 + row) as *const u8,
+                    bytes,
+                )
+            };
+        }
+        q += WIDE_THREADS as usize;
+    }
 }
 
-/// Loads in flight per thread in [`prep`]'s copies: a `64 x 64` tile over 256 threads.
-const PREP_BATCH: usize = 16;
+/// Waits for this thread's [`stage_region`] copies, then a barrier publishes everyone's.
+#[inline(always)]
+fn staged() {
+    blocktri_prims::memory::copy_async_commit();
+    blocktri_prims::memory::copy_async_wait::<0>();
+    blocktri_prims::sync_threads();
+}
+
+/// Calls `f(fast, slow)` for this thread's entries of a `fast_len x slow_len` tile:
+/// `fast = tid % TILE` (consecutive threads, consecutive addresses) and `slow = tid / TILE`,
+/// then every [`TILE_STEP`]; no division by a run-time size, and a run-time trip count
+/// (see [`stage_region`]).
+#[inline(always)]
+fn for_share(tid: usize, (fast_len, slow_len): (usize, usize), mut f: impl FnMut(usize, usize)) {
+    let fast = tid % TILE;
+    if fast >= fast_len {
+        return;
+    }
+    let mut slow = tid / TILE;
+    while slow < slow_len {
+        f(fast, slow);
+        slow += TILE_STEP;
+    }
+}
 
 /// The panel's three row bands: 0 = `D_i` (block `diag[b]`), 1 = the left coupling,
 /// 2 = the right coupling; `None` when the node has no such neighbour.

@@ -211,7 +211,7 @@ pub(crate) fn rem_div(e: usize, d: usize) -> (usize, usize) {
 /// block of `threads` threads) from `load(e)` to `store(e, v)`, `BATCH` loads before their
 /// stores: a store after each load (the compiler may not move a load above a store to
 /// memory it cannot tell apart) waits one global round trip per value, which the
-/// memory-bound copies (prep, the node walks' right-hand sides) cannot afford.
+/// memory-bound copies (the node walks' right-hand sides) cannot afford.
 #[inline(always)]
 pub(crate) fn batched<T: Real, const BATCH: usize>(
     total: usize,
