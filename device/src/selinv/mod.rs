@@ -33,8 +33,8 @@ use crate::layout::{left_of, level_of, node_number, nodes_in_level, right_of};
 use crate::team::{Block, Team, Warp};
 use crate::tile::fragment::{FRAG, diagonal_reciprocals, fragment_ld, invert_lower_strips, padded, warp_product_sum};
 use crate::tile::trsm::invert_diagonal;
-use crate::tile::{MatRef, for_each_entry, for_each_index, for_each_rc, product, trsm_lower, trsm_lower_transposed};
-use blocktri_prims::memory::{copy_async_16, copy_async_commit, copy_async_wait};
+use crate::tile::{MatRef, for_each_entry, for_each_index, for_each_rc, product, trsm_lower, trsm_lower_transposed, wait_copies};
+use blocktri_prims::memory::copy_async_16;
 use blocktri_prims::{Real, block_idx_x, shared, warp_id};
 
 /// Arguments of [`selinv_level`].
@@ -516,7 +516,7 @@ impl<T: Real> StagedTiles<T> {
 
     /// Starts copying the `n x n` block at `src` (global, leading dimension `ld`) into
     /// tile `k`, 16 bytes per copy, rows `n..np` filled with zeros. Waited for by
-    /// [`Self::wait`].
+    /// [`wait_copies`].
     ///
     /// # Safety
     /// `src` 16-byte aligned, `ld * size_of::<T>()` a multiple of 16, `n` columns of `ld`
@@ -533,15 +533,6 @@ impl<T: Real> StagedTiles<T> {
             // 16-byte aligned (ld and np multiples of 4, the tile base of 16).
             unsafe { copy_async_16(dst.add(c * self.ld + r) as *mut u8, src.add(c * ld + r) as *const u8, (valid * T::BYTES) as u32) };
         });
-    }
-
-    /// Waits for this thread's copies, then a team barrier: every staged tile complete and
-    /// visible to the team.
-    #[inline(always)]
-    fn wait<M: Team>(&self, team: M) {
-        copy_async_commit();
-        copy_async_wait::<0>();
-        team.sync();
     }
 }
 
@@ -583,7 +574,7 @@ unsafe fn staged_node<T: Real, M: Team, const RT: usize, const CT: usize>(
         if ri.is_some() {
             tiles.stage(team, block_ptr(args, args.right, s, i), ld, 2);
         }
-        tiles.wait(team);
+        wait_copies(team);
         diagonal_reciprocals(team, tiles.tile(l_ii), tiles.ld, n, np, tiles.inv);
         invert_lower_strips(team, tiles.tile(l_ii), tiles.tile(linv), tiles.ld, np, tiles.inv);
         // G_U = Linv^T L_li^T, G_V = Linv^T L_ri^T (over L_ii, no longer needed).
@@ -611,7 +602,7 @@ unsafe fn staged_node<T: Real, M: Team, const RT: usize, const CT: usize>(
             if let Some((rl, _)) = sigma_rl {
                 tiles.stage(team, rl, ld, 2);
             }
-            tiles.wait(team);
+            wait_copies(team);
             let put = to_global(args.sigma_left);
             match sigma_rl {
                 Some((_, tr)) => {
@@ -624,7 +615,7 @@ unsafe fn staged_node<T: Real, M: Team, const RT: usize, const CT: usize>(
         // Sigma_ir = -(G_V Sigma_rr + G_U Sigma_lr), Sigma_rr in tile 1, Sigma_lr = Sigma_rl^T.
         if let Some(r) = ri {
             tiles.stage(team, block_ptr(args, args.sigma_diag, s, r), ld, 1);
-            tiles.wait(team);
+            wait_copies(team);
             let put = to_global(args.sigma_right);
             match sigma_rl {
                 Some((_, tr)) => {
@@ -643,7 +634,7 @@ unsafe fn staged_node<T: Real, M: Team, const RT: usize, const CT: usize>(
         if ri.is_some() {
             tiles.stage(team, out(args.sigma_right), ld, 2);
         }
-        tiles.wait(team);
+        wait_copies(team);
         let y = out(args.sigma_diag);
         let put = |r: usize, c: usize, x: T| {
             if r >= c {

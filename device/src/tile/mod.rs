@@ -135,6 +135,16 @@ pub fn for_each_rc<M: crate::team::Team>(team: M, rows: usize, cols: usize, mut 
     }
 }
 
+/// Waits for this thread's asynchronous copies to shared memory (every committed group,
+/// [`blocktri_prims::memory::copy_async_16`]), then a team barrier: every copy the team
+/// started is complete and visible to all of it.
+#[inline(always)]
+pub(crate) fn wait_copies<M: crate::team::Team>(team: M) {
+    blocktri_prims::memory::copy_async_commit();
+    blocktri_prims::memory::copy_async_wait::<0>();
+    team.sync();
+}
+
 /// Calls `f(e)` for `e in 0..count`, split over all threads of the team (strided by the
 /// team size, so consecutive threads take consecutive `e`).
 #[inline(always)]

@@ -10,6 +10,8 @@ use super::product::{Narrow, Panel, ProductShape, TileMac, Wide, product_shared_
 use super::{TILE, TiledArgs, lower_pair, tiles};
 use crate::layout::{fill_slot, level_of};
 use crate::level::{InfoCode, info_key};
+use crate::team::Block;
+use crate::tile::wait_copies;
 use blocktri_prims::{Real, atomic, block_idx_x, block_idx_y, shared, sync_threads, thread_idx_x};
 
 pub use super::potrf::{potrf, potrf_shared_bytes};
@@ -124,7 +126,7 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
         if tid < w {
             unsafe { *dc.add(tid) = *din.add((c0 + tid) * ld + c0 + tid) };
         }
-        staged();
+        wait_copies(Block);
         for_share(tid, (h, w), |rl, cl| {
             let (r, c) = (r0 + rl, c0 + cl);
             let v = unsafe { *own.add(cl * sld + rl) };
@@ -171,7 +173,7 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
         if has_left {
             unsafe { stage_region(sub(b - 1), ld, (c0, w), (r0, h), far) };
         }
-        staged();
+        wait_copies(Block);
         for_share(tid, (h, w), |rl, cl| {
             let at = (c0 + cl) * ld + r0 + rl;
             if has_right {
@@ -196,7 +198,7 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
 /// column-major block `src` (leading dimension `ld`) into the staging tile `dst` (column
 /// `c` at `dst + c stage_ld`): 16-byte pieces, consecutive threads on consecutive pieces of
 /// a column. A last piece past row `h` reads only the rows inside (the rest of it is
-/// zero-filled into the column's padding). [`staged`] waits for them.
+/// zero-filled into the column's padding). [`wait_copies`] waits for them.
 ///
 /// # Safety
 /// `src`'s columns start 16-byte aligned (`ld` and `r0` multiples of `16 / T::BYTES`), the
@@ -225,18 +227,12 @@ unsafe fn stage_region<T: Real>(src: *const T, ld: usize, (r0, h): (usize, usize
     }
 }
 
-/// Waits for this thread's [`stage_region`] copies, then a barrier publishes everyone's.
-#[inline(always)]
-fn staged() {
-    blocktri_prims::memory::copy_async_commit();
-    blocktri_prims::memory::copy_async_wait::<0>();
-    blocktri_prims::sync_threads();
-}
-
 /// Calls `f(fast, slow)` for this thread's entries of a `fast_len x slow_len` tile:
 /// `fast = tid % TILE` (consecutive threads, consecutive addresses) and `slow = tid / TILE`,
 /// then every [`TILE_STEP`]; no division by a run-time size, and a run-time trip count
-/// (see [`stage_region`]).
+/// (see [`stage_region`]). Not [`crate::tile::for_each_rc`]: its per-entry divider and six
+/// more registers made `prep` 8-10 % slower in f32 at n = 128 (five blocks per
+/// multiprocessor instead of six; f64 within 2 %; `docs/bench/prep-shares-h200/call6`).
 #[inline(always)]
 fn for_share(tid: usize, (fast_len, slow_len): (usize, usize), mut f: impl FnMut(usize, usize)) {
     let fast = tid % TILE;
