@@ -100,6 +100,28 @@ pub trait TileMac<T: Real> {
     unsafe fn mac_chunk(acc: &mut [T; ACC], a: *const T, b: *const T);
     /// `(row, col)` in the output tile of accumulator `e` of thread `tid`.
     fn acc_coord(tid: usize, e: usize) -> (usize, usize);
+    /// How the `k` loop around this multiply-add copies its chunks ([`CopyPlan`]).
+    const COPIES: CopyPlan;
+}
+
+/// How a product's `k` loop issues the asynchronous copies of the chunks that lie inside
+/// both panels (all rows, all columns `< k`: every chunk but a ragged last one of most
+/// products). The checked copies spend ~25 instructions per 16-byte piece on bounds
+/// (~200 per chunk of the wide product) between the barrier and the first tensor-core
+/// operation; measured per multiply-add on the H200 (`docs/perf-notes.md`, entry 76).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum CopyPlan {
+    /// Every chunk through the bounds-checked copies (the TF32 products: the others were
+    /// 0.7-1.2 % slower there).
+    Checked,
+    /// One loop; a uniform branch takes the unchecked copies for interior chunks (the f32
+    /// FMA products, -1 %: their multiply-add is ~800 instructions, and a second copy of
+    /// it in a loop of its own made them 4-24 % slower).
+    Branch,
+    /// The steps whose next chunk is interior in a loop of their own, the ragged tail in a
+    /// second loop: no bounds arithmetic left in the main loop (the FP64 tensor-core
+    /// products: their multiply-add is ~130 instructions; factor -2 to -4 % at n >= 512).
+    Split,
 }
 
 /// The default multiply-add of each precision: FP64 tensor cores for `f64`, FP32 FMA for
@@ -138,6 +160,8 @@ fn coord_16x8(row0: usize, col0: usize, g: usize, t: usize, e: usize) -> (usize,
 }
 
 impl TileMac<f64> for Native {
+    const COPIES: CopyPlan = CopyPlan::Split;
+
     #[inline(always)]
     unsafe fn mac_chunk(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
         let (row0, col0, g, t) = warp_quadrant(thread_idx_x() as usize);
@@ -249,6 +273,8 @@ fn dmma_coord(row0: usize, col0: usize, g: usize, t: usize, e: usize) -> (usize,
 }
 
 impl TileMac<f32> for Native {
+    const COPIES: CopyPlan = CopyPlan::Branch;
+
     #[inline(always)]
     unsafe fn mac_chunk(acc: &mut [f32; ACC], a: *const f32, b: *const f32) {
         let tid = thread_idx_x() as usize;
@@ -321,6 +347,8 @@ unsafe fn mac_chunk_tf32<const SPLIT: bool>(acc: &mut [f32; ACC], a: *const f32,
 }
 
 impl<const SPLIT: bool> TileMac<f32> for TensorTf32<SPLIT> {
+    const COPIES: CopyPlan = CopyPlan::Checked;
+
     #[inline(always)]
     unsafe fn mac_chunk(acc: &mut [f32; ACC], a: *const f32, b: *const f32) {
         // SAFETY: forwarded contract.
@@ -406,6 +434,37 @@ unsafe fn issue_chunk_at<T: Real, const R: usize, const THREADS: usize, const KC
     }
 }
 
+/// Whether [`issue_interior`] can copy chunks of `KC` columns of `R`-row panels by
+/// `THREADS` threads: each thread's pieces then lie in one row, a fixed number of columns
+/// apart.
+const fn interior_copies<T: Real, const R: usize, const THREADS: usize, const KC: usize>() -> bool {
+    let per_col = R / piece::<T>();
+    THREADS.is_multiple_of(per_col) && KC.is_multiple_of(THREADS / per_col)
+}
+
+/// `issue_chunk` for a chunk inside the panel (all `R` rows, columns `c * KC .. (c + 1) *
+/// KC` all `< k`): the same copies without bounds checks, from one address advanced by a
+/// fixed stride ([`CopyPlan`]).
+///
+/// # Safety
+/// As `issue_chunk`, with `p.rows >= R`, `(c + 1) * KC <= k` and
+/// [`interior_copies`]`::<T, R, THREADS, KC>()`.
+#[inline(always)]
+unsafe fn issue_interior<T: Real, const R: usize, const THREADS: usize, const KC: usize>(s: *mut T, p: &Panel<T>, c: usize, tid: usize) {
+    let (vec, lds) = (piece::<T>(), lds_rows(R, T::BYTES));
+    let per_col = R / vec;
+    let (kk0, row, cols) = (tid / per_col, (tid % per_col) * vec, THREADS / per_col);
+    // SAFETY: rows `row .. row + vec <= R <= p.rows` and columns `c * KC + kk0 + q * cols <
+    // (c + 1) * KC <= k` are inside the panel; the destinations inside the stage.
+    unsafe {
+        let src = p.ptr.add((c * KC + kk0) * p.ld + row);
+        let dst = s.add(kk0 * lds + row);
+        for q in 0..KC / cols {
+            copy_async_16(dst.add(q * cols * lds) as *mut u8, src.add(q * cols * p.ld) as *const u8, 16);
+        }
+    }
+}
+
 /// This thread's accumulators of `A B^T` for row panels `a`, `b` over `k` columns (use
 /// [`TileMac::acc_coord`] to place them). Ends with a barrier; the panels are read
 /// completely before the function returns, so the caller may overwrite `a` or `b`.
@@ -419,7 +478,9 @@ unsafe fn issue_chunk_at<T: Real, const R: usize, const THREADS: usize, const KC
 pub unsafe fn product_nt<T: Real, M: TileMac<T>>(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> [T; ACC] {
     // SAFETY: forwarded contract (TILE rows, PRODUCT_THREADS threads).
     unsafe {
-        staged_product::<T, TILE, TILE, { PRODUCT_THREADS as usize }, BK, ACC>(a, b, k, smem, |acc, sa, sb| M::mac_chunk(acc, sa, sb))
+        staged_product::<T, TILE, TILE, { PRODUCT_THREADS as usize }, BK, ACC>(a, b, k, smem, M::COPIES, |acc, sa, sb| {
+            M::mac_chunk(acc, sa, sb)
+        })
     }
 }
 
@@ -431,7 +492,8 @@ const fn staged_elems(ra: usize, rb: usize, kc: usize, elem_bytes: usize) -> usi
 
 /// The staged `k` loop of every product: chunks of `KC` columns of both panels (up to
 /// `RA` rows of `a`, `RB` of `b`) through [`STAGES`] shared-memory stages, `mac`
-/// multiplying each staged chunk into the `N` accumulators.
+/// multiplying each staged chunk into the `N` accumulators; `plan` says how interior chunks
+/// are copied (a constant at every call site).
 ///
 /// # Safety
 /// `THREADS` threads call it together with the same arguments; `smem` holds
@@ -444,6 +506,7 @@ unsafe fn staged_product<T: Real, const RA: usize, const RB: usize, const THREAD
     b: Panel<T>,
     k: usize,
     smem: *mut T,
+    plan: CopyPlan,
     mut mac: impl FnMut(&mut [T; N], *const T, *const T),
 ) -> [T; N] {
     let tid = thread_idx_x() as usize;
@@ -458,8 +521,27 @@ unsafe fn staged_product<T: Real, const RA: usize, const RB: usize, const THREAD
         let base = smem.add(s * (a_elems + b_elems));
         (base, base.add(a_elems))
     };
+    // Chunks `0..interior` lie inside both panels (uniform over the block).
+    let interior = if plan != CopyPlan::Checked
+        && interior_copies::<T, RA, THREADS, KC>()
+        && interior_copies::<T, RB, THREADS, KC>()
+        && a.rows >= RA
+        && b.rows >= RB
+    {
+        k / KC
+    } else {
+        0
+    };
+    // SAFETY (both): chunk c lies inside both panels when c < interior.
+    let issue_inside = |c: usize| unsafe {
+        let (sa, sb) = stage(c % STAGES);
+        issue_interior::<T, RA, THREADS, KC>(sa, &a, c, tid);
+        issue_interior::<T, RB, THREADS, KC>(sb, &b, c, tid);
+    };
     let issue = |c: usize| {
-        if c < chunks {
+        if c < interior {
+            issue_inside(c);
+        } else if c < chunks {
             let (sa, sb) = stage(c % STAGES);
             unsafe {
                 issue_chunk::<T, RA, THREADS, KC>(sa, &a, k, c, tid);
@@ -472,9 +554,19 @@ unsafe fn staged_product<T: Real, const RA: usize, const RB: usize, const THREAD
     for c in 0..STAGES - 1 {
         issue(c);
     }
-    for c in 0..chunks {
-        // Chunk c is this thread's oldest pending group; the barrier makes every thread's
-        // copies of it visible and frees the stage of chunk c - 1 (everyone is past it).
+    // At the top of step c, chunk c is this thread's oldest pending group; the barrier makes
+    // every thread's copies of it visible and frees the stage of chunk c - 1 (everyone is
+    // past it). `Split`: the steps whose next chunk is interior run in a loop of their own.
+    let split = if plan == CopyPlan::Split { interior.saturating_sub(STAGES - 1).min(chunks) } else { 0 };
+    for c in 0..split {
+        copy_async_wait::<{ STAGES as u32 - 2 }>();
+        blocktri_prims::sync_threads();
+        issue_inside(c + STAGES - 1);
+        copy_async_commit();
+        let (sa, sb) = stage(c % STAGES);
+        mac(&mut acc, sa, sb);
+    }
+    for c in split..chunks {
         copy_async_wait::<{ STAGES as u32 - 2 }>();
         blocktri_prims::sync_threads();
         issue(c + STAGES - 1);
@@ -585,7 +677,7 @@ impl<const RA: usize, const RB: usize, const RM: usize, const KC: usize, const N
         let ld = (lds_rows(RA, 8), lds_rows(RB, 8));
         // SAFETY: forwarded contract; the region lies inside the stages.
         unsafe {
-            staged_product::<f64, RA, RB, NTHREADS, KC, RM>(a, b, k, smem, |acc, sa, sb| {
+            staged_product::<f64, RA, RB, NTHREADS, KC, RM>(a, b, k, smem, CopyPlan::Split, |acc, sa, sb| {
                 dmma_region::<RM, KC, RM>(acc, sa, sb, ld, RM <= 32, (row0 + g, col0 + g), t)
             })
         }
