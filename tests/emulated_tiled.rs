@@ -13,6 +13,7 @@ use blocktri_device::tiled::factor::{
     prep, prep_shared_bytes, product_kernel_shared_bytes, shape_kernel_shared_bytes, trsm, update, update_diagonal, update_trsm,
     wide_product_kernel_shared_bytes,
 };
+use blocktri_device::tiled::product::{ACC, CopyPlan, Panel, product_nt_planned, product_shared_bytes};
 use blocktri_device::tiled::solve::{
     BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, backward_couple, backward_diag, backward_node, couple_shared_bytes, couple_threads,
     diag_solve_shared_bytes, forward_couple, forward_diag, forward_node, node_walk_chunk, node_walk_shared_bytes, walks_nodes,
@@ -602,4 +603,117 @@ fn check_prep<T: Scalar>() {
 fn emulated_tiled_prep_copies_every_entry() {
     check_prep::<f64>();
     check_prep::<f32>();
+}
+
+/// Column-major `rows x k` panel data with leading dimension `ld`, random entries.
+fn random_panel<T: Scalar>(rows: usize, ld: usize, k: usize, seed: u64) -> Vec<T> {
+    use rand::{Rng, SeedableRng};
+    let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    (0..ld * k).map(|i| if i % ld < rows { <T as blocktri_prims::Real>::from_f64(r.random_range(-1.0..1.0)) } else { T::NAN }).collect()
+}
+
+/// Runs one product block per copy plan over the same panels and returns each plan's
+/// accumulators (thread by thread); `product` is the block's body.
+fn run_plans<T: Scalar, const N: usize>(
+    threads: u32,
+    shared: usize,
+    product: impl Fn(Panel<T>, Panel<T>, usize, *mut T, CopyPlan) -> [T; N],
+    (a, b): (Panel<T>, Panel<T>),
+    k: usize,
+) -> Vec<Vec<T>> {
+    [CopyPlan::Checked, CopyPlan::Branch, CopyPlan::Split]
+        .into_iter()
+        .map(|plan| {
+            let mut out = vec![T::NAN; threads as usize * N];
+            let o = out.as_mut_ptr();
+            // SAFETY: one block of `threads` threads with the product's shared memory; the
+            // panels cover `rows x k`; each thread writes its own accumulators.
+            unsafe {
+                emu::launch_unchecked(1, threads, shared, || {
+                    let acc = product(a, b, k, blocktri_prims::shared::dynamic_shared::<T>(), plan);
+                    let tid = blocktri_prims::thread_idx_x() as usize;
+                    std::ptr::copy_nonoverlapping(acc.as_ptr(), o.add(tid * N), N);
+                })
+            };
+            out
+        })
+        .collect()
+}
+
+/// Every copy plan ([`CopyPlan`]) gives the same bits, and those are `A B^T`: full and
+/// partial panels, `k` with and without a ragged last chunk, one chunk to many; the `64 x 64`
+/// product with each multiply-add (FP64 tensor cores, f32 FMA, TF32) and the wide one.
+#[test]
+fn emulated_tiled_product_copy_plans_give_the_same_bits() {
+    fn check<T: Scalar, const N: usize>(
+        name: &str,
+        (threads, shared, edge): (u32, usize, usize),
+        product: impl Fn(Panel<T>, Panel<T>, usize, *mut T, CopyPlan) -> [T; N] + Copy,
+        coord: impl Fn(usize, usize) -> (usize, usize),
+        tol: f64,
+    ) {
+        let seed = fresh_seed();
+        for (ra, rb, k) in [(edge, edge, 16), (edge, edge, 130), (edge, edge - 24, 48), (edge - 3, edge, 200), (edge, edge, 7)] {
+            let ld = edge + 8;
+            let (da, db) = (random_panel::<T>(ra, ld, k, seed), random_panel::<T>(rb, ld, k, seed ^ 1));
+            let panels = (Panel { ptr: da.as_ptr(), ld, rows: ra }, Panel { ptr: db.as_ptr(), ld, rows: rb });
+            let got = run_plans(threads, shared, product, panels, k);
+            let bits = |v: &Vec<T>| v.iter().map(|x| x.to_f64().to_bits()).collect::<Vec<_>>();
+            for (p, g) in got.iter().enumerate().skip(1) {
+                assert_eq!(bits(g), bits(&got[0]), "{name} rows {ra}/{rb} k={k}: plan {p} differs from Checked (seed {seed})");
+            }
+            // Where each accumulator lands (the coordinates ask the emulated device's shape).
+            let mut coords = vec![(0, 0); threads as usize * N];
+            let cp = coords.as_mut_ptr();
+            // SAFETY: each thread writes its own entries.
+            unsafe {
+                emu::launch_unchecked(1, threads, 0, || {
+                    let tid = blocktri_prims::thread_idx_x() as usize;
+                    for e in 0..N {
+                        *cp.add(tid * N + e) = coord(tid, e);
+                    }
+                })
+            };
+            for tid in 0..threads as usize {
+                for e in 0..N {
+                    let (r, c) = coords[tid * N + e];
+                    let want: f64 =
+                        if r < ra && c < rb { (0..k).map(|q| da[q * ld + r].to_f64() * db[q * ld + c].to_f64()).sum() } else { 0.0 };
+                    let v = got[0][tid * N + e].to_f64();
+                    assert!((v - want).abs() <= tol * k as f64, "{name} rows {ra}/{rb} k={k} ({r}, {c}): {v} vs {want} (seed {seed})");
+                }
+            }
+        }
+    }
+    let narrow = |bytes| (PRODUCT_THREADS, product_shared_bytes(bytes), TILE);
+    // SAFETY (all): the products' contracts, as `run_plans` launches them.
+    check::<f64, { ACC }>(
+        "f64",
+        narrow(8),
+        |a, b, k, s, p| unsafe { product_nt_planned::<f64, Native>(a, b, k, s, p) },
+        |t, e| <Native as TileMac<f64>>::acc_coord(t, e),
+        1e-14,
+    );
+    check::<f32, { ACC }>(
+        "f32",
+        narrow(4),
+        |a, b, k, s, p| unsafe { product_nt_planned::<f32, Native>(a, b, k, s, p) },
+        |t, e| <Native as TileMac<f32>>::acc_coord(t, e),
+        1e-5,
+    );
+    check::<f32, { ACC }>(
+        "tf32",
+        narrow(4),
+        |a, b, k, s, p| unsafe { product_nt_planned::<f32, Tf32>(a, b, k, s, p) },
+        |t, e| <Tf32 as TileMac<f32>>::acc_coord(t, e),
+        2e-3,
+    );
+    let wide = (WIDE_PRODUCT_THREADS, <Wide as ProductShape<f64>>::SHARED_BYTES, WIDE_TILE);
+    check::<f64, { WIDE_TILE / 2 }>(
+        "wide",
+        wide,
+        |a, b, k, s, p| unsafe { Wide::product_planned(a, b, k, s, p) },
+        |t, e| <Wide as ProductShape<f64>>::acc_coord(t, e),
+        1e-14,
+    );
 }

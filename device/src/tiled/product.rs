@@ -476,11 +476,21 @@ unsafe fn issue_interior<T: Real, const R: usize, const THREADS: usize, const KC
 /// start 16-byte aligned (see `issue_chunk`).
 #[inline(always)]
 pub unsafe fn product_nt<T: Real, M: TileMac<T>>(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> [T; ACC] {
+    // SAFETY: forwarded contract.
+    unsafe { product_nt_planned::<T, M>(a, b, k, smem, M::COPIES) }
+}
+
+/// [`product_nt`] with the copy plan given instead of the multiply-add's own
+/// ([`TileMac::COPIES`]): every plan must give the same bits (the emulated tiled tests
+/// compare them).
+///
+/// # Safety
+/// As [`product_nt`].
+#[inline(always)]
+pub unsafe fn product_nt_planned<T: Real, M: TileMac<T>>(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T, plan: CopyPlan) -> [T; ACC] {
     // SAFETY: forwarded contract (TILE rows, PRODUCT_THREADS threads).
     unsafe {
-        staged_product::<T, TILE, TILE, { PRODUCT_THREADS as usize }, BK, ACC>(a, b, k, smem, M::COPIES, |acc, sa, sb| {
-            M::mac_chunk(acc, sa, sb)
-        })
+        staged_product::<T, TILE, TILE, { PRODUCT_THREADS as usize }, BK, ACC>(a, b, k, smem, plan, |acc, sa, sb| M::mac_chunk(acc, sa, sb))
     }
 }
 
@@ -652,6 +662,23 @@ pub type Wide16 = Dmma<WIDE_TILE, WIDE_TILE, 32, 32, 512>;
 pub type Tall = Dmma<WIDE_TILE, TILE, 32, BK, 256>;
 
 impl<const RA: usize, const RB: usize, const RM: usize, const KC: usize, const NTHREADS: usize> Dmma<RA, RB, RM, KC, NTHREADS> {
+    /// [`ProductShape::product`] with the copy plan given instead of [`CopyPlan::Split`]
+    /// (every plan must give the same bits).
+    ///
+    /// # Safety
+    /// As [`ProductShape::product`].
+    #[inline(always)]
+    pub unsafe fn product_planned(a: Panel<f64>, b: Panel<f64>, k: usize, smem: *mut f64, plan: CopyPlan) -> [f64; RM] {
+        let (row0, col0, g, t) = Self::region(thread_idx_x() as usize);
+        let ld = (lds_rows(RA, 8), lds_rows(RB, 8));
+        // SAFETY: forwarded contract; the region lies inside the stages.
+        unsafe {
+            staged_product::<f64, RA, RB, NTHREADS, KC, RM>(a, b, k, smem, plan, |acc, sa, sb| {
+                dmma_region::<RM, KC, RM>(acc, sa, sb, ld, RM <= 32, (row0 + g, col0 + g), t)
+            })
+        }
+    }
+
     /// Origin of thread `tid`'s warp region and its lane's `(g, t)`.
     #[inline(always)]
     fn region(tid: usize) -> (usize, usize, usize, usize) {
@@ -673,14 +700,8 @@ impl<const RA: usize, const RB: usize, const RM: usize, const KC: usize, const N
     type Acc = [f64; RM];
     #[inline(always)]
     unsafe fn product(a: Panel<f64>, b: Panel<f64>, k: usize, smem: *mut f64) -> Self::Acc {
-        let (row0, col0, g, t) = Self::region(thread_idx_x() as usize);
-        let ld = (lds_rows(RA, 8), lds_rows(RB, 8));
-        // SAFETY: forwarded contract; the region lies inside the stages.
-        unsafe {
-            staged_product::<f64, RA, RB, NTHREADS, KC, RM>(a, b, k, smem, CopyPlan::Split, |acc, sa, sb| {
-                dmma_region::<RM, KC, RM>(acc, sa, sb, ld, RM <= 32, (row0 + g, col0 + g), t)
-            })
-        }
+        // SAFETY: forwarded contract.
+        unsafe { Self::product_planned(a, b, k, smem, CopyPlan::Split) }
     }
     #[inline(always)]
     fn acc_coord(tid: usize, e: usize) -> (usize, usize) {
