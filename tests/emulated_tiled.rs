@@ -691,21 +691,21 @@ fn emulated_tiled_product_copy_plans_give_the_same_bits() {
         "f64",
         narrow(8),
         |a, b, k, s, p| unsafe { product_nt_planned::<f64, Native>(a, b, k, s, p) },
-        |t, e| <Native as TileMac<f64>>::acc_coord(t, e),
+        <Native as TileMac<f64>>::acc_coord,
         1e-14,
     );
     check::<f32, { ACC }>(
         "f32",
         narrow(4),
         |a, b, k, s, p| unsafe { product_nt_planned::<f32, Native>(a, b, k, s, p) },
-        |t, e| <Native as TileMac<f32>>::acc_coord(t, e),
+        <Native as TileMac<f32>>::acc_coord,
         1e-5,
     );
     check::<f32, { ACC }>(
         "tf32",
         narrow(4),
         |a, b, k, s, p| unsafe { product_nt_planned::<f32, Tf32>(a, b, k, s, p) },
-        |t, e| <Tf32 as TileMac<f32>>::acc_coord(t, e),
+        <Tf32 as TileMac<f32>>::acc_coord,
         2e-3,
     );
     let wide = (WIDE_PRODUCT_THREADS, <Wide as ProductShape<f64>>::SHARED_BYTES, WIDE_TILE);
@@ -713,7 +713,7 @@ fn emulated_tiled_product_copy_plans_give_the_same_bits() {
         "wide",
         wide,
         |a, b, k, s, p| unsafe { Wide::product_planned(a, b, k, s, p) },
-        |t, e| <Wide as ProductShape<f64>>::acc_coord(t, e),
+        <Wide as ProductShape<f64>>::acc_coord,
         1e-14,
     );
 }
