@@ -662,8 +662,8 @@ pub type Wide16 = Dmma<WIDE_TILE, WIDE_TILE, 32, 32, 512>;
 pub type Tall = Dmma<WIDE_TILE, TILE, 32, BK, 256>;
 
 impl<const RA: usize, const RB: usize, const RM: usize, const KC: usize, const NTHREADS: usize> Dmma<RA, RB, RM, KC, NTHREADS> {
-    /// [`ProductShape::product`] with the copy plan given instead of [`CopyPlan::Split`]
-    /// (every plan must give the same bits).
+    /// [`ProductShape::product`] with the copy plan given instead of the FP64 tensor-core
+    /// products' own (`Native`'s [`TileMac::COPIES`]; every plan must give the same bits).
     ///
     /// # Safety
     /// As [`ProductShape::product`].
@@ -700,8 +700,9 @@ impl<const RA: usize, const RB: usize, const RM: usize, const KC: usize, const N
     type Acc = [f64; RM];
     #[inline(always)]
     unsafe fn product(a: Panel<f64>, b: Panel<f64>, k: usize, smem: *mut f64) -> Self::Acc {
+        // The same multiply-add as the 64 x 64 f64 product, so the same plan.
         // SAFETY: forwarded contract.
-        unsafe { Self::product_planned(a, b, k, smem, CopyPlan::Split) }
+        unsafe { Self::product_planned(a, b, k, smem, <Native as TileMac<f64>>::COPIES) }
     }
     #[inline(always)]
     fn acc_coord(tid: usize, e: usize) -> (usize, usize) {
