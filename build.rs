@@ -65,10 +65,13 @@ fn main() {
         // two such blocks share a multiprocessor; f32 (99-100 unconstrained) at 80 fits two
         // 384-thread blocks at 64 and four 192-thread blocks at 32. The single-launch
         // kernels stay unconstrained: their top levels are latency-bound, and 128 there
-        // cost 5 % (docs/perf-notes.md, entry 72).
+        // cost 5 % (docs/perf-notes.md, entry 72). Their interlaced twins (entry 78) as they.
         .max_registers("factor_blocked64_f64", 128)
         .max_registers("factor_blocked64_f32", 80)
         .max_registers("factor_blocked32_f32", 80)
+        .max_registers("factor_solve_blocked64_f64", 128)
+        .max_registers("factor_solve_blocked64_f32", 80)
+        .max_registers("factor_solve_blocked32_f32", 80)
         .llvm_arg("-unroll-threshold=20000")
         .llvm_arg("-unroll-full-max-count=4096");
     match builder.build() {

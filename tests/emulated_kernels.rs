@@ -16,11 +16,11 @@ use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{
     FactorArgs, INFO_OK, InfoCode, ROW_THREADS, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, decode_info, factor_blocked,
     factor_blocked_shared_bytes, factor_blocked_threads, factor_flag_words, factor_level, factor_panel, factor_panel_shared_bytes,
-    factor_prep, factor_rows, factor_rows_dataflow, factor_rows_shared_bytes, factor_shared_bytes, panel_size, panel_solve_threads,
-    panel_threads, row_size, rows_nodes_per_block, rows_solve_nodes_per_block, solve_backward_level, solve_backward_panel,
-    solve_backward_rows, solve_flag_words, solve_forward_level, solve_forward_panel, solve_forward_rows, solve_panel_dataflow_shared_bytes,
-    solve_panel_shared_bytes, solve_rows_dataflow, solve_rows_shared_bytes, solve_shared_bytes, subtree_blocks, subtree_max_levels,
-    subtree_shared_bytes, subtree_threads,
+    factor_prep, factor_rows, factor_rows_dataflow, factor_rows_shared_bytes, factor_shared_bytes, factor_solve_blocked,
+    factor_solve_blocked_dataflow, panel_size, panel_solve_threads, panel_threads, row_size, rows_nodes_per_block,
+    rows_solve_nodes_per_block, solve_backward_level, solve_backward_panel, solve_backward_rows, solve_flag_words, solve_forward_level,
+    solve_forward_panel, solve_forward_rows, solve_panel_dataflow_shared_bytes, solve_panel_shared_bytes, solve_rows_dataflow,
+    solve_rows_shared_bytes, solve_shared_bytes, subtree_blocks, subtree_max_levels, subtree_shared_bytes, subtree_threads,
 };
 use blocktri_device::level::{factor_blocked_dataflow, nodes_from, solve_backward_subtree_rows, solve_panel_dataflow};
 use blocktri_prims::emu;
@@ -198,16 +198,21 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
         let (threads, smem) = if rows {
             (ROW_THREADS, factor_rows_shared_bytes(np, nrhs as usize, 8))
         } else {
-            (panel_threads(pp), factor_blocked_shared_bytes(pp, 8))
+            (panel_threads(pp), factor_blocked_shared_bytes(pp, nrhs as usize, 8))
         };
+        // The blocked factor interlaces right-hand sides in kernels of their own.
         let run = |args: &FactorArgs<f64>, dataflow: bool| unsafe {
-            match (rows, dataflow, pp) {
-                (true, false, _) => rows_kernel!(np, factor_rows, args),
-                (true, true, _) => rows_kernel!(np, factor_rows_dataflow, args),
-                (false, false, 32) => factor_blocked::<f64, 32>(args),
-                (false, false, _) => factor_blocked::<f64, 64>(args),
-                (false, true, 32) => factor_blocked_dataflow::<f64, 32>(args),
-                (false, true, _) => factor_blocked_dataflow::<f64, 64>(args),
+            match (rows, dataflow, pp, nrhs > 0) {
+                (true, false, _, _) => rows_kernel!(np, factor_rows, args),
+                (true, true, _, _) => rows_kernel!(np, factor_rows_dataflow, args),
+                (false, false, 32, false) => factor_blocked::<f64, 32>(args),
+                (false, false, _, false) => factor_blocked::<f64, 64>(args),
+                (false, true, 32, false) => factor_blocked_dataflow::<f64, 32>(args),
+                (false, true, _, false) => factor_blocked_dataflow::<f64, 64>(args),
+                (false, false, 32, true) => factor_solve_blocked::<f64, 32>(args),
+                (false, false, _, true) => factor_solve_blocked::<f64, 64>(args),
+                (false, true, 32, true) => factor_solve_blocked_dataflow::<f64, 32>(args),
+                (false, true, _, true) => factor_solve_blocked_dataflow::<f64, 64>(args),
             }
         };
         // The per-level rows kernel packs nodes into a block's lanes; the single launch
@@ -244,13 +249,14 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
                 unsafe { emu::launch_unchecked(grid, panel_threads(pp), smem, || panel_kernel!(pp, factor_panel, &args)) };
             }
             Family::Blocked => {
-                assert_eq!(nrhs, 0, "the panel kernels do not interlace right-hand sides");
-                let smem = factor_blocked_shared_bytes(pp, 8);
+                let smem = factor_blocked_shared_bytes(pp, nrhs as usize, 8);
                 // SAFETY: as the other launches.
                 let run = || unsafe {
-                    match pp {
-                        32 => factor_blocked::<f64, 32>(&args),
-                        _ => factor_blocked::<f64, 64>(&args),
+                    match (pp, nrhs > 0) {
+                        (32, false) => factor_blocked::<f64, 32>(&args),
+                        (_, false) => factor_blocked::<f64, 64>(&args),
+                        (32, true) => factor_solve_blocked::<f64, 32>(&args),
+                        (_, true) => factor_solve_blocked::<f64, 64>(&args),
                     }
                 };
                 unsafe { emu::launch_unchecked(grid, factor_blocked_threads(pp, 8, usize::MAX), smem, run) };
@@ -480,6 +486,11 @@ fn emulated_interlaced_factor_forward_then_backward() {
     for fam in [Family::Generic(96), ROWS, ROWS_DATAFLOW, Family::RowsDataflow(2), Family::RowsSubtree(7), CHAIN] {
         check_interlaced(fam, CASES);
     }
+    // The blocked factor: per-level launches (several warps of neighbour products beside
+    // warp 0's substitution), the single launch from level 0 and from level 2.
+    for fam in [BLOCKED, Family::BlockedDataflow(0), Family::BlockedDataflow(2)] {
+        check_interlaced(fam, BLOCKED_CASES);
+    }
     // The register-resident chain (one column): every padded size, several systems per
     // warp, batches that end inside a warp.
     check_interlaced(CHAIN_ROWS, &[(1, 1, 3, 1), (5, 4, 2, 1), (6, 7, 7, 1), (3, 3, 13, 1), (9, 5, 16, 1), (2, 3, 32, 1), (3, 4, 29, 1)]);
@@ -521,7 +532,9 @@ fn emulated_edge_columns_are_solved_on_the_edges_only() {
         (Family::RowsSubtree(2), true, &rows_cases[..5]),
         (PANEL, false, panel_cases),
         (BLOCKED, false, panel_cases),
+        (BLOCKED, true, panel_cases),
         (Family::BlockedDataflow(2), false, panel_cases),
+        (Family::BlockedDataflow(1), true, panel_cases),
         (GENERIC, true, &rows_cases[..3]),
     ];
     let seed = fresh_seed();

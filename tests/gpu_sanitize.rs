@@ -69,6 +69,17 @@ fn sanitize_cholesky_every_family() {
     family_case::<f64>(&g, KernelFamily::Generic, (1, 20, 70, 1), 1e-12);
 }
 
+/// The blocked factor with its interlaced forward substitution (`factor_solve_blocked`
+/// and its single launch; `docs/perf-notes.md` entry 78), small enough for racecheck:
+/// level 0 in per-level launches at padded sizes 64 and 32, the rest in the single launch.
+#[test]
+fn sanitize_cholesky_blocked_interlaced() {
+    let Some(g) = gpu() else { return };
+    family_case::<f64>(&g, KernelFamily::Blocked, (1, 300, 50, 1), 1e-12);
+    family_case::<f64>(&g, KernelFamily::Blocked, (1, 600, 30, 3), 1e-12);
+    family_case::<f32>(&g, KernelFamily::Blocked, (2, 40, 20, 2), 1e-4);
+}
+
 /// One chain larger than a device-memory cap, in segments: pass 1's coupling columns are
 /// solved on the tree's edge nodes only (`edge_from`) in the packed and whole-warp rows
 /// kernels, their single launch and the panel solves.

@@ -60,6 +60,8 @@ pub mod names {
     pub const FACTOR_PANEL: &str = "factor_panel";
     /// [`crate::level::factor_blocked`]; the padded size follows: `factor_blocked64_f64`.
     pub const FACTOR_BLOCKED: &str = "factor_blocked";
+    /// [`crate::level::factor_solve_blocked`] (`factor_solve_blocked64_f64`).
+    pub const FACTOR_SOLVE_BLOCKED: &str = "factor_solve_blocked";
     /// [`crate::level::solve_forward_panel`] (`solve_forward_panel64_f64`).
     pub const SOLVE_FORWARD_PANEL: &str = "solve_forward_panel";
     /// [`crate::level::solve_backward_panel`] (`solve_backward_panel64_f64`).
@@ -68,6 +70,8 @@ pub mod names {
     pub const FACTOR_PANEL_DATAFLOW: &str = "factor_panel_dataflow";
     /// [`crate::level::factor_blocked_dataflow`] (`factor_blocked_dataflow64_f64`).
     pub const FACTOR_BLOCKED_DATAFLOW: &str = "factor_blocked_dataflow";
+    /// [`crate::level::factor_solve_blocked_dataflow`] (`factor_solve_blocked_dataflow64_f64`).
+    pub const FACTOR_SOLVE_BLOCKED_DATAFLOW: &str = "factor_solve_blocked_dataflow";
     /// [`crate::level::solve_panel_dataflow`] (`solve_panel_dataflow64_f64`).
     pub const SOLVE_PANEL_DATAFLOW: &str = "solve_panel_dataflow";
     /// [`crate::chain::factor_chain`].
@@ -203,8 +207,9 @@ mod entry {
     use crate::copy::{StridedCopyArgs, strided_copy};
     use crate::level::{
         FactorArgs, SolveArgs, factor_blocked, factor_blocked_dataflow, factor_level, factor_panel, factor_panel_dataflow, factor_prep,
-        factor_rows, factor_rows_dataflow, solve_backward_level, solve_backward_panel, solve_backward_rows, solve_backward_subtree_rows,
-        solve_forward_level, solve_forward_panel, solve_forward_rows, solve_panel_dataflow, solve_rows_dataflow,
+        factor_rows, factor_rows_dataflow, factor_solve_blocked, factor_solve_blocked_dataflow, solve_backward_level, solve_backward_panel,
+        solve_backward_rows, solve_backward_subtree_rows, solve_forward_level, solve_forward_panel, solve_forward_rows,
+        solve_panel_dataflow, solve_rows_dataflow,
     };
     use crate::logdet::{LogDetArgs, log_det_parts};
     use crate::refine::{RefineArgs, demote_matrix, demote_rhs, promote, residual};
@@ -396,11 +401,15 @@ mod entry {
     );
     kernel!(factor_blocked32_f64, factor_blocked32_f32, factor_blocked::<_, 32>, FactorArgs);
     kernel!(factor_blocked64_f64, factor_blocked64_f32, factor_blocked::<_, 64>, FactorArgs);
+    kernel!(factor_solve_blocked32_f64, factor_solve_blocked32_f32, factor_solve_blocked::<_, 32>, FactorArgs);
+    kernel!(factor_solve_blocked64_f64, factor_solve_blocked64_f32, factor_solve_blocked::<_, 64>, FactorArgs);
     kernel!(factor_panel_dataflow32_f64, factor_panel_dataflow32_f32, factor_panel_dataflow::<_, 32>, FactorArgs);
     kernel!(factor_panel_dataflow64_f64, factor_panel_dataflow64_f32, factor_panel_dataflow::<_, 64>, FactorArgs);
     kernel!(factor_panel_dataflow96_f64, factor_panel_dataflow96_f32, factor_panel_dataflow::<_, 96>, FactorArgs);
     kernel!(factor_blocked_dataflow32_f64, factor_blocked_dataflow32_f32, factor_blocked_dataflow::<_, 32>, FactorArgs);
     kernel!(factor_blocked_dataflow64_f64, factor_blocked_dataflow64_f32, factor_blocked_dataflow::<_, 64>, FactorArgs);
+    kernel!(factor_solve_blocked_dataflow32_f64, factor_solve_blocked_dataflow32_f32, factor_solve_blocked_dataflow::<_, 32>, FactorArgs);
+    kernel!(factor_solve_blocked_dataflow64_f64, factor_solve_blocked_dataflow64_f32, factor_solve_blocked_dataflow::<_, 64>, FactorArgs);
     kernel!(solve_panel_dataflow32_f64, solve_panel_dataflow32_f32, solve_panel_dataflow::<_, 32>, SolveArgs);
     kernel!(solve_panel_dataflow64_f64, solve_panel_dataflow64_f32, solve_panel_dataflow::<_, 64>, SolveArgs);
     kernel!(solve_panel_dataflow96_f64, solve_panel_dataflow96_f32, solve_panel_dataflow::<_, 96>, SolveArgs);

@@ -22,9 +22,13 @@
 //!
 //! The panel's row stride is `NP + 4` (`≡ 4 mod 16`): the fragment reads of a half-warp
 //! (lane `4g + t` reads row `g`, column `t`) hit distinct 8-byte bank pairs.
+//!
+//! [`factor_solve_blocked`] also does the forward substitution of up to a few right-hand-
+//! side columns while the panel is in shared memory, so that a factor + solve call runs
+//! only the backward sweep afterwards (`docs/perf-notes.md`, entry 78: -7 to -10 %).
 
 use super::node::{Node, node};
-use super::panel::{load_checked_panel, panel_threads, store_factor_panel};
+use super::panel::{coupling_dot, forward_rows_in_warp, load_checked_panel, panel_threads, store_factor_panel};
 use super::{FactorArgs, InfoCode, align_elems, info_key};
 use crate::layout::fill_slot;
 use crate::team::{Block, Team};
@@ -38,9 +42,16 @@ const fn stride(np: usize) -> usize {
     np + 4
 }
 
-/// Shared memory of [`factor_blocked`] in bytes: the panel, `1 / L_jj`, two status words.
-pub const fn factor_blocked_shared_bytes(np: usize, elem_bytes: usize) -> usize {
-    (align_elems(3 * np * stride(np), elem_bytes) + align_elems(np, elem_bytes)) * elem_bytes + 16
+/// Shared memory of [`factor_blocked`] in bytes with `nrhs` interlaced right-hand-side
+/// columns: the panel, `1 / L_jj`, `np x nrhs` solution entries, two status words.
+///
+/// ```
+/// use blocktri_device::level::factor_blocked_shared_bytes;
+/// // One column more costs a column of the padded size.
+/// assert_eq!(factor_blocked_shared_bytes(64, 1, 8) - factor_blocked_shared_bytes(64, 0, 8), 64 * 8);
+/// ```
+pub const fn factor_blocked_shared_bytes(np: usize, nrhs: usize, elem_bytes: usize) -> usize {
+    (align_elems(3 * np * stride(np), elem_bytes) + align_elems(np, elem_bytes) + align_elems(np * nrhs, elem_bytes)) * elem_bytes + 16
 }
 
 /// Threads per block of the per-level launches of [`factor_blocked`] at padded size `np`
@@ -70,7 +81,7 @@ pub const fn factor_blocked_shared_bytes(np: usize, elem_bytes: usize) -> usize 
 /// assert_eq!(factor_blocked_threads(32, 8, 166_912) % 32, 0);
 /// ```
 pub const fn factor_blocked_threads(np: usize, elem_bytes: usize, max_shared: usize) -> u32 {
-    if 2 * factor_blocked_shared_bytes(np, elem_bytes) > max_shared {
+    if 2 * factor_blocked_shared_bytes(np, 0, elem_bytes) > max_shared {
         return panel_threads(np);
     }
     match (elem_bytes, np) {
@@ -81,25 +92,42 @@ pub const fn factor_blocked_threads(np: usize, elem_bytes: usize, max_shared: us
 }
 
 /// Eliminates one node: the panel of [`super::panel::factor_panel`], factored in strips
-/// of 8 columns with tensor-core tile updates (see the module docs).
+/// of 8 columns with tensor-core tile updates (see the module docs). Right-hand sides are
+/// not touched ([`factor_solve_blocked`] interlaces them).
 ///
 /// # Safety
-/// As [`super::factor_level`] without right-hand sides (`args.nrhs` must be 0), with a
-/// whole number of warps, at least two ([`factor_blocked_threads`]`(NP)` measured best),
-/// [`factor_blocked_shared_bytes`] of shared memory and `args.n <= NP`, `NP` a multiple
-/// of 32.
+/// As [`super::factor_level`] without right-hand sides, with a whole number of warps, at
+/// least two ([`factor_blocked_threads`]`(NP)` measured best),
+/// [`factor_blocked_shared_bytes`]`(NP, 0)` of shared memory and `args.n <= NP`, `NP` a
+/// multiple of 32.
 pub unsafe fn factor_blocked<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     // SAFETY: forwarded from the caller; the node of this block.
-    unsafe { factor_blocked_node::<T, NP>(args, &node(args.nblocks, args.level)) }
+    unsafe { factor_blocked_node::<T, NP, false>(args, &node(args.nblocks, args.level)) }
 }
 
-/// [`factor_blocked`] for node `nd` of level `args.level` (the body shared with the single-launch
-/// sweeps, [`super::dataflow`]).
+/// [`factor_blocked`] with the forward substitution of the `args.nrhs` right-hand-side
+/// columns interlaced, like [`super::factor_level`]: warp 0 solves `L_ii y = b_i` while
+/// the other warps run the neighbour products, then every warp subtracts `L_li y` and
+/// `L_ri y` from the neighbours' right-hand sides. A kernel of its own, so that the
+/// factor alone keeps its registers (with both in one kernel the factor alone was 1-2 %
+/// slower on the H200, `docs/perf-notes.md` entry 78).
 ///
 /// # Safety
-/// As [`factor_blocked`]; `nd` is a node of `args.level` whose lower levels are complete and visible
-/// to the block.
-pub(crate) unsafe fn factor_blocked_node<T: Real, const NP: usize>(args: &FactorArgs<T>, nd: &Node) {
+/// As [`super::factor_level`] with `args.nrhs > 0` columns, with the threads of
+/// [`factor_blocked`] and [`factor_blocked_shared_bytes`]`(NP, args.nrhs)` of shared
+/// memory.
+pub unsafe fn factor_solve_blocked<T: Real, const NP: usize>(args: &FactorArgs<T>) {
+    // SAFETY: forwarded from the caller; the node of this block.
+    unsafe { factor_blocked_node::<T, NP, true>(args, &node(args.nblocks, args.level)) }
+}
+
+/// [`factor_blocked`] (`RHS`: [`factor_solve_blocked`]) for node `nd` of level
+/// `args.level` (the body shared with the single-launch sweeps, [`super::dataflow`]).
+///
+/// # Safety
+/// As [`factor_blocked`] (or [`factor_solve_blocked`]); `nd` is a node of `args.level`
+/// whose lower levels are complete and visible to the block.
+pub(crate) unsafe fn factor_blocked_node<T: Real, const NP: usize, const RHS: bool>(args: &FactorArgs<T>, nd: &Node) {
     let team = Block;
     let a = *args;
     let (n, m) = (a.n as usize, a.level);
@@ -107,7 +135,9 @@ pub(crate) unsafe fn factor_blocked_node<T: Real, const NP: usize>(args: &Factor
     let smem = shared::dynamic_shared::<T>();
     let p = smem;
     let inv = unsafe { smem.add(align_elems(3 * NP * s, T::BYTES)) };
-    let status = unsafe { inv.add(align_elems(NP, T::BYTES)) } as *mut u32;
+    let nrhs = if RHS { a.nrhs as usize } else { 0 };
+    let ybuf = unsafe { inv.add(align_elems(NP, T::BYTES)) };
+    let status = unsafe { ybuf.add(align_elems(NP * nrhs, T::BYTES)) } as *mut u32;
     let failed = unsafe { status.add(1) };
     let (has_l, has_r) = (nd.left.is_some(), nd.right.is_some());
 
@@ -132,9 +162,44 @@ pub(crate) unsafe fn factor_blocked_node<T: Real, const NP: usize>(args: &Factor
 
     // SAFETY: as the caller guarantees; the panel is factored.
     unsafe { store_factor_panel::<T, NP>(&a, nd, p, s) };
+    // The interlaced forward substitution: warp 0 solves `L_ii y = b_i` while the other
+    // warps run the neighbour products (both only read the panel), then every warp
+    // subtracts `L_li y`, `L_ri y` from the neighbours' right-hand sides.
+    let cols = if nrhs == 0 { 0 } else { nd.columns(a.nrhs, a.edge_from) };
+    let warp = team.rank() / 32;
+    let ldb = a.nblocks as usize * n;
+    // System `nd.s` of the right-hand sides, when there are any.
+    let rhs_sys = a.rhs.wrapping_add(nd.s * ldb * nrhs);
+    let seg = |idx: usize| rhs_sys.wrapping_add(idx * n);
+    if cols > 0 && warp == 0 {
+        for col in 0..cols {
+            // SAFETY: warp 0 alone writes `ybuf`; `L_ii` and `1 / L_jj` in the panel;
+            // column `col` of the node's right-hand-side rows (its lower levels are done).
+            unsafe { forward_rows_in_warp::<T, NP>(p, s, inv, ybuf.add(col * NP), seg(nd.b).add(col * ldb), n, !a.flags.is_null()) };
+        }
+    }
     // SAFETY: as the caller guarantees; nodes of one level write disjoint fills and add
     // into the neighbours' accumulators atomically.
-    unsafe { neighbour_products::<T, NP>(&a, nd, p, s, nc) };
+    unsafe { neighbour_products::<T, NP>(&a, nd, p, s, nc, usize::from(cols > 0)) };
+    if cols > 0 {
+        team.sync();
+        // Item (column, side, row): one row of a coupling times y, summed in column order
+        // by one thread, one atomic add per neighbour entry and side (as the solves do).
+        let items = cols * 2 * NP;
+        let mut e = team.rank();
+        while e < items {
+            let (col, side, pr) = (e / (2 * NP), e / NP % 2, e % NP);
+            let target = if side == 0 { nd.left } else { nd.right };
+            if let (Some(j), true) = (target, pr < n) {
+                let row = unsafe { p.add((NP * (1 + side) + pr) * s) };
+                // SAFETY: the coupling's row inside the panel (columns up to NP); `ybuf`
+                // column `col` holds y (barrier above).
+                let acc = unsafe { coupling_dot(|c| *row.add(c), ybuf.add(col * NP), n) };
+                unsafe { T::atomic_add_global(seg((j - 1) as usize).add(col * ldb + pr), -acc) };
+            }
+            e += team.size();
+        }
+    }
 }
 
 /// Step 5: `D_l -= K_l K_l^T`, `D_r -= K_r K_r^T` (atomic adds: two nodes update each
@@ -143,15 +208,22 @@ pub(crate) unsafe fn factor_blocked_node<T: Real, const NP: usize>(args: &Factor
 /// compute the tiles on and below the diagonal and add each entry below it at its mirror
 /// too.
 ///
+/// The warps from `first_warp` on take the work (warp 0 may be busy with the interlaced
+/// substitution).
+///
 /// # Safety
-/// As [`factor_blocked`]; the panel is factored and visible to every thread.
+/// As [`factor_blocked`]; the panel is factored and visible to every thread; the block has
+/// more than `first_warp` warps.
 #[inline(always)]
-unsafe fn neighbour_products<T: Real, const NP: usize>(a: &FactorArgs<T>, nd: &Node, p: *const T, s: usize, nc: usize) {
+unsafe fn neighbour_products<T: Real, const NP: usize>(a: &FactorArgs<T>, nd: &Node, p: *const T, s: usize, nc: usize, first_warp: usize) {
     let team = Block;
     let (n, ld, m) = (a.n as usize, a.ld as usize, a.level);
     let (warp, lane) = (team.rank() / 32, team.rank() % 32);
+    if warp < first_warp {
+        return;
+    }
+    let (warp, warps) = (warp - first_warp, team.size() / 32 - first_warp);
     let (g, t) = (lane / 4, lane % 4);
-    let warps = team.size() / 32;
     let sys_blocks = nd.s * a.nblocks as usize;
     let block = |base: *mut T, idx: usize| unsafe { base.add((sys_blocks + idx) * ld * n) };
     // Job j: (rows of the left factor, rows of the right factor, destination, symmetric

@@ -292,7 +292,19 @@ pub unsafe fn factor_panel_dataflow<T: Real, const NP: usize>(args: &FactorArgs<
 /// of [`factor_rows_dataflow`].
 pub unsafe fn factor_blocked_dataflow<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     // SAFETY: the caller's contract; each node runs after its updaters.
-    unsafe { factor_sweep(args, |a, nd| factor_blocked_node::<T, NP>(a, nd)) }
+    unsafe { factor_sweep(args, |a, nd| factor_blocked_node::<T, NP, false>(a, nd)) }
+}
+
+/// [`factor_blocked_dataflow`] with the interlaced forward substitution
+/// ([`super::factor_solve_blocked`]'s node body): a node's right-hand-side segment is
+/// updated by the same nodes as its diagonal block, so the same waits cover it.
+///
+/// # Safety
+/// As [`super::factor_solve_blocked`] for each level from `args.level`, with the grid and
+/// flags of [`factor_rows_dataflow`].
+pub unsafe fn factor_solve_blocked_dataflow<T: Real, const NP: usize>(args: &FactorArgs<T>) {
+    // SAFETY: the caller's contract; each node runs after its updaters.
+    unsafe { factor_sweep(args, |a, nd| factor_blocked_node::<T, NP, true>(a, nd)) }
 }
 
 /// Levels `args.level..` of a solve in one launch: the forward substitution upward (with

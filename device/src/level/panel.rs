@@ -11,8 +11,9 @@
 //! output row per lane row, four columns at a time, the groups taking turns.
 //!
 //! Storage, arguments and status words are those of [`super::factor`] and
-//! [`super::solve`]; the interlaced forward substitution is not offered here (the host
-//! factors, then solves).
+//! [`super::solve`]; the panel factor does not interlace the forward substitution (the
+//! host factors, then solves); the blocked factor does ([`super::factor_solve_blocked`],
+//! with this module's `forward_rows_in_warp` and `coupling_dot`).
 
 use super::node::{FactorBlocks, Node, load_checked, load_level_output, node};
 use super::{FactorArgs, InfoCode, SolveArgs, align_elems, info_key};
@@ -407,7 +408,6 @@ pub(crate) unsafe fn solve_forward_panel_node<T: Real, const NP: usize, const ST
     let ldb = a.nblocks as usize * n;
     let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
     let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
-    let rows_per_lane = NP / 32;
     // Warps 1.. each take one side (odd: left, even: right) and 32 rows of the coupling
     // products.
     let (right, half) = (warp % 2 == 0, warp.saturating_sub(1) / 2);
@@ -418,63 +418,99 @@ pub(crate) unsafe fn solve_forward_panel_node<T: Real, const NP: usize, const ST
     };
     for col in 0..k {
         if warp == 0 {
-            let bi = unsafe { seg(nd.b).add(col * ldb) };
-            for rr in 0..rows_per_lane {
-                let i = lane + 32 * rr;
-                unsafe { *ybuf.add(i) = if i < n { load_level_output(bi.add(i), coherent) } else { T::ZERO } };
-            }
-            sync_warp();
-            for j in 0..n {
-                // The owner of row j finishes y_j; then every lane updates its rows below j.
-                if lane == j % 32 {
-                    unsafe { *ybuf.add(j) = *ybuf.add(j) * *inv.add(j) };
-                }
-                sync_warp();
-                let y = unsafe { *ybuf.add(j) };
-                for rr in 0..rows_per_lane {
-                    let i = lane + 32 * rr;
-                    if i > j {
-                        unsafe { *ybuf.add(i) = (-*tile.add(i * s + j)).mul_add(y, *ybuf.add(i)) };
-                    }
-                }
-                sync_warp();
-            }
-            for rr in 0..rows_per_lane {
-                let i = lane + 32 * rr;
-                if i < n {
-                    unsafe { *bi.add(i) = *ybuf.add(i) };
-                }
-            }
+            // SAFETY: warp 0 alone; `L_ii` and `1 / L_jj` in the tiles, `ybuf` NP entries,
+            // column `col` of the node's right-hand-side rows.
+            unsafe { forward_rows_in_warp::<T, NP>(tile, s, inv, ybuf, seg(nd.b).add(col * ldb), n, coherent) };
         }
         team.sync();
         // Row `pr` of `L_li y` (or `L_ri y`), summed over the columns in order by one lane:
-        // each neighbour entry gets one atomic add per side, as before the couplings were
-        // read from global memory.
+        // each neighbour entry gets one atomic add per side.
         let pr = lane + 32 * half;
         if let (Some(j), true) = (target, pr < n) {
             let bj = unsafe { seg((j - 1) as usize).add(col * ldb) };
-            let mut acc = T::ZERO;
-            // Eight loads in flight per lane, then their products in column order (a fully
-            // unrolled `NP` loop hoists every load: 254 registers at NP = 64, one block per
-            // SM).
-            const BATCH: usize = 8;
-            let mut c0 = 0;
-            while c0 < n {
-                let mut l = [T::ZERO; BATCH];
-                for u in 0..BATCH {
-                    l[u] = coupling(right, pr, c0 + u);
-                }
-                for u in 0..BATCH {
-                    if c0 + u < n {
-                        acc = l[u].mul_add(unsafe { *ybuf.add(c0 + u) }, acc);
-                    }
-                }
-                c0 += BATCH;
-            }
+            // SAFETY: `ybuf` holds y (barrier above).
+            let acc = unsafe { coupling_dot(|c| coupling(right, pr, c), ybuf, n) };
             unsafe { T::atomic_add_global(bj.add(pr), -acc) };
         }
         team.sync();
     }
+}
+
+/// `L_ii y = b` for one right-hand-side column, by one warp (lane `l` owns rows
+/// `l + 32 r`): `b`'s `n` entries into `y` (zero past `n`), the substitution row by row in
+/// shared memory, and `y` back into `b`. `tile` holds `L_ii` row-major (row stride `s`),
+/// `inv` the reciprocal pivots. Shared by the forward solves and the blocked factor's
+/// interlaced substitution, so that both give the same bits.
+///
+/// # Safety
+/// Every lane of one warp calls it; `tile`, `inv` and `y` (`NP` entries) are in shared
+/// memory that no other warp writes meanwhile; `b` holds `n <= NP` entries, read through
+/// L2 when `coherent`.
+#[inline(always)]
+pub(super) unsafe fn forward_rows_in_warp<T: Real, const NP: usize>(
+    tile: *const T,
+    s: usize,
+    inv: *const T,
+    y: *mut T,
+    b: *mut T,
+    n: usize,
+    coherent: bool,
+) {
+    let lane = lane_id() as usize;
+    let rows_per_lane = NP / 32;
+    for rr in 0..rows_per_lane {
+        let i = lane + 32 * rr;
+        unsafe { *y.add(i) = if i < n { load_level_output(b.add(i), coherent) } else { T::ZERO } };
+    }
+    sync_warp();
+    for j in 0..n {
+        // The owner of row j finishes y_j; then every lane updates its rows below j.
+        if lane == j % 32 {
+            unsafe { *y.add(j) = *y.add(j) * *inv.add(j) };
+        }
+        sync_warp();
+        let yj = unsafe { *y.add(j) };
+        for rr in 0..rows_per_lane {
+            let i = lane + 32 * rr;
+            if i > j {
+                unsafe { *y.add(i) = (-*tile.add(i * s + j)).mul_add(yj, *y.add(i)) };
+            }
+        }
+        sync_warp();
+    }
+    for rr in 0..rows_per_lane {
+        let i = lane + 32 * rr;
+        if i < n {
+            unsafe { *b.add(i) = *y.add(i) };
+        }
+    }
+}
+
+/// One row of `L_li y` (or `L_ri y`): `sum_c coupling(c) y_c` over `c < n`, in column
+/// order, eight loads in flight (a fully unrolled `NP` loop hoists every load: 254
+/// registers at NP = 64, one block per SM). `coupling` may be asked for columns up to
+/// `n` rounded up to 8 (their products are dropped).
+///
+/// # Safety
+/// `y` holds `n` readable entries.
+#[inline(always)]
+pub(super) unsafe fn coupling_dot<T: Real>(coupling: impl Fn(usize) -> T, y: *const T, n: usize) -> T {
+    const BATCH: usize = 8;
+    let mut acc = T::ZERO;
+    let mut c0 = 0;
+    while c0 < n {
+        let mut l = [T::ZERO; BATCH];
+        for u in 0..BATCH {
+            l[u] = coupling(c0 + u);
+        }
+        for u in 0..BATCH {
+            if c0 + u < n {
+                acc = l[u].mul_add(unsafe { *y.add(c0 + u) }, acc);
+            }
+        }
+        c0 += BATCH;
+    }
+    acc
 }
 
 /// Backward substitution of one level with shared-memory tiles:

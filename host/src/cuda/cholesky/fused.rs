@@ -70,9 +70,15 @@ impl Variant {
         })
     }
 
-    /// Interlaced right-hand sides in the factor kernels (the panel kernels factor only).
-    pub(super) fn interlaces(self) -> bool {
-        !matches!(self, Variant::Panel(_) | Variant::Blocked(_))
+    /// Interlaced right-hand sides in the factor kernels of `nrhs` columns (the panel
+    /// kernels factor only). The blocked factor takes at most
+    /// [`BLOCKED_INTERLACE_MAX_COLUMNS`], which keep its nodes per multiprocessor.
+    pub(super) fn interlaces(self, nrhs: usize) -> bool {
+        match self {
+            Variant::Panel(_) => false,
+            Variant::Blocked(_) => nrhs <= BLOCKED_INTERLACE_MAX_COLUMNS,
+            _ => true,
+        }
     }
 
     /// Nodes per thread block of the per-level factor kernel (the rows kernels pack
@@ -106,7 +112,7 @@ impl Variant {
         (match self {
             Variant::Rows(np) => factor_rows_shared_bytes(np, nrhs, elem),
             Variant::Panel(np) => factor_panel_shared_bytes(np, elem),
-            Variant::Blocked(np) => factor_blocked_shared_bytes(np, elem),
+            Variant::Blocked(np) => factor_blocked_shared_bytes(np, nrhs, elem),
             Variant::Generic => factor_shared_bytes(n, nrhs, elem),
         }) as u32
     }
@@ -117,7 +123,7 @@ impl Variant {
         match self {
             Variant::Rows(np) => factor_rows_shared_bytes(np, 0, elem).max(solve_rows_shared_bytes(np, elem)),
             Variant::Panel(np) => factor_panel_shared_bytes(np, elem).max(solve_panel_dataflow_shared_bytes(np, elem)),
-            Variant::Blocked(np) => factor_blocked_shared_bytes(np, elem).max(solve_panel_dataflow_shared_bytes(np, elem)),
+            Variant::Blocked(np) => factor_blocked_shared_bytes(np, 0, elem).max(solve_panel_dataflow_shared_bytes(np, elem)),
             Variant::Generic => factor_shared_bytes(n, 0, elem).max(solve_shared_bytes(n, 1, elem)),
         }
     }
@@ -170,6 +176,9 @@ pub(crate) fn max_fused_block(smem: u32, elem_bytes: usize) -> usize {
 #[derive(Debug)]
 struct Dataflow {
     factor: Kernel,
+    /// The factor with the interlaced forward substitution where that is a kernel of its
+    /// own (the blocked family); `None`: `factor` does both.
+    factor_interlaced: Option<Kernel>,
     solve: Kernel,
 }
 
@@ -179,6 +188,9 @@ pub(super) struct Fused {
     pub(super) variant: Variant,
     prep: Kernel,
     factor: Kernel,
+    /// The per-level factor with the interlaced forward substitution where that is a
+    /// kernel of its own (the blocked family); `None`: `factor` does both.
+    factor_interlaced: Option<Kernel>,
     forward: Kernel,
     backward: Kernel,
     /// The top levels of a sweep in one launch (rows unless [`KernelFamily::RowsLevels`],
@@ -210,6 +222,12 @@ impl Fused {
         }
         let k = |name: &str| gpu.kernel(kernel_name::<T>(name).as_str());
         let sized = |base: &str, np: usize| k(&format!("{base}{np}"));
+        // The blocked family's interlaced factor kernels (per level, single launch).
+        let interlaced = match variant {
+            Variant::Blocked(np) => Some((sized(names::FACTOR_SOLVE_BLOCKED, np)?, sized(names::FACTOR_SOLVE_BLOCKED_DATAFLOW, np)?)),
+            _ => None,
+        };
+        let (factor_interlaced, single_interlaced) = interlaced.unzip();
         // The per-level kernels, and the names of the single-launch ones (factor, solve).
         let (factor, forward, backward, single) = match variant {
             Variant::Rows(np) => (
@@ -249,8 +267,15 @@ impl Fused {
         // panel kernels at padded size 96), the levels keep one launch each.
         let dataflow = match single {
             Some((factor_base, solve_base, np)) => {
-                let d = Dataflow { factor: sized(factor_base, np)?, solve: sized(solve_base, np)? };
-                (d.factor.max_threads_per_block()? >= factor_threads && d.solve.max_threads_per_block()? >= factor_threads).then_some(d)
+                let d = Dataflow { factor: sized(factor_base, np)?, factor_interlaced: single_interlaced, solve: sized(solve_base, np)? };
+                let interlaced_fits = match &d.factor_interlaced {
+                    Some(k) => k.max_threads_per_block()? >= factor_threads,
+                    None => true,
+                };
+                (d.factor.max_threads_per_block()? >= factor_threads
+                    && d.solve.max_threads_per_block()? >= factor_threads
+                    && interlaced_fits)
+                    .then_some(d)
             }
             None => None,
         };
@@ -270,6 +295,7 @@ impl Fused {
             variant,
             prep: k(names::FACTOR_PREP)?,
             factor,
+            factor_interlaced,
             forward,
             backward,
             dataflow,
@@ -289,7 +315,7 @@ impl Fused {
 
     /// Whether the factor kernels can also do the forward substitution of `nrhs` columns.
     pub(super) fn interlaces(&self, n: usize, nrhs: usize, elem: usize) -> bool {
-        self.variant.interlaces() && self.variant.factor_smem(n, nrhs, elem) * self.variant.factor_nodes_per_block() <= self.max_shared
+        self.variant.interlaces(nrhs) && self.variant.factor_smem(n, nrhs, elem) * self.variant.factor_nodes_per_block() <= self.max_shared
     }
 
     /// The first level of the single-launch sweep for a shape (`None`: every level
@@ -319,10 +345,14 @@ impl Fused {
         }];
         let first = self.dataflow_from(nb, s);
         let per = self.variant.factor_nodes_per_block();
+        let factor = match (&self.factor_interlaced, nrhs) {
+            (Some(interlaced), 1..) => interlaced,
+            _ => &self.factor,
+        };
         for m in 0..first.unwrap_or(levels(nb)) {
             let grid = (s * nodes_in_level(nb, m)).div_ceil(per);
             steps.push(Step::Launch {
-                kernel: &self.factor,
+                kernel: factor,
                 level: m,
                 cfg: LaunchConfig::linear(grid, self.level_threads, smem * per),
                 args: Args::Factor(b.factor_args(m, rhs)),
@@ -331,8 +361,12 @@ impl Fused {
         if let (Some(dataflow), Some(m)) = (&self.dataflow, first) {
             let flags = b.factor_flags();
             steps.push(Step::ClearFlags { addr: flags as u64, words: factor_flag_words(shape.batch, shape.nblocks) });
+            let single = match (&dataflow.factor_interlaced, nrhs) {
+                (Some(interlaced), 1..) => interlaced,
+                _ => &dataflow.factor,
+            };
             steps.push(Step::Launch {
-                kernel: &dataflow.factor,
+                kernel: single,
                 level: m,
                 cfg: LaunchConfig::linear(nodes_from(nb, s, m), self.factor_threads, smem),
                 args: Args::Factor(FactorArgs { flags, ..b.factor_args(m, rhs) }),
@@ -473,6 +507,11 @@ fn subtree_levels() -> Option<u32> {
     std::env::var("BLOCKTRI_SUBTREE_LEVELS").ok().and_then(|v| v.parse().ok())
 }
 
+/// The most right-hand-side columns the blocked factor interlaces: each costs a column
+/// of the padded size in shared memory, and eight keep two `f64` nodes of padded size 64
+/// per Hopper multiprocessor (2 x (105 + 4) KB); more columns are solved by the sweeps.
+const BLOCKED_INTERLACE_MAX_COLUMNS: usize = 8;
+
 /// The default of [`Variant::dataflow_nodes_per_sm`] (entry 18, measured with the rows
 /// family, whose single launch holds four blocks per multiprocessor).
 const DATAFLOW_NODES_PER_SM: u32 = 4;
@@ -503,8 +542,13 @@ mod tests {
         assert_eq!(Variant::choose(KernelFamily::Auto, 32).unwrap(), Some(Variant::Blocked(32)));
         assert_eq!(Variant::choose(KernelFamily::Blocked, 20).unwrap(), Some(Variant::Blocked(32)));
         assert!(matches!(Variant::choose(KernelFamily::Blocked, 65), Err(Error::Unsupported(_))));
-        assert!(!Variant::Panel(64).interlaces() && !Variant::Blocked(32).interlaces());
-        assert!(Variant::Rows(8).interlaces() && Variant::Generic.interlaces());
+        assert!(!Variant::Panel(64).interlaces(1) && Variant::Blocked(32).interlaces(1));
+        assert!(!Variant::Blocked(64).interlaces(BLOCKED_INTERLACE_MAX_COLUMNS + 1));
+        assert!(Variant::Rows(8).interlaces(100) && Variant::Generic.interlaces(1));
+        // The interlaced columns keep two f64 nodes of padded size 64 on a Hopper
+        // multiprocessor (228 KB, 1 KB reserved per block).
+        let node = Variant::Blocked(64).factor_smem(64, BLOCKED_INTERLACE_MAX_COLUMNS, 8) as usize;
+        assert!(2 * (node + 1024) <= 233_472, "{node}");
     }
 
     #[test]
@@ -574,7 +618,12 @@ mod tests {
                 }
             }
             for np in [32, 64] {
-                for base in [names::FACTOR_BLOCKED, names::FACTOR_BLOCKED_DATAFLOW] {
+                for base in [
+                    names::FACTOR_BLOCKED,
+                    names::FACTOR_BLOCKED_DATAFLOW,
+                    names::FACTOR_SOLVE_BLOCKED,
+                    names::FACTOR_SOLVE_BLOCKED_DATAFLOW,
+                ] {
                     built(format!("{base}{np}_{precision}"));
                 }
             }
