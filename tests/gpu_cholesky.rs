@@ -391,8 +391,11 @@ fn interlaced_factor_solve_graphs_and_refactor_agree() {
     // In place (a Newton loop's call): the result of `factor_solve` (the same bits on the
     // chain engine; nested dissection's fused kernels add their updates in no fixed
     // order), every engine that interlaces (nested dissection's rows at n = 16, the
-    // register chain with one column); a failure leaves the right-hand side as it was.
-    for (batch, kernels, k) in [(4, KernelFamily::Auto, 3), (4, KernelFamily::Auto, 1), (9, KernelFamily::Chain, 1)] {
+    // blocked factor, the register chain with one column); a failure leaves the
+    // right-hand side as it was.
+    for (batch, kernels, k) in
+        [(4, KernelFamily::Auto, 3), (4, KernelFamily::Auto, 1), (4, KernelFamily::Blocked, 2), (9, KernelFamily::Chain, 1)]
+    {
         let (a, b) = problem::<f64>(batch, 300, 16, k, seed + 2);
         let mut solver = GpuCholesky::<f64>::with_gpu(with_graphs.gpu().clone(), GpuOptions { kernels, ..Default::default() }).unwrap();
         let expected = solver.factor_solve(&a, &b).unwrap();
@@ -419,6 +422,33 @@ fn interlaced_factor_solve_graphs_and_refactor_agree() {
     let xs = with_graphs.solve_many(&sets).unwrap();
     for (x, b) in xs.iter().zip(&sets) {
         assert!(residual::accuracy(&a2, x, b).unwrap().relative_residual < 1e-12);
+    }
+}
+
+/// `profile_factor_solve` times the launches of one factor + solve call: with the blocked
+/// family the interlaced factor kernels and no forward-sweep launch, where `profile` times
+/// a factor and both sweeps. Both leave the solution in the right-hand sides.
+#[test]
+fn profiles_time_the_launches_of_each_call() {
+    let Some(g) = gpu() else { return };
+    let seed = fresh_seed();
+    let (a, b) = problem::<f64>(1, 700, 40, 1, seed);
+    let options = GpuOptions { kernels: KernelFamily::Blocked, graphs: false, ..Default::default() };
+    let mut solver = GpuCholesky::<f64>::with_gpu(g, options).unwrap();
+    solver.upload(&a).unwrap();
+    for factor_solve in [false, true] {
+        solver.upload_rhs(&b).unwrap();
+        let launches = if factor_solve { solver.profile_factor_solve() } else { solver.profile() }.unwrap();
+        let kernels: Vec<&str> = launches.iter().map(|l| l.0.as_str()).collect();
+        let interlaced = kernels.iter().any(|k| k.starts_with(names::FACTOR_SOLVE_BLOCKED));
+        let forward = kernels.iter().any(|k| k.starts_with(names::SOLVE_FORWARD_PANEL));
+        assert_eq!((interlaced, forward), (factor_solve, !factor_solve), "{kernels:?}");
+        assert!(launches.iter().all(|l| l.6 > 0.0), "{launches:?}");
+        solver.check_factor().unwrap();
+        let mut x = b.clone();
+        solver.download_rhs(&mut x).unwrap();
+        let r = residual::accuracy(&a, &x, &b).unwrap().relative_residual;
+        assert!(r < 1e-12, "factor_solve {factor_solve}: {r:e} (seed {seed})");
     }
 }
 

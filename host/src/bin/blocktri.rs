@@ -201,6 +201,10 @@ struct ProfileArgs {
     /// Tile products of an f32 profile: fma, tf32, tf32x3.
     #[arg(long, default_value = "fma")]
     f32_products: String,
+    /// Time the launches of one factor + solve call (the forward substitution interlaced
+    /// with the factor where the kernels do that) instead of a factor, then a solve.
+    #[arg(long)]
+    factor_solve: bool,
 }
 
 #[derive(Args)]
@@ -690,7 +694,7 @@ fn profile<T: Scalar>(args: &ProfileArgs) -> Result<()> {
     let mut rows = Vec::new();
     for _ in 0..args.repeat.max(1) {
         g.upload_rhs(&b)?;
-        rows = g.profile()?;
+        rows = if args.factor_solve { g.profile_factor_solve()? } else { g.profile()? };
     }
     println!("{:<20} {:>5} {:>7} {:>7} {:>7} {:>5} {:>10}", "kernel", "level", "grid", "threads", "smem", "regs", "us");
     let mut total = 0.0;

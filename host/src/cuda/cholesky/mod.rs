@@ -1111,10 +1111,26 @@ impl<T: Scalar> GpuCholesky<T> {
     /// event pair around each launch, and returns `(kernel, level, grid, threads,
     /// shared bytes, registers, microseconds)` per launch: where the time goes.
     pub fn profile(&mut self) -> Result<Vec<LaunchTiming>> {
+        self.profile_steps(false)
+    }
+
+    /// [`Self::profile`] for the launches of [`Self::launch_factor_solve`]: the factor with
+    /// the forward substitution interlaced where the engine does that, then what is left of
+    /// the solve (on one stream, in the order the graph would run them).
+    pub fn profile_factor_solve(&mut self) -> Result<Vec<LaunchTiming>> {
+        self.profile_steps(true)
+    }
+
+    fn profile_steps(&mut self, factor_solve: bool) -> Result<Vec<LaunchTiming>> {
         let plan = self.plan.as_ref().ok_or(Error::NotFactored)?;
         let target = plan.target().map_err(|_| Error::Shape("upload right-hand sides before profiling".into()))?;
-        let mut steps = plan.engine.factor_steps(&plan.bufs, None);
-        steps.extend(plan.engine.solve_steps(&plan.bufs, &target, true));
+        let steps = if factor_solve {
+            plan.engine.factor_solve_steps(&plan.bufs, &target)
+        } else {
+            let mut steps = plan.engine.factor_steps(&plan.bufs, None);
+            steps.extend(plan.engine.solve_steps(&plan.bufs, &target, true));
+            steps
+        };
         let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
         let mut out = Vec::new();
         for step in &steps {
