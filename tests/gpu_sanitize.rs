@@ -35,6 +35,10 @@ fn sanitize_cholesky_small() {
     solve_case::<f64>(&g, 1, 1, 3, 1, 1e-12);
     // The rows family's single launch at padded size 16, a batch.
     solve_case::<f64>(&g, 2, 40, 16, 2, 1e-12);
+    // Level 0 in the per-level launch at padded size 16 (two nodes per block, the last
+    // block's second slot empty; f64 products on the tensor cores), padding rows, then
+    // the single launch.
+    solve_case::<f64>(&g, 1, 2203, 13, 1, 1e-12);
 }
 
 #[test]

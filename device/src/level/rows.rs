@@ -19,7 +19,8 @@
 //! - The triangular solves `A L^-T` run in warps 1 and 2 against `L` read from shared
 //!   memory (every lane reads the same address: a broadcast).
 //! - The products `L_li L_li^T`, `L_ri L_ri^T`, `-L_ri L_li^T` go one to each warp; each lane
-//!   produces one row of its product.
+//!   produces one row of its product (in `f64` at `NP = 16` in the single launch, the
+//!   whole warp's two `m16n8k16` tensor-core operations instead: `products_dmma16`).
 //! - Global reads go through shared tiles with coalesced loads; global writes and atomic
 //!   adds are coalesced (lane = row of a column-major block).
 //!
@@ -31,6 +32,7 @@ use super::{FactorArgs, InfoCode, SolveArgs, align_elems, info_key};
 use crate::layout::fill_slot;
 use crate::team::{LaneSlice, Team};
 use crate::tile::copy_batched;
+use blocktri_prims::mma::{has_sm90_dmma, mma_m16n8k16_f64};
 use blocktri_prims::{Real, atomic, lane_id, shared, sync_warp, warp_id};
 
 /// Threads per block of every kernel here: three warps.
@@ -315,7 +317,11 @@ unsafe fn factor_rows_slot<T: Real, const NP: usize>(args: &FactorArgs<T>, nd: &
         }
         _ => None,
     };
-    if let Some((dst, rows_of, cols_of, atomic_sub)) = job
+    if T::BYTES == 8 && NP == 16 && slot.width == 32 && has_sm90_dmma() {
+        // SAFETY: the block's one node (the job is the same on every lane of the warp);
+        // its `K` tiles are written (barrier above); the destinations as below.
+        unsafe { products_dmma16::<T>(job.filter(|_| live), (n, a.ld as usize)) };
+    } else if let Some((dst, rows_of, cols_of, atomic_sub)) = job
         && live
         && lane < n
     {
@@ -411,6 +417,49 @@ unsafe fn factor_rows_slot<T: Real, const NP: usize>(args: &FactorArgs<T>, nd: &
                 acc = krow[c].mul_add(unsafe { *ybuf.add(col * NP + c) }, acc);
             }
             unsafe { T::atomic_add_global(bj.add(col * ldb + lane), -acc) };
+        }
+    }
+}
+
+/// Step 7 of the rows factor for `f64` at padded size 16 on the sm_90 DMMA shapes, for
+/// the lone node of a block (the single launch): the warp's product `P = K_a K_b^T`
+/// (`16 x 16 x 16`) as two `m16n8k16` operations of the whole warp instead of a row of
+/// 256 multiply-adds on each of 16 lanes. `job` is `(destination, K_a, K_b, atomic)`
+/// (`None`: no job or no node); entry `(row, col)`, both below `n`, is added to (atomic)
+/// or stored at `dst[col * ld + row]` negated, as in the FMA loop. In the per-level
+/// launches, where two nodes share each warp, the same products slot after slot were
+/// no faster overall (`docs/perf-notes.md`, entry 79), so they keep the FMA loop.
+///
+/// # Safety
+/// All 32 lanes of the warp call it together with the same `job`; `T` is `f64` and
+/// `has_sm90_dmma()`; the `K` tiles (column-major, leading dimension 17) are written and
+/// visible to the warp; the destination is valid for the job.
+#[inline(always)]
+unsafe fn products_dmma16<T: Real>(job: Option<(*mut T, *const T, *const T, bool)>, (n, ld): (usize, usize)) {
+    const T16: usize = ldt(16);
+    let Some((dst, ka, kb, atomic_sub)) = job else { return };
+    let lane = lane_id() as usize;
+    let (g, q) = (lane / 4, lane % 4);
+    // A fragment: K_a[g + 8 (i % 2)][q + 4 (i / 2)]; B: K_b[8 w + g][q + 4 u]
+    // (entry (r, c) of a tile at c * 17 + r).
+    // SAFETY (reads): inside the 16 x 16 tiles.
+    let a: [f64; 8] = core::array::from_fn(|i| unsafe { *ka.add((q + 4 * (i / 2)) * T16 + g + 8 * (i % 2)) }.to_f64());
+    for w in 0..2 {
+        let b: [f64; 4] = core::array::from_fn(|u| unsafe { *kb.add((q + 4 * u) * T16 + 8 * w + g) }.to_f64());
+        let c = mma_m16n8k16_f64(a, b, [0.0; 4]);
+        for (i, v) in c.iter().enumerate() {
+            let (row, col) = (g + 8 * (i / 2), 8 * w + 2 * q + i % 2);
+            if row < n && col < n {
+                // SAFETY: entry (row, col) of the job's destination block.
+                unsafe {
+                    let at = dst.add(col * ld + row);
+                    if atomic_sub {
+                        T::atomic_add_global(at, T::from_f64(-v));
+                    } else {
+                        *at = T::from_f64(-v);
+                    }
+                }
+            }
         }
     }
 }
