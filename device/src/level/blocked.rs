@@ -109,7 +109,7 @@ pub unsafe fn factor_blocked<T: Real, const NP: usize>(args: &FactorArgs<T>) {
 /// columns interlaced, like [`super::factor_level`]: warp 0 solves `L_ii y = b_i` while
 /// the other warps run the neighbour products, then every warp subtracts `L_li y` and
 /// `L_ri y` from the neighbours' right-hand sides. A kernel of its own, so that the
-/// factor alone keeps its registers (with both in one kernel the factor alone was 1-2 %
+/// factor alone keeps its registers (with both in one kernel the factor alone was 0.7-2.3 %
 /// slower on the H200, `docs/perf-notes.md` entry 78).
 ///
 /// # Safety

@@ -345,10 +345,7 @@ impl Fused {
         }];
         let first = self.dataflow_from(nb, s);
         let per = self.variant.factor_nodes_per_block();
-        let factor = match (&self.factor_interlaced, nrhs) {
-            (Some(interlaced), 1..) => interlaced,
-            _ => &self.factor,
-        };
+        let factor = factor_kernel(&self.factor, &self.factor_interlaced, nrhs);
         for m in 0..first.unwrap_or(levels(nb)) {
             let grid = (s * nodes_in_level(nb, m)).div_ceil(per);
             steps.push(Step::Launch {
@@ -361,12 +358,8 @@ impl Fused {
         if let (Some(dataflow), Some(m)) = (&self.dataflow, first) {
             let flags = b.factor_flags();
             steps.push(Step::ClearFlags { addr: flags as u64, words: factor_flag_words(shape.batch, shape.nblocks) });
-            let single = match (&dataflow.factor_interlaced, nrhs) {
-                (Some(interlaced), 1..) => interlaced,
-                _ => &dataflow.factor,
-            };
             steps.push(Step::Launch {
-                kernel: single,
+                kernel: factor_kernel(&dataflow.factor, &dataflow.factor_interlaced, nrhs),
                 level: m,
                 cfg: LaunchConfig::linear(nodes_from(nb, s, m), self.factor_threads, smem),
                 args: Args::Factor(FactorArgs { flags, ..b.factor_args(m, rhs) }),
@@ -505,6 +498,15 @@ const SUBTREE_MAX_PADDED: usize = 8;
 /// (for measurements; `0`: one launch per level), else as many as the kernel takes.
 fn subtree_levels() -> Option<u32> {
     std::env::var("BLOCKTRI_SUBTREE_LEVELS").ok().and_then(|v| v.parse().ok())
+}
+
+/// The factor kernel for `nrhs` interlaced columns: `plain`, or its interlaced twin where
+/// the family has one (the blocked factor) and there are columns.
+fn factor_kernel<'k>(plain: &'k Kernel, interlaced: &'k Option<Kernel>, nrhs: usize) -> &'k Kernel {
+    match interlaced {
+        Some(twin) if nrhs > 0 => twin,
+        _ => plain,
+    }
 }
 
 /// The most right-hand-side columns the blocked factor interlaces: each costs a column
