@@ -13,6 +13,10 @@ use blocktri_device::chain::{
     solve_forward_chain_rows,
 };
 use blocktri_device::layout::{levels, nodes_in_level};
+use blocktri_device::level::columns::{
+    solve_backward_panel_columns, solve_backward_panel_columns_staged, solve_forward_panel_columns, solve_forward_panel_columns_staged,
+    solve_panel_columns_shared_bytes,
+};
 use blocktri_device::level::{
     FactorArgs, INFO_OK, InfoCode, ROW_THREADS, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, decode_info, factor_blocked,
     factor_blocked_shared_bytes, factor_blocked_threads, factor_flag_words, factor_level, factor_panel, factor_panel_shared_bytes,
@@ -22,7 +26,9 @@ use blocktri_device::level::{
     solve_forward_panel, solve_forward_rows, solve_panel_dataflow_shared_bytes, solve_panel_shared_bytes, solve_rows_dataflow,
     solve_rows_shared_bytes, solve_shared_bytes, subtree_blocks, subtree_max_levels, subtree_shared_bytes, subtree_threads,
 };
-use blocktri_device::level::{factor_blocked_dataflow, nodes_from, solve_backward_subtree_rows, solve_panel_dataflow};
+use blocktri_device::level::{
+    factor_blocked_dataflow, nodes_from, solve_backward_subtree_rows, solve_panel_columns_dataflow, solve_panel_dataflow,
+};
 use blocktri_prims::emu;
 use common::{dense_solution, error_vs_reference, fresh_seed, problem};
 
@@ -98,6 +104,12 @@ enum Family {
     Panel,
     /// The panel solves after the blocked tensor-core factor (`level::blocked`).
     Blocked,
+    /// The many-column panel solves (`level::columns`) after the blocked factor, one launch
+    /// per level (`true`: the couplings staged in shared memory).
+    Columns(bool),
+    /// The blocked factor and the many-column panel solves, single-launch sweeps from this
+    /// level.
+    ColumnsDataflow(u32),
     Chain,
     ChainRows,
     /// The strip-blocked chain factor (`chain::factor_chain_strips`) and the chain solves
@@ -128,6 +140,16 @@ macro_rules! panel_kernel {
     };
 }
 
+/// Runs the many-column panel kernel of padded size `np` (32 or 64).
+macro_rules! columns_kernel {
+    ($np:expr, $f:ident, $args:expr) => {
+        match $np {
+            32 => $f::<f64, 32>($args),
+            _ => $f::<f64, 64>($args),
+        }
+    };
+}
+
 /// Runs the register-resident kernel of padded size `np` (4, 8, 16 or 32), with a
 /// further const argument when given.
 macro_rules! rows_kernel {
@@ -150,8 +172,14 @@ macro_rules! rows_kernel {
 }
 
 fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
-    // The subtree kernel is a backward solve: the factor is the rows family's.
-    let fam = if let Family::RowsSubtree(_) = fam { ROWS } else { fam };
+    // The subtree kernel is a backward solve: the factor is the rows family's; the column
+    // solves follow the blocked factor.
+    let fam = match fam {
+        Family::RowsSubtree(_) => ROWS,
+        Family::Columns(_) => BLOCKED,
+        Family::ColumnsDataflow(first) => Family::BlockedDataflow(first),
+        other => other,
+    };
     let shape = a.shape();
     let (nb, s) = (shape.nblocks as u32, shape.batch as u32);
     let args = factor_args(d, a, 0, nrhs);
@@ -191,7 +219,7 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
     unsafe { emu::launch_unchecked((s * (nb / 2)).max(1), 128, 0, || factor_prep(&args)) };
     let np = row_size(shape.block).unwrap_or(32);
     let pp = panel_size(shape.block).unwrap_or(96);
-    if let Family::RowsDataflow(first) | Family::BlockedDataflow(first) = fam {
+    if let Family::RowsDataflow(first) | Family::BlockedDataflow(first) | Family::ColumnsDataflow(first) = fam {
         // Levels below `first` one launch each, then one launch for the rest.
         let rows = matches!(fam, Family::RowsDataflow(_));
         let first = first.min(levels(nb) - 1);
@@ -273,8 +301,8 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
             | Family::BlockedDataflow(_) => {
                 unreachable!("launched above")
             }
-            Family::RowsSubtree(_) => {
-                unreachable!("factored as the rows family")
+            Family::RowsSubtree(_) | Family::Columns(_) | Family::ColumnsDataflow(_) => {
+                unreachable!("factored as the rows or the blocked family")
             }
         }
     }
@@ -312,6 +340,10 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
     let (smem, threads) = match fam {
         Family::Rows | Family::RowsDataflow(_) | Family::RowsSubtree(_) => (solve_rows_shared_bytes(np, 8), ROW_THREADS),
         Family::Panel | Family::Blocked | Family::BlockedDataflow(_) => (solve_panel_shared_bytes(pp, 8), panel_solve_threads(pp)),
+        Family::Columns(staged) => {
+            (solve_panel_columns_shared_bytes(pp, k, staged, 8), if staged { panel_threads(pp) } else { panel_solve_threads(pp) })
+        }
+        Family::ColumnsDataflow(_) => (solve_panel_columns_shared_bytes(pp, k, false, 8), panel_solve_threads(pp)),
         Family::Generic(_) => (solve_shared_bytes(shape.block, chunk as usize, 8), 64),
         Family::Chain => (solve_chain_shared_bytes(shape.block, chunk as usize, 8), chain_threads(shape.block)),
         Family::ChainRows => (0, 32 * CHAIN_ROWS_WARPS),
@@ -333,6 +365,18 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         (Family::Panel | Family::Blocked | Family::BlockedDataflow(_), false) => unsafe {
             emu::launch_unchecked(grid, threads, smem, || panel_kernel!(pp, solve_backward_panel, a))
         },
+        (Family::Columns(true), true) => unsafe {
+            emu::launch_unchecked(grid, threads, smem, || columns_kernel!(pp, solve_forward_panel_columns_staged, a))
+        },
+        (Family::Columns(true), false) => unsafe {
+            emu::launch_unchecked(grid, threads, smem, || columns_kernel!(pp, solve_backward_panel_columns_staged, a))
+        },
+        (Family::Columns(false) | Family::ColumnsDataflow(_), true) => unsafe {
+            emu::launch_unchecked(grid, threads, smem, || columns_kernel!(pp, solve_forward_panel_columns, a))
+        },
+        (Family::Columns(false) | Family::ColumnsDataflow(_), false) => unsafe {
+            emu::launch_unchecked(grid, threads, smem, || columns_kernel!(pp, solve_backward_panel_columns, a))
+        },
         (Family::Generic(_), true) => unsafe { emu::launch_unchecked(grid, threads, smem, || solve_forward_level(a)) },
         (Family::Generic(_), false) => unsafe { emu::launch_unchecked(grid, threads, smem, || solve_backward_level(a)) },
         (Family::Chain, true) => unsafe { emu::launch_unchecked(grid, threads, smem, || solve_forward_chain(a)) },
@@ -347,7 +391,7 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         (Family::ChainInverse, false) => unsafe { emu::launch_unchecked(grid, threads, smem, || solve_backward_chain_inverse(a)) },
         (Family::ChainStrips, _) => unreachable!("mapped to its solves above"),
     };
-    if let Family::RowsDataflow(first) | Family::BlockedDataflow(first) = fam {
+    if let Family::RowsDataflow(first) | Family::BlockedDataflow(first) | Family::ColumnsDataflow(first) = fam {
         // Both sweeps of the levels from `first` up (or the backward one after an
         // interlaced factor) in one launch, the levels below one launch each.
         let first = first.min(levels(nb) - 1);
@@ -362,6 +406,9 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         let grid = nodes_from(nb, s, first) * if forward { 2 } else { 1 };
         if matches!(fam, Family::RowsDataflow(_)) {
             unsafe { emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_rows_dataflow, &a)) };
+        } else if matches!(fam, Family::ColumnsDataflow(_)) {
+            let smem = solve_panel_columns_shared_bytes(pp, k, true, 8);
+            unsafe { emu::launch_unchecked(grid, panel_threads(pp), smem, || columns_kernel!(pp, solve_panel_columns_dataflow, &a)) };
         } else {
             // The single launch stages the couplings, with the factor's thread count.
             let smem = solve_panel_dataflow_shared_bytes(pp, 8);
@@ -457,6 +504,21 @@ fn emulated_factor_and_solve_match_the_dense_reference() {
     check_factor_and_solve(CHAIN_STRIPS, &[(1, 1, 3, 1), (2, 5, 8, 2), (1, 4, 17, 1)]);
     check_factor_and_solve(CHAIN_STRIPS, BLOCKED_CASES);
     check_factor_and_solve(CHAIN_STRIPS, &[(3, 6, 24, 2), (2, 4, 32, 1), (1, 1, 64, 1)]);
+}
+
+/// The many-column panel solves: one and two groups of columns (32 per pass), partial
+/// item chunks, both padded sizes, every neighbour pattern, per level and in the single
+/// launch from level 0 and from level 2.
+#[test]
+fn emulated_column_solves_match_the_dense_reference() {
+    let cases: &[(usize, usize, usize, usize)] = &[(1, 5, 33, 2), (2, 3, 64, 9), (1, 7, 41, 40), (1, 2, 57, 3), (2, 4, 20, 33)];
+    check_factor_and_solve(Family::Columns(false), cases);
+    check_factor_and_solve(Family::Columns(true), cases);
+    check_factor_and_solve(Family::ColumnsDataflow(0), cases);
+    check_factor_and_solve(Family::ColumnsDataflow(2), &[(1, 37, 40, 5), (2, 9, 17, 34)]);
+    // After the interlaced factor, the backward sweep alone.
+    check_interlaced(Family::Columns(false), &[(1, 9, 40, 5), (2, 5, 64, 3)]);
+    check_interlaced(Family::ColumnsDataflow(1), &[(1, 9, 40, 5), (2, 5, 64, 3)]);
 }
 
 /// Block sizes that pick each padded panel size (32, 64, 96), including the edges.

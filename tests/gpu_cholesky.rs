@@ -211,6 +211,26 @@ fn batches_of_7_and_256_systems() {
     residual_check(7, 4097, 16, 1, seed, 1e-12, &mut s64);
 }
 
+/// Many right-hand-side columns at the panel sizes (`level::columns`, 32 columns per pass
+/// of a node): one and several passes, per-level launches and the single launch, after a
+/// plain and after an interlaced factor, f64 and f32.
+#[test]
+fn many_columns_at_the_panel_sizes() {
+    let Some(g) = gpu() else { return };
+    let seed = fresh_seed();
+    let mut s64 = GpuCholesky::<f64>::with_gpu(g.clone(), GpuOptions::default()).unwrap();
+    let mut s32 = GpuCholesky::<f32>::with_gpu(g, GpuOptions::default()).unwrap();
+    for (i, &(batch, nb, n, k)) in
+        [(1, 4097, 64, 3), (1, 300, 40, 33), (3, 5, 17, 70), (2, 1000, 32, 8), (1, 1, 64, 31), (1, 2000, 50, 16)].iter().enumerate()
+    {
+        residual_check(batch, nb, n, k, seed + i as u64, 1e-12, &mut s64);
+        residual_check(batch, nb, n, k, seed + i as u64, 1e-5, &mut s32);
+        let (a, b) = problem::<f64>(batch, nb, n, k, seed + 50 + i as u64);
+        let x = s64.factor_solve(&a, &b).unwrap();
+        assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12, "interlaced S={batch} N={nb} n={n} k={k}");
+    }
+}
+
 #[test]
 fn both_kernel_families_agree() {
     let Some(g) = gpu() else { return };

@@ -84,6 +84,16 @@ fn sanitize_cholesky_blocked_interlaced() {
     family_case::<f32>(&g, KernelFamily::Blocked, (2, 40, 20, 2), 1e-4);
 }
 
+/// The panel solves of many right-hand-side columns (`level::columns`), per level and in
+/// the single launch: two groups of columns at padded size 64, one at 32, f32.
+#[test]
+fn sanitize_panel_column_solves() {
+    let Some(g) = gpu() else { return };
+    family_case::<f64>(&g, KernelFamily::Blocked, (1, 300, 50, 40), 1e-12);
+    family_case::<f64>(&g, KernelFamily::Blocked, (2, 200, 30, 5), 1e-12);
+    family_case::<f32>(&g, KernelFamily::Panel, (2, 40, 20, 33), 1e-4);
+}
+
 /// One chain larger than a device-memory cap, in segments: pass 1's coupling columns are
 /// solved on the tree's edge nodes only (`edge_from`) in the packed and whole-warp rows
 /// kernels, their single launch and the panel solves.

@@ -74,6 +74,16 @@ pub mod names {
     pub const FACTOR_SOLVE_BLOCKED_DATAFLOW: &str = "factor_solve_blocked_dataflow";
     /// [`crate::level::solve_panel_dataflow`] (`solve_panel_dataflow64_f64`).
     pub const SOLVE_PANEL_DATAFLOW: &str = "solve_panel_dataflow";
+    /// [`crate::level::columns::solve_forward_panel_columns`] (`solve_forward_panel_columns64_f64`).
+    pub const SOLVE_FORWARD_PANEL_COLUMNS: &str = "solve_forward_panel_columns";
+    /// [`crate::level::columns::solve_backward_panel_columns`] (`solve_backward_panel_columns64_f64`).
+    pub const SOLVE_BACKWARD_PANEL_COLUMNS: &str = "solve_backward_panel_columns";
+    /// [`crate::level::columns::solve_forward_panel_columns_staged`] (`solve_forward_panel_columns_staged64_f64`).
+    pub const SOLVE_FORWARD_PANEL_COLUMNS_STAGED: &str = "solve_forward_panel_columns_staged";
+    /// [`crate::level::columns::solve_backward_panel_columns_staged`] (`solve_backward_panel_columns_staged64_f64`).
+    pub const SOLVE_BACKWARD_PANEL_COLUMNS_STAGED: &str = "solve_backward_panel_columns_staged";
+    /// [`crate::level::solve_panel_columns_dataflow`] (`solve_panel_columns_dataflow64_f64`).
+    pub const SOLVE_PANEL_COLUMNS_DATAFLOW: &str = "solve_panel_columns_dataflow";
     /// [`crate::chain::factor_chain`].
     pub const FACTOR_CHAIN: &str = "factor_chain";
     /// [`crate::chain::solve_forward_chain`].
@@ -205,11 +215,14 @@ mod entry {
         solve_backward_chain_rows, solve_forward_chain, solve_forward_chain_inverse, solve_forward_chain_rows,
     };
     use crate::copy::{StridedCopyArgs, strided_copy};
+    use crate::level::columns::{
+        solve_backward_panel_columns, solve_backward_panel_columns_staged, solve_forward_panel_columns, solve_forward_panel_columns_staged,
+    };
     use crate::level::{
         FactorArgs, SolveArgs, factor_blocked, factor_blocked_dataflow, factor_level, factor_panel, factor_panel_dataflow, factor_prep,
         factor_rows, factor_rows_dataflow, factor_solve_blocked, factor_solve_blocked_dataflow, solve_backward_level, solve_backward_panel,
         solve_backward_rows, solve_backward_subtree_rows, solve_forward_level, solve_forward_panel, solve_forward_rows,
-        solve_panel_dataflow, solve_rows_dataflow,
+        solve_panel_columns_dataflow, solve_panel_dataflow, solve_rows_dataflow,
     };
     use crate::logdet::{LogDetArgs, log_det_parts};
     use crate::refine::{RefineArgs, demote_matrix, demote_rhs, promote, residual};
@@ -413,6 +426,36 @@ mod entry {
     kernel!(solve_panel_dataflow32_f64, solve_panel_dataflow32_f32, solve_panel_dataflow::<_, 32>, SolveArgs);
     kernel!(solve_panel_dataflow64_f64, solve_panel_dataflow64_f32, solve_panel_dataflow::<_, 64>, SolveArgs);
     kernel!(solve_panel_dataflow96_f64, solve_panel_dataflow96_f32, solve_panel_dataflow::<_, 96>, SolveArgs);
+    kernel!(solve_forward_panel_columns32_f64, solve_forward_panel_columns32_f32, solve_forward_panel_columns::<_, 32>, SolveArgs);
+    kernel!(solve_forward_panel_columns64_f64, solve_forward_panel_columns64_f32, solve_forward_panel_columns::<_, 64>, SolveArgs);
+    kernel!(solve_backward_panel_columns32_f64, solve_backward_panel_columns32_f32, solve_backward_panel_columns::<_, 32>, SolveArgs);
+    kernel!(solve_backward_panel_columns64_f64, solve_backward_panel_columns64_f32, solve_backward_panel_columns::<_, 64>, SolveArgs);
+    kernel!(
+        solve_forward_panel_columns_staged32_f64,
+        solve_forward_panel_columns_staged32_f32,
+        solve_forward_panel_columns_staged::<_, 32>,
+        SolveArgs
+    );
+    kernel!(
+        solve_forward_panel_columns_staged64_f64,
+        solve_forward_panel_columns_staged64_f32,
+        solve_forward_panel_columns_staged::<_, 64>,
+        SolveArgs
+    );
+    kernel!(
+        solve_backward_panel_columns_staged32_f64,
+        solve_backward_panel_columns_staged32_f32,
+        solve_backward_panel_columns_staged::<_, 32>,
+        SolveArgs
+    );
+    kernel!(
+        solve_backward_panel_columns_staged64_f64,
+        solve_backward_panel_columns_staged64_f32,
+        solve_backward_panel_columns_staged::<_, 64>,
+        SolveArgs
+    );
+    kernel!(solve_panel_columns_dataflow32_f64, solve_panel_columns_dataflow32_f32, solve_panel_columns_dataflow::<_, 32>, SolveArgs);
+    kernel!(solve_panel_columns_dataflow64_f64, solve_panel_columns_dataflow64_f32, solve_panel_columns_dataflow::<_, 64>, SolveArgs);
     kernel!(factor_prep_f64, factor_prep_f32, factor_prep, FactorArgs);
     kernel!(factor_level_f64, factor_level_f32, factor_level, FactorArgs);
     kernel!(solve_forward_f64, solve_forward_f32, solve_forward_level, SolveArgs);

@@ -43,6 +43,7 @@
 //! counter, then one completion flag per (system, block) and sweep.
 
 use super::blocked::factor_blocked_node;
+use super::columns::{solve_backward_columns_node, solve_columns_load_node, solve_forward_columns_node};
 use super::node::{Node, node_at};
 use super::panel::{factor_panel_node, solve_backward_panel_node, solve_forward_panel_node, solve_panel_load_node};
 use super::rows::{factor_rows_node, solve_backward_rows_node, solve_forward_rows_node, solve_rows_load_node};
@@ -345,6 +346,24 @@ pub unsafe fn solve_panel_dataflow<T: Real, const NP: usize>(args: &SolveArgs<T>
             |a, nd| solve_panel_load_node::<T, NP, true>(a, nd),
             |a, nd| solve_forward_panel_node::<T, NP, true>(a, nd, true),
             |a, nd| solve_backward_panel_node::<T, NP, true>(a, nd, true),
+        )
+    }
+}
+
+/// [`solve_panel_dataflow`] with the column node bodies ([`super::columns`]:
+/// [`super::columns::COLUMN_GROUP`] right-hand-side columns per pass).
+///
+/// # Safety
+/// As [`solve_panel_dataflow`], with [`super::columns::solve_panel_columns_shared_bytes`]`(NP,
+/// args.nrhs, true)` of shared memory and `NP` 32 or 64.
+pub unsafe fn solve_panel_columns_dataflow<T: Real, const NP: usize>(args: &SolveArgs<T>) {
+    // SAFETY: the caller's contract; each node runs after the nodes it reads.
+    unsafe {
+        solve_sweeps(
+            args,
+            |a, nd| solve_columns_load_node::<T, NP>(a, nd),
+            |a, nd| solve_forward_columns_node::<T, NP, true>(a, nd, true),
+            |a, nd| solve_backward_columns_node::<T, NP, true>(a, nd, true),
         )
     }
 }

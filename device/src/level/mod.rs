@@ -7,6 +7,7 @@
 //! `s * nblocks * n * nrhs` in the right-hand sides.
 
 pub mod blocked;
+pub mod columns;
 pub mod dataflow;
 pub mod factor;
 pub(crate) mod node;
@@ -18,7 +19,7 @@ pub mod subtree;
 pub use blocked::{factor_blocked, factor_blocked_shared_bytes, factor_blocked_threads, factor_solve_blocked};
 pub use dataflow::{
     SWEEP_BACKWARD, SWEEP_FORWARD, factor_blocked_dataflow, factor_flag_words, factor_panel_dataflow, factor_rows_dataflow,
-    factor_solve_blocked_dataflow, nodes_from, solve_flag_words, solve_panel_dataflow, solve_rows_dataflow,
+    factor_solve_blocked_dataflow, nodes_from, solve_flag_words, solve_panel_columns_dataflow, solve_panel_dataflow, solve_rows_dataflow,
 };
 pub use factor::{FactorArgs, factor_level, factor_prep, factor_shared_bytes};
 pub use panel::{

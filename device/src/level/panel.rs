@@ -44,13 +44,19 @@ const fn stride(np: usize) -> usize {
     np + 1
 }
 
+/// Row stride of the staged solve tiles ([`load_tiles`]), for the column solves
+/// ([`super::columns`]).
+pub(super) const fn panel_stride(np: usize) -> usize {
+    stride(np)
+}
+
 /// Shared memory of [`factor_panel`] in bytes.
 pub const fn factor_panel_shared_bytes(np: usize, elem_bytes: usize) -> usize {
     (align_elems(3 * np * stride(np), elem_bytes) + 2 * align_elems(np, elem_bytes)) * elem_bytes + 16
 }
 
 /// Shared tiles of a solve node: `L_ii`, with `staged` also both couplings.
-const fn tiles_in_shared(staged: bool) -> usize {
+pub(super) const fn tiles_in_shared(staged: bool) -> usize {
     if staged { 3 } else { 1 }
 }
 
@@ -308,7 +314,7 @@ pub(super) unsafe fn store_factor_panel<T: Real, const NP: usize>(a: &FactorArgs
 /// from global memory inside the products, which leaves a node a third of the shared
 /// memory so that three times as many nodes share an SM and their loads overlap each
 /// other's serial triangular loops (the per-level launches over many nodes).
-unsafe fn load_tiles<T: Real, const NP: usize, const STAGED: bool>(a: &SolveArgs<T>, nd: &Node, tiles: *mut T, inv: *mut T) {
+pub(super) unsafe fn load_tiles<T: Real, const NP: usize, const STAGED: bool>(a: &SolveArgs<T>, nd: &Node, tiles: *mut T, inv: *mut T) {
     let team = Block;
     let s = stride(NP);
     // SAFETY: forwarded from the caller.
@@ -337,7 +343,7 @@ unsafe fn load_tiles<T: Real, const NP: usize, const STAGED: bool>(a: &SolveArgs
 /// # Safety
 /// `tiles` as [`load_tiles`] filled them, `blocks` of the same node.
 #[inline(always)]
-unsafe fn coupling_entry<T: Real, const NP: usize, const STAGED: bool>(
+pub(super) unsafe fn coupling_entry<T: Real, const NP: usize, const STAGED: bool>(
     tiles: *const T,
     blocks: &FactorBlocks<T>,
     right: bool,

@@ -142,6 +142,8 @@ pub struct Sizes {
     pub blocks: Option<Vec<usize>>,
     /// Orders of the tridiagonal inverse (tridiag).
     pub tridiag: Option<Vec<usize>>,
+    /// Right-hand-side columns `k` of the block-tridiagonal configurations (`None`: one).
+    pub nrhs: Option<Vec<usize>>,
 }
 
 impl Sizes {
@@ -338,7 +340,8 @@ pub fn run(config: &Config, progress: impl FnMut(Progress<'_>)) -> Result<Report
     let kalman = config.suites.iter().any(|s| s == "kalman");
     let tri = config.suites.iter().any(|s| s == "tridiag");
     let arrowhead = config.suites.iter().any(|s| s == "arrow");
-    let per_precision = configs.len() + usize::from(tri) + usize::from(arrowhead);
+    let columns = Sizes::pick(&config.sizes.nrhs, &[1]).to_vec();
+    let per_precision = configs.len() * columns.len() + usize::from(tri) + usize::from(arrowhead);
     let total = per_precision * config.precisions.len() + usize::from(kalman);
     let mut step = 0;
     let mut vendor_state = vendor::Peers::new(gpu.as_ref().ok(), config, &mut notes);
@@ -351,14 +354,18 @@ pub fn run(config: &Config, progress: impl FnMut(Progress<'_>)) -> Result<Report
         over
     };
     'sweeps: for &precision in &config.precisions {
-        for (suite, s, nb, n) in &configs {
-            let what = format!("{suite} {precision} S={s} N={nb} n={n}");
+        for ((suite, s, nb, n), k) in configs.iter().flat_map(|c| columns.iter().map(move |&k| (c, k))) {
+            let what = if k == 1 {
+                format!("{suite} {precision} S={s} N={nb} n={n}")
+            } else {
+                format!("{suite} {precision} S={s} N={nb} n={n} k={k}")
+            };
             if out_of_time(&mut notes, &what) {
                 break 'sweeps;
             }
             step += 1;
             (out.progress)(Progress::Started { what: &what, step, total });
-            let cfg = (*s, *nb, *n, 1);
+            let cfg = (*s, *nb, *n, k);
             let (g, emit) = (gpu.as_ref().ok(), &mut |r| out.emit(r));
             match precision {
                 Precision::F64 => bench_block_tridiag::<f64>(config, suite, cfg, g, &peaks, &mut vendor_state, emit)?,

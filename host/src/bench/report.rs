@@ -98,8 +98,9 @@ pub fn table_header(p: &Peaks) -> String {
     s
 }
 
-/// One line of [`table`].
+/// One line of [`table`]; the phase says the right-hand-side columns when there are several.
 pub fn table_row(r: &Row) -> String {
+    let phase = if r.nrhs > 1 { format!("{} k={}", r.phase, r.nrhs) } else { r.phase.clone() };
     format!(
         "{:<10} {:<4} {:>5} {:>6} {:>5} {:<15} {:<16} {:>10} {:>10} {:>9} {:>8}  {}\n",
         r.suite,
@@ -108,7 +109,7 @@ pub fn table_row(r: &Row) -> String {
         r.nblocks,
         r.block,
         r.method,
-        r.phase,
+        phase,
         fmt_ms(r.time.median_ms),
         fmt_ms(r.time.min_ms),
         fmt_opt_e(r.residual),
@@ -275,6 +276,12 @@ fn draw_line_plot(
 
 /// The plots: time vs n (paper sweep), time vs N (horizons), time vs S (batch), speedup
 /// over each peer, tridiagonal inverse time vs n.
+/// A plot series' name: the method, with its right-hand-side columns when there are several
+/// (`bench --nrhs`), so that runs of different `k` stay apart.
+fn series_name(r: &Row) -> String {
+    if r.nrhs > 1 { format!("{} k={}", r.method, r.nrhs) } else { r.method.clone() }
+}
+
 pub fn plots(report: &Report, dir: &Path) -> Result<Vec<String>> {
     let mut written = Vec::new();
     let timed = |r: &&Row| r.time.median_ms > 0.0 && !r.note.starts_with("skipped");
@@ -291,7 +298,7 @@ pub fn plots(report: &Report, dir: &Path) -> Result<Vec<String>> {
         // Paper sweep: factor time vs n.
         let mut s = Series::new();
         for r in rows.iter().filter(|r| r.suite == "fp64-sweep" && r.phase == "factor") {
-            s.entry(r.method.clone()).or_default().push((r.block as f64, r.time.median_ms));
+            s.entry(series_name(r)).or_default().push((r.block as f64, r.time.median_ms));
         }
         put(&format!("fp64_sweep_factor_{prec}.svg"), &format!("Factor, N n = 262144 ({prec})"), "block size n", "ms", s, true)?;
         // Horizons: factor time vs N, one plot per n (S = 1).
@@ -302,23 +309,23 @@ pub fn plots(report: &Report, dir: &Path) -> Result<Vec<String>> {
             for phase in ["factor", "solve"] {
                 let mut s = Series::new();
                 for r in rows.iter().filter(|r| r.suite == "horizon" && r.block == n && r.batch == 1 && r.phase == phase) {
-                    s.entry(r.method.clone()).or_default().push((r.nblocks as f64, r.time.median_ms));
+                    s.entry(series_name(r)).or_default().push((r.nblocks as f64, r.time.median_ms));
                 }
                 put(&format!("horizon_{phase}_n{n}_{prec}.svg"), &format!("{phase}, n = {n}, S = 1 ({prec})"), "blocks N", "ms", s, true)?;
             }
             // Speedup of blocktri-gpu over each peer (factor).
-            let ours: BTreeMap<usize, f64> = rows
+            let ours: BTreeMap<(usize, usize), f64> = rows
                 .iter()
                 .filter(|r| r.suite == "horizon" && r.block == n && r.batch == 1 && r.phase == "factor" && r.method == "blocktri-gpu")
-                .map(|r| (r.nblocks, r.time.median_ms))
+                .map(|r| ((r.nblocks, r.nrhs), r.time.median_ms))
                 .collect();
             let mut s = Series::new();
             for r in rows
                 .iter()
                 .filter(|r| r.suite == "horizon" && r.block == n && r.batch == 1 && r.phase == "factor" && r.method != "blocktri-gpu")
             {
-                if let Some(o) = ours.get(&r.nblocks) {
-                    s.entry(r.method.clone()).or_default().push((r.nblocks as f64, r.time.median_ms / o));
+                if let Some(o) = ours.get(&(r.nblocks, r.nrhs)) {
+                    s.entry(series_name(r)).or_default().push((r.nblocks as f64, r.time.median_ms / o));
                 }
             }
             put(
@@ -333,13 +340,13 @@ pub fn plots(report: &Report, dir: &Path) -> Result<Vec<String>> {
         // Batch: time vs S.
         let mut s = Series::new();
         for r in rows.iter().filter(|r| r.suite == "batch" && r.phase == "factor") {
-            s.entry(r.method.clone()).or_default().push((r.batch as f64, r.time.median_ms));
+            s.entry(series_name(r)).or_default().push((r.batch as f64, r.time.median_ms));
         }
         put(&format!("batch_factor_{prec}.svg"), &format!("Factor of S systems, N = 64, n = 16 ({prec})"), "systems S", "ms", s, true)?;
         // Tridiagonal inverse.
         let mut s = Series::new();
         for r in rows.iter().filter(|r| r.suite == "tridiag") {
-            s.entry(r.method.clone()).or_default().push((r.block as f64, r.time.median_ms));
+            s.entry(series_name(r)).or_default().push((r.block as f64, r.time.median_ms));
         }
         put(&format!("tridiag_inverse_{prec}.svg"), &format!("Tridiagonal inverse ({prec})"), "n", "ms", s, true)?;
     }

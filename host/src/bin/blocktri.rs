@@ -252,6 +252,9 @@ struct BenchArgs {
     /// Orders of the tridiagonal inverse: replaces the tridiag sweep's list.
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
     tridiag_sizes: Vec<u32>,
+    /// Right-hand-side columns k of the block-tridiagonal sweeps, comma-separated (default 1).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+    nrhs: Vec<u32>,
 }
 
 fn parse_precision(s: &str) -> Result<Precision> {
@@ -598,6 +601,7 @@ fn bench_cmd(args: &BenchArgs) -> Result<()> {
         nblocks: list(&args.nblocks),
         blocks: list(&args.block_sizes),
         tridiag: list(&args.tridiag_sizes),
+        nrhs: list(&args.nrhs),
     };
     let bar = indicatif::ProgressBar::new(1);
     bar.set_style(

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
+use blocktri_device::level::columns::{group_width, solve_panel_columns_shared_bytes};
 use blocktri_device::level::{
     FactorArgs, PANEL_SIZES, ROW_THREADS, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, factor_blocked_shared_bytes, factor_blocked_threads,
     factor_flag_words, factor_panel_shared_bytes, factor_rows_shared_bytes, factor_shared_bytes, nodes_from, panel_size,
@@ -182,6 +183,74 @@ struct Dataflow {
     solve: Kernel,
 }
 
+/// The panel solves of many right-hand-side columns (`blocktri_device::level::columns`:
+/// 32 columns per pass of a node), padded sizes 32 and 64.
+#[derive(Debug)]
+struct Columns {
+    /// The per-level kernels (forward, backward) reading the couplings from global memory.
+    levels: (Kernel, Kernel),
+    /// The per-level kernels staging the couplings in shared memory (wide column groups).
+    levels_staged: (Kernel, Kernel),
+    /// Both sweeps' top levels in one launch, where the family has single-launch kernels.
+    single: Option<Kernel>,
+    np: usize,
+    /// The narrowest column group whose per-level launches stage the couplings.
+    staged_from: usize,
+}
+
+impl Columns {
+    /// Whether the per-level launches of `k` columns stage the couplings: staged, a node of
+    /// padded size 64 takes a whole SM in `f64`, which pays only where each coupling entry
+    /// would otherwise be read from global memory for four groups of 8 columns
+    /// ([`PANEL_COLUMNS_STAGED_FROM`]).
+    fn staged(&self, k: usize) -> bool {
+        group_width(k) >= self.staged_from
+    }
+
+    /// The per-level kernels for `k` columns (forward, backward).
+    fn level_kernels(&self, k: usize) -> (&Kernel, &Kernel) {
+        let (f, b) = if self.staged(k) { &self.levels_staged } else { &self.levels };
+        (f, b)
+    }
+
+    /// The launch shape of a per-level column solve over `grid` nodes, `k` columns: staged,
+    /// the single launch's threads (a node then has an SM of its own at padded size 64);
+    /// otherwise the one-column solve's, so that several nodes share an SM.
+    fn level_config(&self, grid: u32, k: usize, elem: usize) -> LaunchConfig {
+        let staged = self.staged(k);
+        let threads = if staged { panel_threads(self.np) } else { panel_solve_threads(self.np) };
+        LaunchConfig::linear(grid, threads, solve_panel_columns_shared_bytes(self.np, k, staged, elem) as u32)
+    }
+
+    /// The launch shape of the single-launch column solve over `grid` node passes: the
+    /// couplings staged, with the factor's threads.
+    fn single_config(&self, grid: u32, k: usize, elem: usize) -> LaunchConfig {
+        LaunchConfig::linear(grid, panel_threads(self.np), solve_panel_columns_shared_bytes(self.np, k, true, elem) as u32)
+    }
+}
+
+/// The fewest right-hand-side columns that the panel solves take [`Columns`] for
+/// (`BLOCKTRI_PANEL_COLUMNS_FROM` overrides it for measurements). Measured on the H200
+/// (`docs/perf-notes.md`, entry 80): at two columns the column solves were as fast as two
+/// column-by-column sweeps up to N = 4096 and 18-20 % slower at N = 16384; from three on
+/// faster everywhere.
+const PANEL_COLUMNS_FROM: usize = 3;
+
+fn panel_columns_from() -> usize {
+    std::env::var("BLOCKTRI_PANEL_COLUMNS_FROM").ok().and_then(|v| v.parse().ok()).unwrap_or(PANEL_COLUMNS_FROM)
+}
+
+/// The narrowest column group ([`group_width`]) whose per-level column solves stage the
+/// couplings (`BLOCKTRI_PANEL_COLUMNS_STAGED` overrides it for measurements). Measured on
+/// the H200 (`docs/perf-notes.md`, entry 80): staging from 16 columns was 22-44 % slower
+/// at padded size 64 (a node then holds an SM alone) and no faster at 32; at 32 columns
+/// staged was 4-5 % faster at 64 and 19-25 % at 32.
+const PANEL_COLUMNS_STAGED_FROM: usize = 32;
+
+fn panel_columns_staged_from() -> usize {
+    std::env::var("BLOCKTRI_PANEL_COLUMNS_STAGED").ok().and_then(|v| v.parse().ok()).unwrap_or(PANEL_COLUMNS_STAGED_FROM)
+}
+
 /// The fused engine of one plan.
 #[derive(Debug)]
 pub(super) struct Fused {
@@ -200,6 +269,11 @@ pub(super) struct Fused {
     /// (`blocktri_device::level::subtree`), with the most levels it takes; rows kernels
     /// up to [`SUBTREE_MAX_PADDED`], unless [`KernelFamily::RowsLevels`].
     subtree: Option<(Kernel, u32)>,
+    /// The panel solves of many columns; `None` for the other families, padded size 96
+    /// and where their shared memory does not fit.
+    columns: Option<Columns>,
+    /// The fewest columns that take `columns`.
+    columns_from: usize,
     factor_threads: u32,
     /// Threads per block of the per-level factor launches (the single launch keeps
     /// `factor_threads`).
@@ -291,6 +365,27 @@ impl Fused {
             }
             _ => None,
         };
+        let columns = match variant {
+            // The widest tiles must fit (32 columns, staged couplings).
+            Variant::Panel(np) | Variant::Blocked(np)
+                if np <= 64 && solve_panel_columns_shared_bytes(np, 32, true, T::BYTES) <= smem as usize =>
+            {
+                let threads = panel_threads(np);
+                let levels = (sized(names::SOLVE_FORWARD_PANEL_COLUMNS, np)?, sized(names::SOLVE_BACKWARD_PANEL_COLUMNS, np)?);
+                let levels_staged =
+                    (sized(names::SOLVE_FORWARD_PANEL_COLUMNS_STAGED, np)?, sized(names::SOLVE_BACKWARD_PANEL_COLUMNS_STAGED, np)?);
+                let single = match &dataflow {
+                    Some(_) => Some(sized(names::SOLVE_PANEL_COLUMNS_DATAFLOW, np)?),
+                    None => None,
+                };
+                let mut fits = true;
+                for kernel in [&levels.0, &levels.1, &levels_staged.0, &levels_staged.1].into_iter().chain(&single) {
+                    fits &= kernel.max_threads_per_block()? >= threads;
+                }
+                fits.then_some(Columns { levels, levels_staged, single, np, staged_from: panel_columns_staged_from() })
+            }
+            _ => None,
+        };
         Ok(Fused {
             variant,
             prep: k(names::FACTOR_PREP)?,
@@ -300,6 +395,8 @@ impl Fused {
             backward,
             dataflow,
             subtree,
+            columns,
+            columns_from: panel_columns_from(),
             factor_threads,
             level_threads,
             max_shared: smem,
@@ -311,6 +408,11 @@ impl Fused {
     /// Right-hand-side columns per pass of the generic solve kernels.
     fn chunk(&self, n: usize, k: usize, elem: usize) -> usize {
         fitting_chunk(k, self.rhs_chunk, self.max_shared, |c| solve_shared_bytes(n, c, elem))
+    }
+
+    /// The many-column panel solves, where the family has them and `k` columns take them.
+    fn columns_for(&self, k: usize) -> Option<&Columns> {
+        self.columns.as_ref().filter(|_| k >= self.columns_from)
     }
 
     /// Whether the factor kernels can also do the forward substitution of `nrhs` columns.
@@ -376,14 +478,19 @@ impl Fused {
         let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
         let chunk = self.chunk(n, target.k, T::BYTES);
         let args = |level| b.solve_args(target, level, chunk);
-        let cfg = |grid| self.solve_config::<T>(n, chunk, grid);
+        let columns = self.columns_for(target.k);
+        let cfg = |grid| match columns {
+            Some(c) => c.level_config(grid, target.k, T::BYTES),
+            None => self.solve_config::<T>(n, chunk, grid),
+        };
         let level_cfg = |m| cfg(s * nodes_in_level(nb, m));
+        let (forward_kernel, backward_kernel) = columns.map_or((&self.forward, &self.backward), |c| c.level_kernels(target.k));
         let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
         let first = self.dataflow_from(nb, s);
         let below = first.unwrap_or(levels(nb));
         if forward {
             steps.extend((0..below).map(|m| Step::Launch {
-                kernel: &self.forward,
+                kernel: forward_kernel,
                 level: m,
                 cfg: level_cfg(m),
                 args: Args::Solve(args(m)),
@@ -392,17 +499,17 @@ impl Fused {
         if let (Some(dataflow), Some(m)) = (&self.dataflow, first) {
             steps.push(Step::ClearFlags { addr: target.flags as u64, words: solve_flag_words(shape.batch, shape.nblocks) });
             let (sweeps, passes) = if forward { (SWEEP_FORWARD | SWEEP_BACKWARD, 2) } else { (SWEEP_BACKWARD, 1) };
-            steps.push(Step::Launch {
-                kernel: &dataflow.solve,
-                level: m,
-                cfg: self.dataflow_solve_config::<T>(n, chunk, passes * nodes_from(nb, s, m)),
-                args: Args::Solve(SolveArgs { flags: target.flags, sweeps, ..args(m) }),
-            });
+            let grid = passes * nodes_from(nb, s, m);
+            let (kernel, cfg) = match columns.and_then(|c| c.single.as_ref().map(|k| (k, c))) {
+                Some((single, c)) => (single, c.single_config(grid, target.k, T::BYTES)),
+                None => (&dataflow.solve, self.dataflow_solve_config::<T>(n, chunk, grid)),
+            };
+            steps.push(Step::Launch { kernel, level: m, cfg, args: Args::Solve(SolveArgs { flags: target.flags, sweeps, ..args(m) }) });
         }
         // The lowest levels by subtrees, in one launch, where the family has that kernel.
         let depth = self.subtree.as_ref().map_or(0, |(_, most)| below.min(*most));
         steps.extend((depth..below).rev().map(|m| Step::Launch {
-            kernel: &self.backward,
+            kernel: backward_kernel,
             level: m,
             cfg: level_cfg(m),
             args: Args::Solve(args(m)),
@@ -462,10 +569,14 @@ impl Fused {
         let (nb, s) = (shape.nblocks as u32, shape.batch as u32);
         let chunk = self.chunk(shape.block, target.k, T::BYTES);
         let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
+        let columns = self.columns_for(target.k);
         steps.extend((0..levels(nb)).map(|m| Step::Launch {
-            kernel: &self.forward,
+            kernel: columns.map_or(&self.forward, |c| c.level_kernels(target.k).0),
             level: m,
-            cfg: self.solve_config::<T>(shape.block, chunk, s * nodes_in_level(nb, m)),
+            cfg: match columns {
+                Some(c) => c.level_config(s * nodes_in_level(nb, m), target.k, T::BYTES),
+                None => self.solve_config::<T>(shape.block, chunk, s * nodes_in_level(nb, m)),
+            },
             args: Args::Solve(b.solve_args(target, m, chunk)),
         }));
         steps
@@ -621,6 +732,11 @@ mod tests {
             }
             for np in [32, 64] {
                 for base in [
+                    names::SOLVE_FORWARD_PANEL_COLUMNS,
+                    names::SOLVE_BACKWARD_PANEL_COLUMNS,
+                    names::SOLVE_PANEL_COLUMNS_DATAFLOW,
+                    names::SOLVE_FORWARD_PANEL_COLUMNS_STAGED,
+                    names::SOLVE_BACKWARD_PANEL_COLUMNS_STAGED,
                     names::FACTOR_BLOCKED,
                     names::FACTOR_BLOCKED_DATAFLOW,
                     names::FACTOR_SOLVE_BLOCKED,
