@@ -21,6 +21,7 @@ use blocktri_device::level::{
     solve_panel_dataflow_shared_bytes, solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes, subtree_blocks,
     subtree_max_levels, subtree_shared_bytes, subtree_threads,
 };
+use std::sync::{Arc, OnceLock};
 
 /// The largest block size `KernelFamily::Auto` gives the panel kernels (with the blocked
 /// factor, 1.5-1.9x faster than the column-by-column one: `docs/perf-notes.md`, entry 15);
@@ -229,6 +230,43 @@ impl Columns {
     }
 }
 
+/// [`Columns`] loaded the first time a solve has enough columns for them: each kernel is
+/// compiled when first loaded (on a fresh machine ~0.3 s each, `docs/perf-notes.md`
+/// entry 67), and most plans never solve more than one column.
+#[derive(Debug)]
+struct LazyColumns {
+    gpu: Arc<Gpu>,
+    np: usize,
+    /// Kernel names: per level (forward, backward), staged (forward, backward), and the
+    /// single launch where the family has one.
+    names: [String; 4],
+    single: Option<String>,
+    /// Threads per block the kernels must take (the single launch's).
+    threads: u32,
+    loaded: OnceLock<Option<Columns>>,
+}
+
+impl LazyColumns {
+    /// The kernels, loaded on first use; `None` when one of them cannot take the block
+    /// size or does not load (the solves then take the columns one at a time, as the
+    /// other families do).
+    fn get(&self) -> Option<&Columns> {
+        self.loaded.get_or_init(|| self.load().ok().flatten()).as_ref()
+    }
+
+    fn load(&self) -> Result<Option<Columns>> {
+        let k = |name: &String| self.gpu.kernel(name);
+        let levels = (k(&self.names[0])?, k(&self.names[1])?);
+        let levels_staged = (k(&self.names[2])?, k(&self.names[3])?);
+        let single = self.single.as_ref().map(k).transpose()?;
+        let mut fits = true;
+        for kernel in [&levels.0, &levels.1, &levels_staged.0, &levels_staged.1].into_iter().chain(&single) {
+            fits &= kernel.max_threads_per_block()? >= self.threads;
+        }
+        Ok(fits.then(|| Columns { levels, levels_staged, single, np: self.np, staged_from: panel_columns_staged_from() }))
+    }
+}
+
 /// The fewest right-hand-side columns that the panel solves take [`Columns`] for
 /// (`BLOCKTRI_PANEL_COLUMNS_FROM` overrides it for measurements). Measured on the H200
 /// (`docs/perf-notes.md`, entry 80): at two columns the column solves were as fast as two
@@ -271,7 +309,7 @@ pub(super) struct Fused {
     subtree: Option<(Kernel, u32)>,
     /// The panel solves of many columns; `None` for the other families, padded size 96
     /// and where their shared memory does not fit.
-    columns: Option<Columns>,
+    columns: Option<LazyColumns>,
     /// The fewest columns that take `columns`.
     columns_from: usize,
     factor_threads: u32,
@@ -286,7 +324,7 @@ pub(super) struct Fused {
 
 impl Fused {
     /// Loads the kernels of `variant` for block size `n`, or explains why they do not fit.
-    pub(super) fn new<T: Scalar>(gpu: &Gpu, options: &GpuOptions, variant: Variant, n: usize) -> Result<Self> {
+    pub(super) fn new<T: Scalar>(gpu: &Arc<Gpu>, options: &GpuOptions, variant: Variant, n: usize) -> Result<Self> {
         let smem = gpu.info().max_shared_per_block;
         let needed = variant.min_smem(n, T::BYTES);
         if needed > smem as usize {
@@ -370,19 +408,20 @@ impl Fused {
             Variant::Panel(np) | Variant::Blocked(np)
                 if np <= 64 && solve_panel_columns_shared_bytes(np, 32, true, T::BYTES) <= smem as usize =>
             {
-                let threads = panel_threads(np);
-                let levels = (sized(names::SOLVE_FORWARD_PANEL_COLUMNS, np)?, sized(names::SOLVE_BACKWARD_PANEL_COLUMNS, np)?);
-                let levels_staged =
-                    (sized(names::SOLVE_FORWARD_PANEL_COLUMNS_STAGED, np)?, sized(names::SOLVE_BACKWARD_PANEL_COLUMNS_STAGED, np)?);
-                let single = match &dataflow {
-                    Some(_) => Some(sized(names::SOLVE_PANEL_COLUMNS_DATAFLOW, np)?),
-                    None => None,
-                };
-                let mut fits = true;
-                for kernel in [&levels.0, &levels.1, &levels_staged.0, &levels_staged.1].into_iter().chain(&single) {
-                    fits &= kernel.max_threads_per_block()? >= threads;
-                }
-                fits.then_some(Columns { levels, levels_staged, single, np, staged_from: panel_columns_staged_from() })
+                let name = |base: &str| kernel_name::<T>(&format!("{base}{np}")).as_str().to_string();
+                Some(LazyColumns {
+                    gpu: gpu.clone(),
+                    np,
+                    names: [
+                        name(names::SOLVE_FORWARD_PANEL_COLUMNS),
+                        name(names::SOLVE_BACKWARD_PANEL_COLUMNS),
+                        name(names::SOLVE_FORWARD_PANEL_COLUMNS_STAGED),
+                        name(names::SOLVE_BACKWARD_PANEL_COLUMNS_STAGED),
+                    ],
+                    single: dataflow.as_ref().map(|_| name(names::SOLVE_PANEL_COLUMNS_DATAFLOW)),
+                    threads: panel_threads(np),
+                    loaded: OnceLock::new(),
+                })
             }
             _ => None,
         };
@@ -412,7 +451,7 @@ impl Fused {
 
     /// The many-column panel solves, where the family has them and `k` columns take them.
     fn columns_for(&self, k: usize) -> Option<&Columns> {
-        self.columns.as_ref().filter(|_| k >= self.columns_from)
+        self.columns.as_ref().filter(|_| k >= self.columns_from).and_then(LazyColumns::get)
     }
 
     /// Whether the factor kernels can also do the forward substitution of `nrhs` columns.
