@@ -16,13 +16,14 @@
 //! - **backward**: every thread forms one row of `Z = Y_i - L_li^T X_l - L_ri^T X_r` for 8
 //!   columns, then warp 0 solves `L_ii^T X = Z` from the last row up, one lane per column.
 //!
-//! The couplings are read as the one-column solves read them: from global memory in the
-//! per-level kernels (coalesced along their columns; a node then needs a third of the
-//! shared memory, so more nodes share an SM), staged in shared memory with `L_ii` in the
-//! single-launch sweep ([`super::solve_panel_columns_dataflow`]), whose nodes wait for each
-//! other. Storage, arguments and status words are those of [`super::solve`]; both launch
-//! forms share the node bodies. `edge_from` is not honoured (every column is solved on
-//! every node, which is also correct).
+//! The couplings are read from global memory in the per-level kernels (coalesced along
+//! their columns; a node then needs a third of the shared memory, so more nodes share an
+//! SM), and staged in shared memory with `L_ii` in their `_staged` twins (for groups of 32
+//! columns, where each entry would otherwise be read four times) and in the single-launch
+//! sweep ([`super::solve_panel_columns_dataflow`]), whose nodes wait for each other.
+//! Storage, arguments and status words are those of [`super::solve`]; every launch form
+//! shares the node bodies. `edge_from` is not honoured (every column is solved on every
+//! node, which is also correct).
 
 use super::node::{FactorBlocks, Node, load_level_output, node};
 use super::panel::{coupling_entry, load_tiles, panel_stride, tiles_in_shared};
@@ -64,8 +65,9 @@ const fn tile_stride(width: usize) -> usize {
 }
 
 /// Shared memory of the column solves in bytes for `nrhs` columns: `L_ii` (with `staged`,
-/// the single-launch sweep, also `L_li` and `L_ri`), `1 / L_jj` and three right-hand-side
-/// tiles (the backward sweep's `Z`, `X_l`, `X_r`; the forward sweep uses the first).
+/// the `_staged` kernels and the single launch, also `L_li` and `L_ri`), `1 / L_jj` and
+/// three right-hand-side tiles (the backward sweep's `Z`, `X_l`, `X_r`; the forward sweep
+/// uses the first).
 ///
 /// ```
 /// use blocktri_device::level::columns::solve_panel_columns_shared_bytes;
@@ -148,8 +150,8 @@ pub unsafe fn solve_backward_panel_columns_staged<T: Real, const NP: usize>(args
     unsafe { solve_backward_columns_node::<T, NP, true>(args, &node(args.nblocks, args.level), false) }
 }
 
-/// One pass's columns: the first, how many (`< COLUMN_GROUP`), the tiles' width and row
-/// stride.
+/// One pass's columns: the first, how many (at most [`COLUMN_GROUP`]), the tiles' width
+/// and row stride.
 #[derive(Clone, Copy)]
 struct Group {
     col0: usize,
