@@ -269,9 +269,9 @@ impl LazyColumns {
 
 /// The fewest right-hand-side columns that the panel solves take [`Columns`] for
 /// (`BLOCKTRI_PANEL_COLUMNS_FROM` overrides it for measurements). Measured on the H200
-/// (`docs/perf-notes.md`, entry 80): at two columns the column solves were as fast as two
-/// column-by-column sweeps up to N = 4096 and 18-20 % slower at N = 16384; from three on
-/// faster everywhere.
+/// (`docs/perf-notes.md`, entry 80): at two columns the column solves took 0.87-1.04x the
+/// time of two column-by-column sweeps up to N = 4096 and 1.18-1.20x at N = 16384; from
+/// three on less everywhere.
 const PANEL_COLUMNS_FROM: usize = 3;
 
 fn panel_columns_from() -> usize {
