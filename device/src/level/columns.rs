@@ -26,7 +26,7 @@
 //! node, which is also correct).
 
 use super::node::{FactorBlocks, Node, load_level_output, node};
-use super::panel::{coupling_entry, load_tiles, panel_stride, tiles_in_shared};
+use super::panel::{coupling_entry, load_tiles, stride as panel_stride, tiles_in_shared};
 use super::{InfoCode, SolveArgs, align_elems, info_key};
 use crate::team::{Block, Team};
 use crate::tile::for_each_rc;

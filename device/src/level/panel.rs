@@ -39,15 +39,10 @@ pub const fn panel_threads(np: usize) -> u32 {
     PANEL_THREADS * panel_groups(np) as u32
 }
 
-/// Row stride of the shared panel (odd: lanes reading a column hit different banks).
-const fn stride(np: usize) -> usize {
+/// Row stride of the shared panel and of the staged solve tiles ([`load_tiles`], also the
+/// column solves', [`super::columns`]); odd: lanes reading a column hit different banks.
+pub(super) const fn stride(np: usize) -> usize {
     np + 1
-}
-
-/// Row stride of the staged solve tiles ([`load_tiles`]), for the column solves
-/// ([`super::columns`]).
-pub(super) const fn panel_stride(np: usize) -> usize {
-    stride(np)
 }
 
 /// Shared memory of [`factor_panel`] in bytes.

@@ -518,12 +518,8 @@ impl Fused {
         let chunk = self.chunk(n, target.k, T::BYTES);
         let args = |level| b.solve_args(target, level, chunk);
         let columns = self.columns_for(target.k);
-        let cfg = |grid| match columns {
-            Some(c) => c.level_config(grid, target.k, T::BYTES),
-            None => self.solve_config::<T>(n, chunk, grid),
-        };
+        let (forward_kernel, backward_kernel, cfg) = self.level_solves::<T>(columns, n, target.k, chunk);
         let level_cfg = |m| cfg(s * nodes_in_level(nb, m));
-        let (forward_kernel, backward_kernel) = columns.map_or((&self.forward, &self.backward), |c| c.level_kernels(target.k));
         let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
         let first = self.dataflow_from(nb, s);
         let below = first.unwrap_or(levels(nb));
@@ -608,17 +604,32 @@ impl Fused {
         let (nb, s) = (shape.nblocks as u32, shape.batch as u32);
         let chunk = self.chunk(shape.block, target.k, T::BYTES);
         let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
-        let columns = self.columns_for(target.k);
+        let (forward, _, cfg) = self.level_solves::<T>(self.columns_for(target.k), shape.block, target.k, chunk);
         steps.extend((0..levels(nb)).map(|m| Step::Launch {
-            kernel: columns.map_or(&self.forward, |c| c.level_kernels(target.k).0),
+            kernel: forward,
             level: m,
-            cfg: match columns {
-                Some(c) => c.level_config(s * nodes_in_level(nb, m), target.k, T::BYTES),
-                None => self.solve_config::<T>(shape.block, chunk, s * nodes_in_level(nb, m)),
-            },
+            cfg: cfg(s * nodes_in_level(nb, m)),
             args: Args::Solve(b.solve_args(target, m, chunk)),
         }));
         steps
+    }
+
+    /// The per-level solve kernels (forward, backward) for `k` columns and their launch
+    /// shape over `grid` nodes: the column kernels' where `columns` are taken, else the
+    /// family's own (`chunk` columns per pass).
+    fn level_solves<'k, T: Scalar>(
+        &'k self,
+        columns: Option<&'k Columns>,
+        n: usize,
+        k: usize,
+        chunk: usize,
+    ) -> (&'k Kernel, &'k Kernel, impl Fn(u32) -> LaunchConfig + 'k) {
+        let (forward, backward) = columns.map_or((&self.forward, &self.backward), |c| c.level_kernels(k));
+        let cfg = move |grid| match columns {
+            Some(c) => c.level_config(grid, k, T::BYTES),
+            None => self.solve_config::<T>(n, chunk, grid),
+        };
+        (forward, backward, cfg)
     }
 }
 
