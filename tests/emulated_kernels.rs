@@ -14,8 +14,8 @@ use blocktri_device::chain::{
 };
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::columns::{
-    solve_backward_panel_columns, solve_backward_panel_columns_staged, solve_forward_panel_columns, solve_forward_panel_columns_staged,
-    solve_panel_columns_shared_bytes,
+    columns_size, columns_threads, solve_backward_panel_columns, solve_backward_panel_columns_staged, solve_forward_panel_columns,
+    solve_forward_panel_columns_staged, solve_panel_columns_shared_bytes,
 };
 use blocktri_device::level::{
     FactorArgs, INFO_OK, InfoCode, ROW_THREADS, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, decode_info, factor_blocked,
@@ -104,11 +104,11 @@ enum Family {
     Panel,
     /// The panel solves after the blocked tensor-core factor (`level::blocked`).
     Blocked,
-    /// The many-column panel solves (`level::columns`) after the blocked factor, one launch
-    /// per level (`true`: the couplings staged in shared memory).
+    /// The many-column solves (`level::columns`) after the rows factor (`n <= 16`) or the
+    /// blocked one, one launch per level (`true`: the couplings staged in shared memory).
     Columns(bool),
-    /// The blocked factor and the many-column panel solves, single-launch sweeps from this
-    /// level.
+    /// The rows or the blocked factor and the many-column solves, single-launch sweeps
+    /// from this level.
     ColumnsDataflow(u32),
     Chain,
     ChainRows,
@@ -140,10 +140,12 @@ macro_rules! panel_kernel {
     };
 }
 
-/// Runs the many-column panel kernel of padded size `np` (32 or 64).
+/// Runs the many-column kernel of padded size `np` (8, 16, 32 or 64).
 macro_rules! columns_kernel {
     ($np:expr, $f:ident, $args:expr) => {
         match $np {
+            8 => $f::<f64, 8>($args),
+            16 => $f::<f64, 16>($args),
             32 => $f::<f64, 32>($args),
             _ => $f::<f64, 64>($args),
         }
@@ -173,10 +175,13 @@ macro_rules! rows_kernel {
 
 fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
     // The subtree kernel is a backward solve: the factor is the rows family's; the column
-    // solves follow the blocked factor.
+    // solves follow the factor the host pairs them with (rows up to n = 16 in f64).
+    let rows = a.shape().block <= 16;
     let fam = match fam {
         Family::RowsSubtree(_) => ROWS,
+        Family::Columns(_) if rows => ROWS,
         Family::Columns(_) => BLOCKED,
+        Family::ColumnsDataflow(first) if rows => Family::RowsDataflow(first),
         Family::ColumnsDataflow(first) => Family::BlockedDataflow(first),
         other => other,
     };
@@ -331,6 +336,7 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
     };
     let np = row_size(shape.block).unwrap_or(32);
     let pp = panel_size(shape.block).unwrap_or(96);
+    let cp = columns_size(shape.block).unwrap_or(64);
     // The strip-blocked chain factor's solves: the register-resident ones where they exist.
     let fam = match fam {
         Family::ChainStrips if row_size(shape.block).is_some() => CHAIN_ROWS,
@@ -340,10 +346,8 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
     let (smem, threads) = match fam {
         Family::Rows | Family::RowsDataflow(_) | Family::RowsSubtree(_) => (solve_rows_shared_bytes(np, 8), ROW_THREADS),
         Family::Panel | Family::Blocked | Family::BlockedDataflow(_) => (solve_panel_shared_bytes(pp, 8), panel_solve_threads(pp)),
-        Family::Columns(staged) => {
-            (solve_panel_columns_shared_bytes(pp, k, staged, 8), if staged { panel_threads(pp) } else { panel_solve_threads(pp) })
-        }
-        Family::ColumnsDataflow(_) => (solve_panel_columns_shared_bytes(pp, k, false, 8), panel_solve_threads(pp)),
+        Family::Columns(staged) => (solve_panel_columns_shared_bytes(cp, k, staged, 8), columns_threads(cp, staged, k)),
+        Family::ColumnsDataflow(_) => (solve_panel_columns_shared_bytes(cp, k, false, 8), columns_threads(cp, false, k)),
         Family::Generic(_) => (solve_shared_bytes(shape.block, chunk as usize, 8), 64),
         Family::Chain => (solve_chain_shared_bytes(shape.block, chunk as usize, 8), chain_threads(shape.block)),
         Family::ChainRows => (0, 32 * CHAIN_ROWS_WARPS),
@@ -366,16 +370,16 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
             emu::launch_unchecked(grid, threads, smem, || panel_kernel!(pp, solve_backward_panel, a))
         },
         (Family::Columns(true), true) => unsafe {
-            emu::launch_unchecked(grid, threads, smem, || columns_kernel!(pp, solve_forward_panel_columns_staged, a))
+            emu::launch_unchecked(grid, threads, smem, || columns_kernel!(cp, solve_forward_panel_columns_staged, a))
         },
         (Family::Columns(true), false) => unsafe {
-            emu::launch_unchecked(grid, threads, smem, || columns_kernel!(pp, solve_backward_panel_columns_staged, a))
+            emu::launch_unchecked(grid, threads, smem, || columns_kernel!(cp, solve_backward_panel_columns_staged, a))
         },
         (Family::Columns(false) | Family::ColumnsDataflow(_), true) => unsafe {
-            emu::launch_unchecked(grid, threads, smem, || columns_kernel!(pp, solve_forward_panel_columns, a))
+            emu::launch_unchecked(grid, threads, smem, || columns_kernel!(cp, solve_forward_panel_columns, a))
         },
         (Family::Columns(false) | Family::ColumnsDataflow(_), false) => unsafe {
-            emu::launch_unchecked(grid, threads, smem, || columns_kernel!(pp, solve_backward_panel_columns, a))
+            emu::launch_unchecked(grid, threads, smem, || columns_kernel!(cp, solve_backward_panel_columns, a))
         },
         (Family::Generic(_), true) => unsafe { emu::launch_unchecked(grid, threads, smem, || solve_forward_level(a)) },
         (Family::Generic(_), false) => unsafe { emu::launch_unchecked(grid, threads, smem, || solve_backward_level(a)) },
@@ -407,8 +411,10 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         if matches!(fam, Family::RowsDataflow(_)) {
             unsafe { emu::launch_unchecked(grid, threads, smem, || rows_kernel!(np, solve_rows_dataflow, &a)) };
         } else if matches!(fam, Family::ColumnsDataflow(_)) {
-            let smem = solve_panel_columns_shared_bytes(pp, k, true, 8);
-            unsafe { emu::launch_unchecked(grid, panel_threads(pp), smem, || columns_kernel!(pp, solve_panel_columns_dataflow, &a)) };
+            let smem = solve_panel_columns_shared_bytes(cp, k, true, 8);
+            unsafe {
+                emu::launch_unchecked(grid, columns_threads(cp, true, k), smem, || columns_kernel!(cp, solve_panel_columns_dataflow, &a))
+            };
         } else {
             // The single launch stages the couplings, with the factor's thread count.
             let smem = solve_panel_dataflow_shared_bytes(pp, 8);
@@ -506,19 +512,31 @@ fn emulated_factor_and_solve_match_the_dense_reference() {
     check_factor_and_solve(CHAIN_STRIPS, &[(3, 6, 24, 2), (2, 4, 32, 1), (1, 1, 64, 1)]);
 }
 
-/// The many-column panel solves: one and two groups of columns (32 per pass), partial
-/// item chunks, both padded sizes, every neighbour pattern, per level and in the single
-/// launch from level 0 and from level 2.
+/// The many-column solves: one and two groups of columns (32 per pass), partial item
+/// chunks, every padded size (after the rows factor at 8 and 16, the blocked one at 32 and
+/// 64), every neighbour pattern, per level and in the single launch from level 0 and from
+/// level 2.
 #[test]
 fn emulated_column_solves_match_the_dense_reference() {
-    let cases: &[(usize, usize, usize, usize)] = &[(1, 5, 33, 2), (2, 3, 64, 9), (1, 7, 41, 40), (1, 2, 57, 3), (2, 4, 20, 33)];
+    let cases: &[(usize, usize, usize, usize)] = &[
+        (1, 5, 33, 2),
+        (2, 3, 64, 9),
+        (1, 7, 41, 40),
+        (1, 2, 57, 3),
+        (2, 4, 20, 33),
+        (2, 9, 3, 5),
+        (1, 6, 8, 32),
+        (3, 5, 13, 40),
+        (1, 12, 16, 7),
+        (1, 1, 1, 3),
+    ];
     check_factor_and_solve(Family::Columns(false), cases);
     check_factor_and_solve(Family::Columns(true), cases);
     check_factor_and_solve(Family::ColumnsDataflow(0), cases);
-    check_factor_and_solve(Family::ColumnsDataflow(2), &[(1, 37, 40, 5), (2, 9, 17, 34)]);
+    check_factor_and_solve(Family::ColumnsDataflow(2), &[(1, 37, 40, 5), (2, 9, 17, 34), (2, 33, 16, 9), (1, 20, 5, 3)]);
     // After the interlaced factor, the backward sweep alone.
-    check_interlaced(Family::Columns(false), &[(1, 9, 40, 5), (2, 5, 64, 3)]);
-    check_interlaced(Family::ColumnsDataflow(1), &[(1, 9, 40, 5), (2, 5, 64, 3)]);
+    check_interlaced(Family::Columns(false), &[(1, 9, 40, 5), (2, 5, 64, 3), (2, 9, 16, 4), (1, 7, 6, 3)]);
+    check_interlaced(Family::ColumnsDataflow(1), &[(1, 9, 40, 5), (2, 5, 64, 3), (2, 9, 16, 4), (1, 7, 6, 3)]);
 }
 
 /// Block sizes that pick each padded panel size (32, 64, 96), including the edges.
@@ -576,8 +594,8 @@ fn check_interlaced(fam: Family, cases: &[(usize, usize, usize, usize)]) {
 /// first (or second) and the last block of each system give the reference solution in
 /// those blocks, and the columns before `edge_from` everywhere. The edge columns stay
 /// exactly zero in the blocks of nodes that share no thread block with an edge node: the
-/// work there was skipped, not done, in the rows kernels. The panel and generic kernels
-/// ignore `edge_from` (checked for the solution only).
+/// work there was skipped, not done, in the rows and the column kernels. The panel and
+/// generic kernels ignore `edge_from` (checked for the solution only).
 #[test]
 fn emulated_edge_columns_are_solved_on_the_edges_only() {
     // (S, N, n, dense columns, edge columns)
@@ -598,6 +616,12 @@ fn emulated_edge_columns_are_solved_on_the_edges_only() {
         (Family::BlockedDataflow(2), false, panel_cases),
         (Family::BlockedDataflow(1), true, panel_cases),
         (GENERIC, true, &rows_cases[..3]),
+        (Family::Columns(false), false, rows_cases),
+        (Family::Columns(true), true, rows_cases),
+        (Family::Columns(false), true, panel_cases),
+        (Family::ColumnsDataflow(2), false, rows_cases),
+        (Family::ColumnsDataflow(0), true, rows_cases),
+        (Family::ColumnsDataflow(1), false, panel_cases),
     ];
     let seed = fresh_seed();
     for (fam, interlaced, cases) in runs {
@@ -638,7 +662,7 @@ fn emulated_edge_columns_are_solved_on_the_edges_only() {
                     }
                 }
             }
-            if !matches!(fam, Family::Rows | Family::RowsDataflow(_)) {
+            if !matches!(fam, Family::Rows | Family::RowsDataflow(_) | Family::Columns(_) | Family::ColumnsDataflow(_)) {
                 continue;
             }
             for g in 0..s {
@@ -656,7 +680,8 @@ fn emulated_edge_columns_are_solved_on_the_edges_only() {
 
 /// The blocks of system `g` whose nodes share their solve's thread block with no edge
 /// node (no left or no right neighbour) in `fam`'s launches: the per-level rows solves
-/// pack nodes up to padded size 8, the single-launch sweeps take one node per block.
+/// pack nodes up to padded size 8, the single-launch sweeps and the column solves take one
+/// node per block.
 fn spared_blocks(fam: Family, (systems, nb, n): (usize, usize, usize), g: usize) -> Vec<usize> {
     use blocktri_device::layout::{left_of, node_number, right_of};
     let nbu = nb as u32;

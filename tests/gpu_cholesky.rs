@@ -211,18 +211,32 @@ fn batches_of_7_and_256_systems() {
     residual_check(7, 4097, 16, 1, seed, 1e-12, &mut s64);
 }
 
-/// Many right-hand-side columns at the panel sizes (`level::columns`, 32 columns per pass
-/// of a node): one and several passes, per-level launches and the single launch, after a
-/// plain and after an interlaced factor, f64 and f32.
+/// Many right-hand-side columns (`level::columns`, 32 columns per pass of a node) after
+/// the rows factor (n <= 16) and the blocked one: one and several passes, per-level
+/// launches and the single launch, after a plain and after an interlaced factor, f64 and
+/// f32.
 #[test]
-fn many_columns_at_the_panel_sizes() {
+fn many_columns_at_every_fused_size() {
     let Some(g) = gpu() else { return };
     let seed = fresh_seed();
     let mut s64 = GpuCholesky::<f64>::with_gpu(g.clone(), GpuOptions::default()).unwrap();
     let mut s32 = GpuCholesky::<f32>::with_gpu(g, GpuOptions::default()).unwrap();
-    for (i, &(batch, nb, n, k)) in
-        [(1, 4097, 64, 3), (1, 300, 40, 33), (3, 5, 17, 70), (2, 1000, 32, 8), (1, 1, 64, 31), (1, 2000, 50, 16)].iter().enumerate()
-    {
+    let cases = [
+        (1, 4097, 64, 3),
+        (1, 300, 40, 33),
+        (3, 5, 17, 70),
+        (2, 1000, 32, 8),
+        (1, 1, 64, 31),
+        (1, 2000, 50, 16),
+        (1, 4097, 16, 3),
+        (1, 300, 5, 33),
+        (3, 9, 13, 70),
+        (2, 1000, 8, 4),
+        (1, 1, 16, 31),
+        (1, 2000, 12, 16),
+        (1, 16384, 3, 9),
+    ];
+    for (i, &(batch, nb, n, k)) in cases.iter().enumerate() {
         residual_check(batch, nb, n, k, seed + i as u64, 1e-12, &mut s64);
         residual_check(batch, nb, n, k, seed + i as u64, 1e-5, &mut s32);
         let (a, b) = problem::<f64>(batch, nb, n, k, seed + 50 + i as u64);

@@ -84,14 +84,18 @@ fn sanitize_cholesky_blocked_interlaced() {
     family_case::<f32>(&g, KernelFamily::Blocked, (2, 40, 20, 2), 1e-4);
 }
 
-/// The panel solves of many right-hand-side columns (`level::columns`), per level and in
-/// the single launch: two groups of columns at padded size 64, one at 32, f32.
+/// The solves of many right-hand-side columns (`level::columns`), per level and in the
+/// single launch: two groups of columns at padded size 64, one at 32, f32; after the rows
+/// factor at padded sizes 8, 16 and 32 (f32), interlaced (four columns) or not.
 #[test]
-fn sanitize_panel_column_solves() {
+fn sanitize_column_solves() {
     let Some(g) = gpu() else { return };
     family_case::<f64>(&g, KernelFamily::Blocked, (1, 300, 50, 40), 1e-12);
     family_case::<f64>(&g, KernelFamily::Blocked, (2, 200, 30, 5), 1e-12);
     family_case::<f32>(&g, KernelFamily::Panel, (2, 40, 20, 33), 1e-4);
+    family_case::<f64>(&g, KernelFamily::Rows, (1, 3000, 16, 40), 1e-12);
+    family_case::<f64>(&g, KernelFamily::Rows, (2, 2000, 7, 4), 1e-12);
+    family_case::<f32>(&g, KernelFamily::Rows, (2, 40, 24, 33), 1e-4);
 }
 
 /// One chain larger than a device-memory cap, in segments: pass 1's coupling columns are

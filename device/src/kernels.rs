@@ -426,36 +426,68 @@ mod entry {
     kernel!(solve_panel_dataflow32_f64, solve_panel_dataflow32_f32, solve_panel_dataflow::<_, 32>, SolveArgs);
     kernel!(solve_panel_dataflow64_f64, solve_panel_dataflow64_f32, solve_panel_dataflow::<_, 64>, SolveArgs);
     kernel!(solve_panel_dataflow96_f64, solve_panel_dataflow96_f32, solve_panel_dataflow::<_, 96>, SolveArgs);
-    kernel!(solve_forward_panel_columns32_f64, solve_forward_panel_columns32_f32, solve_forward_panel_columns::<_, 32>, SolveArgs);
-    kernel!(solve_forward_panel_columns64_f64, solve_forward_panel_columns64_f32, solve_forward_panel_columns::<_, 64>, SolveArgs);
-    kernel!(solve_backward_panel_columns32_f64, solve_backward_panel_columns32_f32, solve_backward_panel_columns::<_, 32>, SolveArgs);
-    kernel!(solve_backward_panel_columns64_f64, solve_backward_panel_columns64_f32, solve_backward_panel_columns::<_, 64>, SolveArgs);
-    kernel!(
+    // The column solves of every padded size ([`crate::level::columns::columns_size`]).
+    macro_rules! column_kernels {
+        ($np:literal, $fl:ident, $fl32:ident, $bl:ident, $bl32:ident, $fs:ident, $fs32:ident, $bs:ident, $bs32:ident, $d:ident, $d32:ident) => {
+            kernel!($fl, $fl32, solve_forward_panel_columns::<_, $np>, SolveArgs);
+            kernel!($bl, $bl32, solve_backward_panel_columns::<_, $np>, SolveArgs);
+            kernel!($fs, $fs32, solve_forward_panel_columns_staged::<_, $np>, SolveArgs);
+            kernel!($bs, $bs32, solve_backward_panel_columns_staged::<_, $np>, SolveArgs);
+            kernel!($d, $d32, solve_panel_columns_dataflow::<_, $np>, SolveArgs);
+        };
+    }
+    column_kernels!(
+        8,
+        solve_forward_panel_columns8_f64,
+        solve_forward_panel_columns8_f32,
+        solve_backward_panel_columns8_f64,
+        solve_backward_panel_columns8_f32,
+        solve_forward_panel_columns_staged8_f64,
+        solve_forward_panel_columns_staged8_f32,
+        solve_backward_panel_columns_staged8_f64,
+        solve_backward_panel_columns_staged8_f32,
+        solve_panel_columns_dataflow8_f64,
+        solve_panel_columns_dataflow8_f32
+    );
+    column_kernels!(
+        16,
+        solve_forward_panel_columns16_f64,
+        solve_forward_panel_columns16_f32,
+        solve_backward_panel_columns16_f64,
+        solve_backward_panel_columns16_f32,
+        solve_forward_panel_columns_staged16_f64,
+        solve_forward_panel_columns_staged16_f32,
+        solve_backward_panel_columns_staged16_f64,
+        solve_backward_panel_columns_staged16_f32,
+        solve_panel_columns_dataflow16_f64,
+        solve_panel_columns_dataflow16_f32
+    );
+    column_kernels!(
+        32,
+        solve_forward_panel_columns32_f64,
+        solve_forward_panel_columns32_f32,
+        solve_backward_panel_columns32_f64,
+        solve_backward_panel_columns32_f32,
         solve_forward_panel_columns_staged32_f64,
         solve_forward_panel_columns_staged32_f32,
-        solve_forward_panel_columns_staged::<_, 32>,
-        SolveArgs
-    );
-    kernel!(
-        solve_forward_panel_columns_staged64_f64,
-        solve_forward_panel_columns_staged64_f32,
-        solve_forward_panel_columns_staged::<_, 64>,
-        SolveArgs
-    );
-    kernel!(
         solve_backward_panel_columns_staged32_f64,
         solve_backward_panel_columns_staged32_f32,
-        solve_backward_panel_columns_staged::<_, 32>,
-        SolveArgs
+        solve_panel_columns_dataflow32_f64,
+        solve_panel_columns_dataflow32_f32
     );
-    kernel!(
+    column_kernels!(
+        64,
+        solve_forward_panel_columns64_f64,
+        solve_forward_panel_columns64_f32,
+        solve_backward_panel_columns64_f64,
+        solve_backward_panel_columns64_f32,
+        solve_forward_panel_columns_staged64_f64,
+        solve_forward_panel_columns_staged64_f32,
         solve_backward_panel_columns_staged64_f64,
         solve_backward_panel_columns_staged64_f32,
-        solve_backward_panel_columns_staged::<_, 64>,
-        SolveArgs
+        solve_panel_columns_dataflow64_f64,
+        solve_panel_columns_dataflow64_f32
     );
-    kernel!(solve_panel_columns_dataflow32_f64, solve_panel_columns_dataflow32_f32, solve_panel_columns_dataflow::<_, 32>, SolveArgs);
-    kernel!(solve_panel_columns_dataflow64_f64, solve_panel_columns_dataflow64_f32, solve_panel_columns_dataflow::<_, 64>, SolveArgs);
     kernel!(factor_prep_f64, factor_prep_f32, factor_prep, FactorArgs);
     kernel!(factor_level_f64, factor_level_f32, factor_level, FactorArgs);
     kernel!(solve_forward_f64, solve_forward_f32, solve_forward_level, SolveArgs);

@@ -1,11 +1,13 @@
-//! Panel solves of many right-hand-side columns at once (`16 < n <= NP`, `NP` = 32 or 64).
+//! Solves of many right-hand-side columns at once, on the factor of any fused family up to
+//! `n <= NP` (`NP` = 8, 16, 32 or 64: [`columns_size`]).
 //!
-//! The panel solves ([`super::solve_forward_panel`], [`super::solve_backward_panel`]) take
-//! the columns one at a time: warp 0's `n`-step triangular sweep and two block barriers per
-//! column, so `k` columns cost about `k` single-column solves (~9 µs per column and level
-//! at `n = 64` in the segment path's pass 1, `docs/perf-notes.md` entry 65). Here a node
-//! takes up to [`COLUMN_GROUP`] columns per pass, and reads its factor blocks once per
-//! pass, not once per column:
+//! The one-column node bodies ([`super::solve_forward_panel`] and
+//! [`super::solve_backward_panel`] for `16 < n <= 64`, [`super::solve_forward_rows`] and
+//! [`super::solve_backward_rows`] below) take the columns one at a time: an `n`-step
+//! triangular sweep and two block barriers per column, so `k` columns cost about `k`
+//! single-column solves (~9 µs per column and level at `n = 64` in the segment path's pass
+//! 1, `docs/perf-notes.md` entry 65). Here a node takes up to [`COLUMN_GROUP`] columns per
+//! pass, and reads its factor blocks once per pass, not once per column:
 //! - the group's rows of a right-hand side go to a shared tile of `NP` rows and
 //!   [`group_width`] columns (an odd row stride: both the row-wise loads and the
 //!   lane-per-column sweeps stay free of bank conflicts);
@@ -21,12 +23,13 @@
 //! SM), and staged in shared memory with `L_ii` in their `_staged` twins (for groups of 32
 //! columns, where each entry would otherwise be read four times) and in the single-launch
 //! sweep ([`super::solve_panel_columns_dataflow`]), whose nodes wait for each other.
-//! Storage, arguments and status words are those of [`super::solve`]; every launch form
-//! shares the node bodies. `edge_from` is not honoured (every column is solved on every
-//! node, which is also correct).
+//! Storage, arguments and status words are those of [`super::solve`], so these kernels
+//! follow every fused factor (rows, panel, blocked); every launch form shares the node
+//! bodies. A node off the tree's edges solves only the first `edge_from` columns
+//! ([`super::SolveArgs::edge_from`]).
 
 use super::node::{FactorBlocks, Node, load_level_output, node};
-use super::panel::{coupling_entry, load_tiles, stride as panel_stride, tiles_in_shared};
+use super::panel::{coupling_entry, load_tiles, panel_solve_threads, panel_threads, stride as panel_stride, tiles_in_shared};
 use super::{InfoCode, SolveArgs, align_elems, info_key};
 use crate::team::{Block, Team};
 use crate::tile::for_each_rc;
@@ -40,6 +43,45 @@ const RB: usize = 8;
 
 /// Columns of one product item (accumulators per thread).
 const CB: usize = 8;
+
+/// The padded size of the column solves for block size `n`: 8, 16, 32 or 64 (a multiple
+/// of the sweeps' register block of 8 rows); `None` above 64.
+///
+/// ```
+/// use blocktri_device::level::columns::columns_size;
+/// assert_eq!([1, 8, 9, 16, 17, 33, 64, 65].map(columns_size), [Some(8), Some(8), Some(16), Some(16), Some(32), Some(64), Some(64), None]);
+/// ```
+pub const fn columns_size(n: usize) -> Option<usize> {
+    match n {
+        0..=8 => Some(8),
+        9..=16 => Some(16),
+        17..=32 => Some(32),
+        33..=64 => Some(64),
+        _ => None,
+    }
+}
+
+/// Threads per block of the column solves of padded size `np` for `nrhs` columns: with
+/// `staged` couplings (the `_staged` kernels, the single launch) the panel factor's, else
+/// the one-column panel solve's (several nodes per SM). Up to `np = 16`, where a node's
+/// products are at most `16 x 8` items of 8 columns: two warps, four for groups of 32
+/// columns (measured on the H200, `docs/perf-notes.md` entry 81: with 32 columns four
+/// warps took 0.68-0.99x the time of two, with 8 columns 0.90-1.18x).
+///
+/// ```
+/// use blocktri_device::level::columns::columns_threads;
+/// assert_eq!([8, 16, 32, 64].map(|np| columns_threads(np, false, 8)), [64, 64, 96, 160]);
+/// assert_eq!([8, 16, 32, 64].map(|np| columns_threads(np, true, 40)), [128, 128, 192, 384]);
+/// ```
+pub const fn columns_threads(np: usize, staged: bool, nrhs: usize) -> u32 {
+    if np <= 16 {
+        if group_width(nrhs) >= COLUMN_GROUP { 128 } else { 64 }
+    } else if staged {
+        panel_threads(np)
+    } else {
+        panel_solve_threads(np)
+    }
+}
 
 /// Columns of a node's right-hand-side tiles for `nrhs` columns: `nrhs` rounded up to a
 /// product item (8 columns), at most [`COLUMN_GROUP`].
@@ -111,7 +153,7 @@ pub(crate) unsafe fn solve_columns_load_node<T: Real, const NP: usize>(args: &So
 /// # Safety
 /// As [`super::solve_forward_level`], with a whole number of warps (at least one),
 /// [`solve_panel_columns_shared_bytes`]`(NP, args.nrhs, false)` of shared memory and
-/// `args.n <= NP`, `NP` 32 or 64.
+/// `args.n <= NP`, `NP` 8, 16, 32 or 64.
 pub unsafe fn solve_forward_panel_columns<T: Real, const NP: usize>(args: &SolveArgs<T>) {
     // SAFETY: forwarded from the caller; the node of this block.
     unsafe { solve_forward_columns_node::<T, NP, false>(args, &node(args.nblocks, args.level), false) }
@@ -178,7 +220,8 @@ unsafe fn load_group<T: Real, const NP: usize>(src: Option<*const T>, ldb: usize
     });
 }
 
-/// The passes of `k` columns, in order.
+/// The passes of `k` columns, in order, on tiles [`group_width`]`(k)` wide (no wider
+/// than those of the launch's `nrhs`).
 #[inline(always)]
 fn groups(k: usize) -> impl Iterator<Item = Group> {
     let width = group_width(k);
@@ -187,7 +230,7 @@ fn groups(k: usize) -> impl Iterator<Item = Group> {
 
 /// Where both node bodies start: the shared layout for `k` columns (the factor tiles
 /// loaded unless `loaded`), the node's factor blocks in global memory, its system's
-/// right-hand sides (`ldb` rows per column).
+/// right-hand sides (`ldb` rows per column), the columns it solves.
 struct Start<T> {
     tiles: *mut T,
     inv: *mut T,
@@ -196,7 +239,9 @@ struct Start<T> {
     rhs_sys: *mut T,
     ldb: usize,
     n: usize,
-    k: usize,
+    /// The columns the node solves: all `k` of the right-hand side, or the first
+    /// `edge_from` off the tree's edges ([`Node::columns`]).
+    cols: usize,
     /// Right-hand sides written in this launch are read through L2 (single launch).
     coherent: bool,
 }
@@ -223,7 +268,7 @@ unsafe fn start<T: Real, const NP: usize, const STAGED: bool>(a: &SolveArgs<T>, 
         rhs_sys: unsafe { a.rhs.add(nd.s * ldb * k) },
         ldb,
         n,
-        k,
+        cols: nd.columns(a.nrhs, a.edge_from),
         coherent: !a.flags.is_null(),
     }
 }
@@ -242,11 +287,12 @@ pub(crate) unsafe fn solve_forward_columns_node<T: Real, const NP: usize, const 
 ) {
     let team = Block;
     // SAFETY: forwarded from the caller.
-    let Start { tiles, inv, bufs: [y, _, _], blocks, rhs_sys, ldb, n, k, coherent } = unsafe { start::<T, NP, STAGED>(args, nd, loaded) };
+    let Start { tiles, inv, bufs: [y, _, _], blocks, rhs_sys, ldb, n, cols, coherent } =
+        unsafe { start::<T, NP, STAGED>(args, nd, loaded) };
     let s = panel_stride(NP);
     let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
     let own = seg(nd.b);
-    for g in groups(k) {
+    for g in groups(cols) {
         // SAFETY: the node's own segment, written by lower levels (or the input).
         unsafe { load_group::<T, NP>(Some(own), ldb, n, g, y, coherent) };
         team.sync();
@@ -388,13 +434,14 @@ pub(crate) unsafe fn solve_backward_columns_node<T: Real, const NP: usize, const
 ) {
     let team = Block;
     // SAFETY: forwarded from the caller.
-    let Start { tiles, inv, bufs: [z, xl, xr], blocks, rhs_sys, ldb, n, k, coherent } = unsafe { start::<T, NP, STAGED>(args, nd, loaded) };
+    let Start { tiles, inv, bufs: [z, xl, xr], blocks, rhs_sys, ldb, n, cols, coherent } =
+        unsafe { start::<T, NP, STAGED>(args, nd, loaded) };
     let s = panel_stride(NP);
     let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
     let own = seg(nd.b);
     let neighbour = |nb: Option<u32>| nb.map(|j| seg((j - 1) as usize) as *const T);
     let mut bad = false;
-    for g in groups(k) {
+    for g in groups(cols) {
         // SAFETY: the node's forward result and the neighbours' solutions, complete.
         unsafe {
             load_group::<T, NP>(Some(own), ldb, n, g, z, coherent);

@@ -354,8 +354,9 @@ pub unsafe fn solve_panel_dataflow<T: Real, const NP: usize>(args: &SolveArgs<T>
 /// [`super::columns::COLUMN_GROUP`] right-hand-side columns per pass).
 ///
 /// # Safety
-/// As [`solve_panel_dataflow`], with [`super::columns::solve_panel_columns_shared_bytes`]`(NP,
-/// args.nrhs, true)` of shared memory and `NP` 32 or 64.
+/// As [`solve_panel_dataflow`], with [`super::columns::columns_threads`]`(NP, true,
+/// args.nrhs)` threads, [`super::columns::solve_panel_columns_shared_bytes`]`(NP, args.nrhs, true)` of
+/// shared memory and `NP` 8, 16, 32 or 64.
 pub unsafe fn solve_panel_columns_dataflow<T: Real, const NP: usize>(args: &SolveArgs<T>) {
     // SAFETY: the caller's contract; each node runs after the nodes it reads.
     unsafe {

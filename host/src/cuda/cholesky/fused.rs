@@ -10,10 +10,11 @@ use super::{Buffers, GpuOptions, KernelFamily, SolveTarget};
 use crate::cuda::context::Gpu;
 use crate::cuda::launch::{Kernel, LaunchConfig};
 use crate::error::{Error, Result};
+use crate::matrix::Shape;
 use crate::scalar::Scalar;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
-use blocktri_device::level::columns::{group_width, solve_panel_columns_shared_bytes};
+use blocktri_device::level::columns::{COLUMN_GROUP, columns_size, columns_threads, group_width, solve_panel_columns_shared_bytes};
 use blocktri_device::level::{
     FactorArgs, PANEL_SIZES, ROW_THREADS, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, factor_blocked_shared_bytes, factor_blocked_threads,
     factor_flag_words, factor_panel_shared_bytes, factor_rows_shared_bytes, factor_shared_bytes, nodes_from, panel_size,
@@ -184,8 +185,9 @@ struct Dataflow {
     solve: Kernel,
 }
 
-/// The panel solves of many right-hand-side columns (`blocktri_device::level::columns`:
-/// 32 columns per pass of a node), padded sizes 32 and 64.
+/// The solves of many right-hand-side columns (`blocktri_device::level::columns`: 32
+/// columns per pass of a node) after the rows, panel and blocked factors, padded sizes 8,
+/// 16, 32 and 64.
 #[derive(Debug)]
 struct Columns {
     /// The per-level kernels (forward, backward) reading the couplings from global memory.
@@ -219,14 +221,13 @@ impl Columns {
     /// otherwise the one-column solve's, so that several nodes share an SM.
     fn level_config(&self, grid: u32, k: usize, elem: usize) -> LaunchConfig {
         let staged = self.staged(k);
-        let threads = if staged { panel_threads(self.np) } else { panel_solve_threads(self.np) };
-        LaunchConfig::linear(grid, threads, solve_panel_columns_shared_bytes(self.np, k, staged, elem) as u32)
+        LaunchConfig::linear(grid, columns_threads(self.np, staged, k), solve_panel_columns_shared_bytes(self.np, k, staged, elem) as u32)
     }
 
     /// The launch shape of the single-launch column solve over `grid` node passes: the
     /// couplings staged, with the factor's threads.
     fn single_config(&self, grid: u32, k: usize, elem: usize) -> LaunchConfig {
-        LaunchConfig::linear(grid, panel_threads(self.np), solve_panel_columns_shared_bytes(self.np, k, true, elem) as u32)
+        LaunchConfig::linear(grid, columns_threads(self.np, true, k), solve_panel_columns_shared_bytes(self.np, k, true, elem) as u32)
     }
 }
 
@@ -263,7 +264,8 @@ impl LazyColumns {
         for kernel in [&levels.0, &levels.1, &levels_staged.0, &levels_staged.1].into_iter().chain(&single) {
             fits &= kernel.max_threads_per_block()? >= self.threads;
         }
-        Ok(fits.then(|| Columns { levels, levels_staged, single, np: self.np, staged_from: panel_columns_staged_from() }))
+        let staged_from = env_override("BLOCKTRI_PANEL_COLUMNS_STAGED").unwrap_or(columns_staged_from(self.np));
+        Ok(fits.then(|| Columns { levels, levels_staged, single, np: self.np, staged_from }))
     }
 }
 
@@ -274,19 +276,57 @@ impl LazyColumns {
 /// three on less everywhere.
 const PANEL_COLUMNS_FROM: usize = 3;
 
-fn panel_columns_from() -> usize {
-    std::env::var("BLOCKTRI_PANEL_COLUMNS_FROM").ok().and_then(|v| v.parse().ok()).unwrap_or(PANEL_COLUMNS_FROM)
+/// Blocks (all systems) up to which the column solves after the rows factor of padded
+/// size 4 or 8 start at [`PANEL_COLUMNS_FROM`] columns (see [`rows_columns_from`]).
+const ROWS_PACKED_FEW_BLOCKS: usize = 4096;
+
+/// The fewest right-hand-side columns that take [`Columns`] after the rows factor of
+/// padded size `np`, in precision of `elem` bytes, for `blocks` blocks in all (systems
+/// times blocks per system). Measured on the H200 (`docs/perf-notes.md`, entry 81): the
+/// one-column rows solves cost about a fixed part plus one per column, the column solves
+/// about the same from 3 to 8 columns, so the crossover is where the lines meet:
+/// - padded size 16: f64 from 3 columns (0.92-0.96x the column-by-column time at k = 3),
+///   f32 from 4 (k = 3: 1.06-1.16x; k = 4: 0.76-0.97x);
+/// - padded size 8, up to [`ROWS_PACKED_FEW_BLOCKS`] blocks: from 3 (0.87-0.98x at k = 3);
+///   beyond, the per-level column launches over thousands of nodes lose to the rows
+///   solves' four nodes per block and their subtree launch: at N = 16384 the column solves
+///   take ~0.19 ms from k = 3 to 8, the rows solves +0.024 ms (f64) / +0.022 ms (f32) per
+///   column from 0.148 / 0.131 ms at k = 3, meeting at k = 5 (f64) and 6 (f32).
+const fn rows_columns_from(np: usize, elem: usize, blocks: usize) -> usize {
+    let f32 = elem == 4;
+    if np > 8 {
+        if f32 { 4 } else { 3 }
+    } else if blocks <= ROWS_PACKED_FEW_BLOCKS {
+        3
+    } else if f32 {
+        6
+    } else {
+        5
+    }
 }
 
-/// The narrowest column group ([`group_width`]) whose per-level column solves stage the
-/// couplings (`BLOCKTRI_PANEL_COLUMNS_STAGED` overrides it for measurements). Measured on
-/// the H200 (`docs/perf-notes.md`, entry 80): staging from 16 columns was 22-44 % slower
-/// at padded size 64 (a node then holds an SM alone) and no faster at 32; at 32 columns
-/// staged was 4-5 % faster at 64 and 19-25 % at 32.
-const PANEL_COLUMNS_STAGED_FROM: usize = 32;
+/// The most columns the rows factor interlaces where the column solves take them
+/// (`BLOCKTRI_ROWS_INTERLACE_MAX` overrides it): the rows factor solves its columns one
+/// at a time, so past a few a plain factor and the column solves' forward sweep are
+/// faster. Measured on the H200 (`docs/perf-notes.md`, entry 81), f64 factor + solve,
+/// n = 8 and 16: interlacing every column count took 1.6-1.9x the time at k = 32 and
+/// 1.1-1.3x at k = 8; at k = 3 to 5 the two forms were within 8 % of each other.
+const ROWS_INTERLACE_MAX_COLUMNS: usize = 4;
 
-fn panel_columns_staged_from() -> usize {
-    std::env::var("BLOCKTRI_PANEL_COLUMNS_STAGED").ok().and_then(|v| v.parse().ok()).unwrap_or(PANEL_COLUMNS_STAGED_FROM)
+/// The narrowest column group ([`group_width`]) whose per-level column solves stage the
+/// couplings (`BLOCKTRI_PANEL_COLUMNS_STAGED` overrides it for measurements), by padded
+/// size. Measured on the H200: at padded size 64 staging from 16 columns was 22-44 %
+/// slower (a node then holds an SM alone) and no faster at 32; at 32 columns staged was
+/// 4-5 % faster at 64 and 19-25 % at 32 (`docs/perf-notes.md`, entry 80); at 16, 32
+/// columns staged 1 % slower to 4 % faster, at 8 6 % faster at N = 512 but 6-22 % slower
+/// from N = 4096 (entry 81), so padded sizes up to 8 never stage.
+const fn columns_staged_from(np: usize) -> usize {
+    if np <= 8 { usize::MAX } else { 32 }
+}
+
+/// A measurement override from the environment variable `var`.
+fn env_override(var: &str) -> Option<usize> {
+    std::env::var(var).ok().and_then(|v| v.parse().ok())
 }
 
 /// The fused engine of one plan.
@@ -310,8 +350,11 @@ pub(super) struct Fused {
     /// The panel solves of many columns; `None` for the other families, padded size 96
     /// and where their shared memory does not fit.
     columns: Option<LazyColumns>,
-    /// The fewest columns that take `columns`.
-    columns_from: usize,
+    /// The fewest columns that take `columns`, where the environment sets it (for
+    /// measurements); otherwise [`Fused::columns_from`] decides.
+    columns_from: Option<usize>,
+    /// The most columns the rows factor interlaces where the column solves take them.
+    rows_interlace_max: usize,
     factor_threads: u32,
     /// Threads per block of the per-level factor launches (the single launch keeps
     /// `factor_threads`).
@@ -404,10 +447,12 @@ impl Fused {
             _ => None,
         };
         let columns = match variant {
+            Variant::Rows(np) | Variant::Panel(np) | Variant::Blocked(np) => columns_size(np),
+            Variant::Generic => None,
+        };
+        let columns = match columns {
             // The widest tiles must fit (32 columns, staged couplings).
-            Variant::Panel(np) | Variant::Blocked(np)
-                if np <= 64 && solve_panel_columns_shared_bytes(np, 32, true, T::BYTES) <= smem as usize =>
-            {
+            Some(np) if solve_panel_columns_shared_bytes(np, 32, true, T::BYTES) <= smem as usize => {
                 let name = |base: &str| kernel_name::<T>(&format!("{base}{np}")).as_str().to_string();
                 Some(LazyColumns {
                     gpu: gpu.clone(),
@@ -419,7 +464,7 @@ impl Fused {
                         name(names::SOLVE_BACKWARD_PANEL_COLUMNS_STAGED),
                     ],
                     single: dataflow.as_ref().map(|_| name(names::SOLVE_PANEL_COLUMNS_DATAFLOW)),
-                    threads: panel_threads(np),
+                    threads: columns_threads(np, true, COLUMN_GROUP),
                     loaded: OnceLock::new(),
                 })
             }
@@ -435,7 +480,11 @@ impl Fused {
             dataflow,
             subtree,
             columns,
-            columns_from: panel_columns_from(),
+            columns_from: env_override(match variant {
+                Variant::Rows(_) => "BLOCKTRI_ROWS_COLUMNS_FROM",
+                _ => "BLOCKTRI_PANEL_COLUMNS_FROM",
+            }),
+            rows_interlace_max: env_override("BLOCKTRI_ROWS_INTERLACE_MAX").unwrap_or(ROWS_INTERLACE_MAX_COLUMNS),
             factor_threads,
             level_threads,
             max_shared: smem,
@@ -449,14 +498,27 @@ impl Fused {
         fitting_chunk(k, self.rhs_chunk, self.max_shared, |c| solve_shared_bytes(n, c, elem))
     }
 
-    /// The many-column panel solves, where the family has them and `k` columns take them.
-    fn columns_for(&self, k: usize) -> Option<&Columns> {
-        self.columns.as_ref().filter(|_| k >= self.columns_from).and_then(LazyColumns::get)
+    /// The fewest right-hand-side columns that take the column solves for `shape`.
+    fn columns_from<T: Scalar>(&self, shape: Shape) -> usize {
+        self.columns_from.unwrap_or(match self.variant {
+            Variant::Rows(np) => rows_columns_from(np, T::BYTES, shape.batch * shape.nblocks),
+            _ => PANEL_COLUMNS_FROM,
+        })
+    }
+
+    /// The solves of many columns, where the family has them and `k` columns of `shape`
+    /// take them.
+    fn columns_for<T: Scalar>(&self, shape: Shape, k: usize) -> Option<&Columns> {
+        self.columns.as_ref().filter(|_| k >= self.columns_from::<T>(shape)).and_then(LazyColumns::get)
     }
 
     /// Whether the factor kernels can also do the forward substitution of `nrhs` columns.
-    pub(super) fn interlaces(&self, n: usize, nrhs: usize, elem: usize) -> bool {
-        self.variant.interlaces(nrhs) && self.variant.factor_smem(n, nrhs, elem) * self.variant.factor_nodes_per_block() <= self.max_shared
+    pub(super) fn interlaces<T: Scalar>(&self, shape: Shape, nrhs: usize) -> bool {
+        let rows_cap =
+            matches!(self.variant, Variant::Rows(_)) && nrhs > self.rows_interlace_max && self.columns_for::<T>(shape, nrhs).is_some();
+        !rows_cap
+            && self.variant.interlaces(nrhs)
+            && self.variant.factor_smem(shape.block, nrhs, T::BYTES) * self.variant.factor_nodes_per_block() <= self.max_shared
     }
 
     /// The first level of the single-launch sweep for a shape (`None`: every level
@@ -517,7 +579,7 @@ impl Fused {
         let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
         let chunk = self.chunk(n, target.k, T::BYTES);
         let args = |level| b.solve_args(target, level, chunk);
-        let columns = self.columns_for(target.k);
+        let columns = self.columns_for::<T>(shape, target.k);
         let (forward_kernel, backward_kernel, cfg) = self.level_solves::<T>(columns, n, target.k, chunk);
         let level_cfg = |m| cfg(s * nodes_in_level(nb, m));
         let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
@@ -541,8 +603,12 @@ impl Fused {
             };
             steps.push(Step::Launch { kernel, level: m, cfg, args: Args::Solve(SolveArgs { flags: target.flags, sweeps, ..args(m) }) });
         }
-        // The lowest levels by subtrees, in one launch, where the family has that kernel.
-        let depth = self.subtree.as_ref().map_or(0, |(_, most)| below.min(*most));
+        // The lowest levels by subtrees, in one launch, where the family has that kernel
+        // (it takes the columns one at a time: not with the column solves).
+        let depth = match (&self.subtree, columns) {
+            (Some((_, most)), None) => below.min(*most),
+            _ => 0,
+        };
         steps.extend((depth..below).rev().map(|m| Step::Launch {
             kernel: backward_kernel,
             level: m,
@@ -604,7 +670,7 @@ impl Fused {
         let (nb, s) = (shape.nblocks as u32, shape.batch as u32);
         let chunk = self.chunk(shape.block, target.k, T::BYTES);
         let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
-        let (forward, _, cfg) = self.level_solves::<T>(self.columns_for(target.k), shape.block, target.k, chunk);
+        let (forward, _, cfg) = self.level_solves::<T>(self.columns_for::<T>(shape, target.k), shape.block, target.k, chunk);
         steps.extend((0..levels(nb)).map(|m| Step::Launch {
             kernel: forward,
             level: m,
@@ -780,13 +846,19 @@ mod tests {
                     built(format!("{base}{np}_{precision}"));
                 }
             }
-            for np in [32, 64] {
+            for np in [8, 16, 32, 64] {
                 for base in [
                     names::SOLVE_FORWARD_PANEL_COLUMNS,
                     names::SOLVE_BACKWARD_PANEL_COLUMNS,
                     names::SOLVE_PANEL_COLUMNS_DATAFLOW,
                     names::SOLVE_FORWARD_PANEL_COLUMNS_STAGED,
                     names::SOLVE_BACKWARD_PANEL_COLUMNS_STAGED,
+                ] {
+                    built(format!("{base}{np}_{precision}"));
+                }
+            }
+            for np in [32, 64] {
+                for base in [
                     names::FACTOR_BLOCKED,
                     names::FACTOR_BLOCKED_DATAFLOW,
                     names::FACTOR_SOLVE_BLOCKED,

@@ -289,12 +289,13 @@ enum Engine {
 }
 
 impl Engine {
-    /// Whether the factorization can also do the forward substitution of `nrhs` columns.
-    fn interlaces<T: Scalar>(&self, n: usize, nrhs: usize) -> bool {
+    /// Whether the factorization of `shape` can also do the forward substitution of `nrhs`
+    /// columns.
+    fn interlaces<T: Scalar>(&self, shape: Shape, nrhs: usize) -> bool {
         match self {
-            Engine::Fused(f) => f.interlaces(n, nrhs, T::BYTES),
+            Engine::Fused(f) => f.interlaces::<T>(shape, nrhs),
             Engine::Tiled(_) => false,
-            Engine::Chain(c) => c.interlaces(n, nrhs, T::BYTES),
+            Engine::Chain(c) => c.interlaces(shape.block, nrhs, T::BYTES),
         }
     }
 
@@ -313,7 +314,7 @@ impl Engine {
         if let Engine::Tiled(t) = self {
             return t.factor_solve_steps(b, target);
         }
-        let interlaced = self.interlaces::<T>(b.shape.block, target.k);
+        let interlaced = self.interlaces::<T>(b.shape, target.k);
         let mut steps = self.factor_steps(b, interlaced.then_some(target));
         steps.extend(self.solve_steps(b, target, !interlaced));
         steps
