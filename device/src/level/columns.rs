@@ -1,9 +1,9 @@
-//! Solves of many right-hand-side columns at once, on the factor of any fused family up to
-//! `n <= NP` (`NP` = 8, 16, 32 or 64: [`columns_size`]).
+//! Solves of many right-hand-side columns at once, after the rows, panel or blocked factor,
+//! for `n <= NP` (`NP` = 8, 16, 32 or 64: [`columns_size`]).
 //!
-//! The one-column node bodies ([`super::solve_forward_panel`] and
-//! [`super::solve_backward_panel`] for `16 < n <= 64`, [`super::solve_forward_rows`] and
-//! [`super::solve_backward_rows`] below) take the columns one at a time: an `n`-step
+//! The one-column node bodies ([`super::solve_forward_rows`] and
+//! [`super::solve_backward_rows`] for `n <= 16`, [`super::solve_forward_panel`] and
+//! [`super::solve_backward_panel`] above) take the columns one at a time: an `n`-step
 //! triangular sweep and two block barriers per column, so `k` columns cost about `k`
 //! single-column solves (~9 µs per column and level at `n = 64` in the segment path's pass
 //! 1, `docs/perf-notes.md` entry 65). Here a node takes up to [`COLUMN_GROUP`] columns per

@@ -347,8 +347,8 @@ pub(super) struct Fused {
     /// (`blocktri_device::level::subtree`), with the most levels it takes; rows kernels
     /// up to [`SUBTREE_MAX_PADDED`], unless [`KernelFamily::RowsLevels`].
     subtree: Option<(Kernel, u32)>,
-    /// The panel solves of many columns; `None` for the other families, padded size 96
-    /// and where their shared memory does not fit.
+    /// The solves of many columns; `None` for the generic family, padded size 96 and where
+    /// their shared memory does not fit.
     columns: Option<LazyColumns>,
     /// The fewest columns that take `columns`, where the environment sets it (for
     /// measurements); otherwise [`Fused::columns_from`] decides.
