@@ -99,8 +99,9 @@ fn sanitize_column_solves() {
 }
 
 /// One chain larger than a device-memory cap, in segments: pass 1's coupling columns are
-/// solved on the tree's edge nodes only (`edge_from`) in the packed and whole-warp rows
-/// kernels, their single launch and the panel solves.
+/// solved on the tree's edge nodes only (`edge_from`) by the column solves
+/// (`level::columns`, per level and in the single launch) after the rows factor at padded
+/// sizes 8 and 16 and after the blocked factor.
 #[test]
 fn sanitize_segments_on_the_edges() {
     let Some(_) = gpu() else { return };

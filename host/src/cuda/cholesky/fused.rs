@@ -205,7 +205,7 @@ impl Columns {
     /// Whether the per-level launches of `k` columns stage the couplings: staged, a node of
     /// padded size 64 takes a whole SM in `f64`, which pays only where each coupling entry
     /// would otherwise be read from global memory for four groups of 8 columns
-    /// ([`PANEL_COLUMNS_STAGED_FROM`]).
+    /// ([`columns_staged_from`]).
     fn staged(&self, k: usize) -> bool {
         group_width(k) >= self.staged_from
     }
@@ -216,16 +216,16 @@ impl Columns {
         (f, b)
     }
 
-    /// The launch shape of a per-level column solve over `grid` nodes, `k` columns: staged,
-    /// the single launch's threads (a node then has an SM of its own at padded size 64);
-    /// otherwise the one-column solve's, so that several nodes share an SM.
+    /// The launch shape of a per-level column solve over `grid` nodes, `k` columns
+    /// ([`columns_threads`]: staged, the single launch's threads, a node then having an SM
+    /// of its own at padded size 64; otherwise fewer, so that several nodes share an SM).
     fn level_config(&self, grid: u32, k: usize, elem: usize) -> LaunchConfig {
         let staged = self.staged(k);
         LaunchConfig::linear(grid, columns_threads(self.np, staged, k), solve_panel_columns_shared_bytes(self.np, k, staged, elem) as u32)
     }
 
     /// The launch shape of the single-launch column solve over `grid` node passes: the
-    /// couplings staged, with the factor's threads.
+    /// couplings staged, [`columns_threads`] for them.
     fn single_config(&self, grid: u32, k: usize, elem: usize) -> LaunchConfig {
         LaunchConfig::linear(grid, columns_threads(self.np, true, k), solve_panel_columns_shared_bytes(self.np, k, true, elem) as u32)
     }
@@ -242,7 +242,8 @@ struct LazyColumns {
     /// single launch where the family has one.
     names: [String; 4],
     single: Option<String>,
-    /// Threads per block the kernels must take (the single launch's).
+    /// Threads per block the kernels must take: the most any launch of them takes (the
+    /// staged launches of 32-column groups).
     threads: u32,
     loaded: OnceLock<Option<Columns>>,
 }
