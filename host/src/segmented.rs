@@ -28,8 +28,10 @@
 //! are read: a backend may form those columns itself and return only those rows
 //! ([`SegmentBackend`]; the GPU does, so they never cross the link). While the backend
 //! works on one batch of segments, a host thread copies the next batch out of the
-//! caller's arrays, so each pass takes two batches of host memory; a caller may keep both
-//! passes' batches for its next call ([`BatchBuffers`]).
+//! caller's arrays. A backend may run batches on several lanes ([`SegmentBackend::lanes`];
+//! the GPU runs two, so that one batch's upload overlaps the other's kernels): each pass
+//! then takes one batch of host memory more than it has lanes, and a caller may keep
+//! both passes' batches for its next call ([`BatchBuffers`]).
 //!
 //! Errors name the system and block of the caller's chain: a segment's block `i` is the
 //! block `start + i`, the reduced system's block `q` is separator `q`'s block.
@@ -48,7 +50,7 @@ use std::ops::Range;
 /// that two batches in flight stay small beside the problem.
 const BATCH_BYTES: usize = 1 << 28;
 
-/// The fewest segments per batch (the GPU sizes its segments so that eight fit at once).
+/// The fewest segments per batch, unless the backend runs fewer ([`SegmentBackend::max_batch`]).
 const MIN_BATCH: usize = 8;
 
 /// The cut of a chain of `nblocks` blocks: segment `j` holds blocks
@@ -145,17 +147,28 @@ struct Chain<'a, T> {
 /// A batch's matrix and right-hand sides (kept in [`BatchBuffers`]).
 type Batch<'a, T> = (&'a mut BlockTridiag<T>, &'a mut BlockVec<T>);
 
+/// A segment backend that waits for its lanes when dropped: their device copies may
+/// write into the batch buffers until then.
+struct DrainOnDrop<'f, T: Scalar>(&'f mut dyn SegmentBackend<T>);
+
+impl<T: Scalar> Drop for DrainOnDrop<'_, T> {
+    fn drop(&mut self) {
+        self.0.drain();
+    }
+}
+
 /// Called on each batch buffer pair before a pass uses it (the GPU page-locks them; a
 /// pair that is page-locked already costs nothing).
 pub(crate) type Prepare<'a, T> = dyn Fn(&mut BlockTridiag<T>, &mut BlockVec<T>) -> Result<()> + Sync + 'a;
 
-/// What pass 1 hands a backend with one batch, and what it reads back. The right-hand
-/// side's first `dense` columns are written in full. The columns after them are
-/// `[E_left, E_right]`: zero except one `n x n` coupling block per segment and side,
-/// and only those blocks are written; the other values there are left from earlier
-/// batches. Pass 1 then reads only each segment's first and last block rows.
+/// What a pass hands a backend with one batch, and what it reads back. The right-hand
+/// side's first `dense` columns are written in full. In pass 1 the columns after them are
+/// `[E_left, E_right]`: zero except one `n x n` coupling block per segment and side, and
+/// only those blocks are written; the other values there are left from earlier batches.
+/// Pass 1 then reads only each segment's first and last block rows; pass 2 (all columns
+/// dense, no blocks) each segment's rows, the padding in front left out.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct PassOne {
+pub(crate) struct BatchPass {
     /// Columns `0..dense` of every system: written in full.
     pub dense: usize,
     /// Block size `n`.
@@ -168,7 +181,7 @@ pub(crate) struct PassOne {
     pub rows: Vec<[Range<usize>; 2]>,
 }
 
-impl PassOne {
+impl BatchPass {
     /// Fails with [`Error::Shape`] unless every block and row range lies inside a
     /// right-hand side of `shape` with `cols` columns.
     pub(crate) fn check(&self, shape: Shape, cols: usize) -> Result<()> {
@@ -217,26 +230,54 @@ impl PassOne {
     }
 }
 
-/// A backend of the segment path: [`Factorization`], plus pass 1's factor + solve of a
-/// batch described by a [`PassOne`]. The GPU forms the coupling columns on the device and
-/// moves only the rows read (`docs/perf-notes.md`, entry 62): the whole `k + 2n` columns
-/// crossed the link both ways before, ~17 of a ~26 ms batch.
+/// A backend of the segment path: [`Factorization`], plus a pass's factor + solve of a
+/// batch described by a [`BatchPass`], started and finished apart so that a backend with
+/// several lanes runs batches back to back. The GPU forms pass 1's coupling columns on the
+/// device and moves only the rows read (`docs/perf-notes.md`, entry 62: the whole
+/// `k + 2n` columns crossed the link both ways before, ~17 of a ~26 ms batch), and runs two
+/// lanes, so that one batch's upload overlaps the other's kernels (entry 82).
 pub(crate) trait SegmentBackend<T: Scalar>: Factorization<T> {
-    /// The most segments it runs in one call at once (at least one). The GPU sizes its
-    /// segments so that eight fit one device plan; a larger batch was cut into chunks that
-    /// moved every column (`docs/perf-notes.md` entry 62: under a 256 MB cap, 8-11x slower).
+    /// The most segments it runs in one batch (at least one). The GPU sizes its segments
+    /// so that eight fit its device plans at once, four on each lane; a larger batch was
+    /// cut into chunks that moved every column (`docs/perf-notes.md` entry 62: under a
+    /// 256 MB cap, 8-11x slower).
     fn max_batch(&self) -> usize {
         usize::MAX
     }
 
-    /// Factors `a` and solves for `b` as `pass` describes it. Afterwards only the rows
-    /// `pass.rows` of `b` are sure to hold the solution; other values of `b` may be
-    /// anything. The default writes the zeros and solves every row.
-    fn factor_solve_pass_one(&mut self, a: &BlockTridiag<T>, b: &mut BlockVec<T>, pass: &PassOne) -> Result<()> {
+    /// Batches in flight at once, each on a lane of its own (at least one). With one,
+    /// [`Self::start`] runs a batch to the end.
+    fn lanes(&self) -> usize {
+        1
+    }
+
+    /// Factors `a` and solves for `b` as `pass` describes it, on `lane` (below
+    /// [`Self::lanes`]); the results are in `b` once [`Self::finish`] of the lane has
+    /// returned `Ok`. Then only the rows `pass.rows` of `b` are sure to hold the solution;
+    /// other values of `b` may be anything. The default writes the zeros and solves every
+    /// row before it returns.
+    ///
+    /// # Safety
+    /// The backend may read `a` and read and write `b` until [`Self::finish`] of `lane` or
+    /// [`Self::drain`] has returned, also when this call fails: the caller neither reads,
+    /// writes nor frees them before.
+    unsafe fn start(&mut self, lane: usize, a: &BlockTridiag<T>, b: &mut BlockVec<T>, pass: &BatchPass) -> Result<()> {
+        let _ = lane;
         pass.check(b.shape(), b.ncols())?;
         pass.zero_the_rest(b);
         self.factor_solve_in_place(a, b)
     }
+
+    /// Waits for the batch started last on `lane` and reports how it went (`Ok` when no
+    /// batch runs there).
+    fn finish(&mut self, lane: usize) -> Result<()> {
+        let _ = lane;
+        Ok(())
+    }
+
+    /// Waits for every lane, dropping what they report: after a failure, before the
+    /// batch buffers may be touched again.
+    fn drain(&mut self) {}
 }
 
 impl<T: Scalar> SegmentBackend<T> for crate::cpu::SequentialCholesky<T> {}
@@ -302,20 +343,38 @@ fn keep_or_make<B>(kept: &mut Vec<B>, count: usize, fit: impl Fn(&B) -> bool, ma
     Ok(())
 }
 
-/// Copies each `(offset, values)` of `pieces` to `out[offset..]`, on every thread. The
-/// offsets ascend and the places do not overlap. `out` is a fresh vector on a first call:
-/// on one thread its first-touch page faults held pass 2's copies to ~1.8 GB/s
-/// (`docs/perf-notes.md`, entry 64).
+/// Copies each `(offset, values)` of `pieces` to `out[offset..]`, in parts of at most
+/// [`PIECE_BYTES`] over [`SCATTER_THREADS`] threads of its own. The offsets ascend and the
+/// places do not overlap. `out` is a fresh vector on a first call: on one thread its
+/// first-touch page faults held pass 2's copies to ~1.8 GB/s (`docs/perf-notes.md`,
+/// entry 64). Not on rayon's pool: the next batch's fill holds every worker there, and a
+/// copy queued behind it waited for the whole fill (entry 82).
 fn scatter<T: Scalar>(out: &mut [T], pieces: &[(usize, &[T])]) {
-    let mut places = Vec::with_capacity(pieces.len());
+    let part = (PIECE_BYTES / std::mem::size_of::<T>()).max(1);
+    let mut jobs: Vec<(&mut [T], &[T])> = Vec::with_capacity(pieces.len());
     let (mut rest, mut at) = (out, 0);
     for &(offset, values) in pieces {
         let (_, tail) = std::mem::take(&mut rest).split_at_mut(offset - at);
         let (place, tail) = tail.split_at_mut(values.len());
-        places.push(place);
+        jobs.extend(place.chunks_mut(part).zip(values.chunks(part)));
         (rest, at) = (tail, offset + values.len());
     }
-    places.into_par_iter().zip(pieces).for_each(|(place, (_, values))| crate::cuda::parallel_copy(values, place));
+    let per_thread = jobs.len().div_ceil(SCATTER_THREADS).max(1);
+    std::thread::scope(|scope| {
+        for group in jobs.chunks_mut(per_thread) {
+            scope.spawn(move || group.iter_mut().for_each(|(place, values)| place.copy_from_slice(values)));
+        }
+    });
+}
+
+/// Threads of [`scatter`]: beside the fill, which keeps every core of rayon's pool busy.
+const SCATTER_THREADS: usize = 4;
+
+/// Whether `BLOCKTRI_SEGMENT_FILL_PLAIN=1` asks [`copy_slots`] for plain stores (to measure
+/// the non-temporal ones against them in one build); read once.
+fn plain_fill() -> bool {
+    static PLAIN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PLAIN.get_or_init(|| std::env::var("BLOCKTRI_SEGMENT_FILL_PLAIN").is_ok_and(|v| v == "1"))
 }
 
 /// Bytes of one task of [`copy_slots`].
@@ -351,7 +410,13 @@ fn copy_slots<T: Scalar>(
             let (before, rest) = run.split_at_mut((lo - b) * bl);
             let (copied, after) = rest.split_at_mut((hi - lo) * bl);
             if let Some((from, _, at)) = place.filter(|_| hi > lo) {
-                copied.copy_from_slice(&src[(from + lo - at) * bl..][..(hi - lo) * bl]);
+                let from = &src[(from + lo - at) * bl..][..(hi - lo) * bl];
+                // Non-temporal stores: the batch is far larger than the caches, and the DMA
+                // engine reads it next (entry 82).
+                match plain_fill() {
+                    false => crate::cuda::copy_nontemporal(from, copied),
+                    true => copied.copy_from_slice(from),
+                }
             }
             pad(before);
             pad(after);
@@ -461,10 +526,12 @@ impl<T: Scalar> Chain<'_, T> {
 
     /// Runs the segments through `f` in batches (pass 1 when `x_sep` is `None`, else
     /// pass 2), handing each batch's solutions to `take` with the index of its first
-    /// segment. Two pairs of batch buffers (kept in `buffers` from call to call, handed
-    /// to `prepare`, which may page-lock them) refilled in place: while `f` solves one,
-    /// another thread fills the other with the next batch. Every batch has the same shape
-    /// (the last one is padded with identity segments), so a backend reuses its plan.
+    /// segment. Every batch has the same shape (the last one is padded with identity
+    /// segments), so a backend reuses its plans. The batch buffers (kept in `buffers` from
+    /// call to call, handed to `prepare`, which may page-lock them) are refilled in place:
+    /// one more pair than `f` has lanes, so that while `f` runs batch `i` (and, with two
+    /// lanes, `i - 1`), another thread fills batch `i + 1`. Iteration `i` starts batch `i`,
+    /// fills batch `i + 1` beside, and finishes and takes batch `i + 1 - lanes`.
     fn run_batches(
         &self,
         f: &mut dyn SegmentBackend<T>,
@@ -477,28 +544,53 @@ impl<T: Scalar> Chain<'_, T> {
         let shape = Shape::new(self.batch, self.segs.longest(), self.n())?;
         let cols = if x_sep.is_some() { self.k() } else { self.k() + 2 * self.n() };
         let pass = usize::from(x_sep.is_some());
-        let mut bufs = buffers.pairs(pass, firsts.len().min(2), (shape, self.a.ld(), cols), prepare)?;
-        let (even, odd) = bufs.split_at_mut(1);
+        let lanes = f.lanes().max(1);
+        let pairs = (lanes + 1).min(firsts.len());
+        let mut slots: Vec<Option<Batch<'_, T>>> =
+            buffers.pairs(pass, pairs, (shape, self.a.ld(), cols), prepare)?.into_iter().map(Some).collect();
         let fill = |pair: &mut Batch<'_, T>, first: usize| self.fill_batch(pair, first, x_sep);
-        timed("segments: fill the first batch", || fill(&mut even[0], firsts[0]));
-        for (i, &first) in firsts.iter().enumerate() {
-            let (cur, next) = if i % 2 == 0 { (&mut even[0], odd.first_mut()) } else { (&mut odd[0], Some(&mut even[0])) };
-            let solved = timed("segments: factor+solve a batch (the next one filled beside it)", || {
-                std::thread::scope(|scope| {
-                    if let (Some(&first_next), Some(next)) = (firsts.get(i + 1), next) {
-                        scope.spawn(move || timed("segments: fill the next batch (beside)", || fill(next, first_next)));
-                    }
-                    match x_sep {
-                        None => f.factor_solve_pass_one(cur.0, cur.1, &self.pass_one(first)),
-                        Some(_) => f.factor_solve_in_place(cur.0, cur.1),
-                    }
-                })
+        timed("segments: fill the first batch", || fill(slots[0].as_mut().expect("a pair"), firsts[0]));
+        // A segment's block `i` in its padded system is the chain's `start + i - pad` (the
+        // padding blocks are identities: they never fail).
+        let relocated = |e: Error, first: usize| {
+            self.relocate(e, |g: usize, block: usize| (self.segs.starts[first + g] + block).saturating_sub(self.pad(first + g)))
+        };
+        // From here the backend may use the buffers until its lanes are finished: drained
+        // on every way out (an error, a panic of `take` or of a fill).
+        let f = DrainOnDrop(f);
+        for i in 0..firsts.len() + lanes - 1 {
+            // Batch `i + 1` goes into the pair that batch `i + 1 - pairs` held, finished in
+            // an earlier iteration.
+            let mut next = firsts.get(i + 1).map(|&first| (first, slots[(i + 1) % pairs].take().expect("a free pair")));
+            let done = (i + 1).checked_sub(lanes).filter(|&j| j < firsts.len());
+            let ran = std::thread::scope(|scope| -> Result<()> {
+                if let Some((first, pair)) = next.as_mut() {
+                    let first = *first;
+                    scope.spawn(move || timed("segments: fill the next batch (beside)", || fill(pair, first)));
+                }
+                if let Some(&first) = firsts.get(i) {
+                    let (m, rhs) = slots[i % pairs].as_mut().expect("a filled pair");
+                    let batch = match x_sep {
+                        None => self.pass_one(first),
+                        Some(_) => self.pass_two(first),
+                    };
+                    // SAFETY: the pair stays untouched until its lane is finished (below,
+                    // `lanes - 1` iterations on) or drained: no fill takes it before
+                    // (`pairs > lanes`), and `f` drains when dropped.
+                    timed("segments: start a batch", || unsafe { f.0.start(i % lanes, m, rhs, &batch) })
+                        .map_err(|e| relocated(e, first))?;
+                }
+                if let Some(j) = done {
+                    timed("segments: finish a batch (waits)", || f.0.finish(j % lanes)).map_err(|e| relocated(e, firsts[j]))?;
+                    let (_, rhs) = slots[j % pairs].as_ref().expect("a pair in use");
+                    timed("segments: take the solutions", || take(firsts[j], rhs))?;
+                }
+                Ok(())
             });
-            // A segment's block `i` in its padded system is the chain's `start + i - pad`
-            // (the padding blocks are identities: they never fail).
-            let chain_block = |g: usize, block: usize| (self.segs.starts[first + g] + block).saturating_sub(self.pad(first + g));
-            solved.map_err(|e| self.relocate(e, chain_block))?;
-            timed("segments: take the solutions", || take(first, cur.1))?;
+            if let Some((_, pair)) = next {
+                slots[(i + 1) % pairs] = Some(pair);
+            }
+            ran?;
         }
         Ok(())
     }
@@ -521,9 +613,9 @@ impl<T: Scalar> Chain<'_, T> {
         (self.segs.longest() - 1) * self.n()
     }
 
-    /// Pass 1's description of the batch of segments `first ..` (see [`PassOne`]): the
+    /// Pass 1's description of the batch of segments `first ..` (see [`BatchPass`]): the
     /// coupling blocks [`Self::fill_batch`] writes and the rows [`Self::edges`] reads.
-    fn pass_one(&self, first: usize) -> PassOne {
+    fn pass_one(&self, first: usize) -> BatchPass {
         let (n, k, last) = (self.n(), self.k(), self.segs.count() - 1);
         let real = first..(first + self.batch).min(self.segs.count());
         let (start, end) = (|j: usize| self.first_block_row(j), self.last_block_row());
@@ -534,7 +626,16 @@ impl<T: Scalar> Chain<'_, T> {
             .flatten()
             .collect();
         let rows = real.map(|j| [start(j)..start(j) + n, end..end + n]).collect();
-        PassOne { dense: k, n, blocks, rows }
+        BatchPass { dense: k, n, blocks, rows }
+    }
+
+    /// Pass 2's description of the batch of segments `first ..`: the `k` columns written
+    /// in full, each segment's rows read (the padding in front left out).
+    fn pass_two(&self, first: usize) -> BatchPass {
+        let padded = self.segs.longest() * self.n();
+        let real = first..(first + self.batch).min(self.segs.count());
+        let rows = real.map(|j| [self.first_block_row(j)..padded, padded..padded]).collect();
+        BatchPass { dense: self.k(), n: self.n(), blocks: Vec::new(), rows }
     }
 
     /// Fills `pair` with segments `first ..` (at most `batch`; the slots beyond the last
@@ -574,7 +675,7 @@ impl<T: Scalar> Chain<'_, T> {
         let b = self.b.system(s);
         let last = self.segs.count() - 1;
         rhs.as_mut_slice().par_chunks_mut(padded * cols).enumerate().for_each(|(g, out)| {
-            // Pass 1's zeros of `E` are the backend's to write (`PassOne`): ~290 MB a batch
+            // Pass 1's zeros of `E` are the backend's to write (`BatchPass`): ~290 MB a batch
             // at N = 1048576, n = 16.
             out[..padded * k].fill(T::zero());
             let Some((start, len, _)) = seg(g) else { return };
@@ -749,7 +850,7 @@ mod tests {
         }
     }
 
-    /// A backend that keeps only what [`PassOne`] promises: the rows not named come back
+    /// A backend that keeps only what [`BatchPass`] promises: the rows not named come back
     /// as NaN, so a segment path that read one would fail.
     struct OnlyTheRowsNamed(SequentialCholesky<f64>);
 
@@ -775,8 +876,9 @@ mod tests {
     }
 
     impl SegmentBackend<f64> for OnlyTheRowsNamed {
-        fn factor_solve_pass_one(&mut self, a: &BlockTridiag<f64>, b: &mut BlockVec<f64>, pass: &PassOne) -> Result<()> {
-            self.0.factor_solve_pass_one(a, b, pass)?;
+        unsafe fn start(&mut self, lane: usize, a: &BlockTridiag<f64>, b: &mut BlockVec<f64>, pass: &BatchPass) -> Result<()> {
+            // SAFETY: forwarded (the sequential backend is done when it returns).
+            unsafe { self.0.start(lane, a, b, pass) }?;
             let dim = b.shape().dim();
             for g in 0..b.shape().batch {
                 let named = |r: usize| pass.rows.get(g).is_some_and(|pair| pair.iter().any(|range| range.contains(&r)));
@@ -790,13 +892,13 @@ mod tests {
         }
     }
 
-    /// Pass 1 reads only the rows it names: the same bits when every other row of its
+    /// Each pass reads only the rows it names: the same bits when every other row of its
     /// batches' solutions is garbage, at every cut, with batches of several segments (the
     /// last one padded). The blocks it names are checked by every other test here: the
     /// default backend zeroes the rest of `E` (a block written but not named would be lost,
     /// one named but not written would keep an earlier batch's values).
     #[test]
-    fn pass_one_reads_only_the_rows_it_names() {
+    fn each_pass_reads_only_the_rows_it_names() {
         for (nblocks, n, k, seed) in [(40, 3, 1, 1), (23, 4, 2, 2), (16, 2, 3, 4)] {
             let a = generate::random_spd::<f64>(2, nblocks, n, seed).unwrap();
             let b = generate::random_rhs(a.shape(), k, seed + 10).unwrap();
@@ -817,11 +919,96 @@ mod tests {
         }
     }
 
+    /// A batch started on a lane of [`TwoLanes`]: its inputs and what it reads back.
+    type InFlight = (*const BlockTridiag<f64>, *mut BlockVec<f64>, BatchPass);
+
+    /// A backend of two lanes that works as a device would: `start` only records the
+    /// batch, `finish` reads the inputs and writes the results. A segment path that took
+    /// results before `finish`, or refilled a pair still in flight, would get other bits.
+    #[derive(Default)]
+    struct TwoLanes {
+        inner: SequentialCholesky<f64>,
+        pending: [Option<InFlight>; 2],
+        most_in_flight: usize,
+    }
+
+    impl Factorization<f64> for TwoLanes {
+        fn factor(&mut self, a: &BlockTridiag<f64>) -> Result<()> {
+            self.inner.factor(a)
+        }
+        fn solve_in_place(&mut self, b: &mut BlockVec<f64>) -> Result<()> {
+            self.inner.solve_in_place(b)
+        }
+        fn log_determinant(&mut self) -> Result<Vec<f64>> {
+            self.inner.log_determinant()
+        }
+        fn selected_inverse(&mut self) -> Result<BlockTridiag<f64>> {
+            self.inner.selected_inverse()
+        }
+        fn shape(&self) -> Option<Shape> {
+            Factorization::<f64>::shape(&self.inner)
+        }
+        fn name(&self) -> &'static str {
+            "two lanes"
+        }
+    }
+
+    impl SegmentBackend<f64> for TwoLanes {
+        fn max_batch(&self) -> usize {
+            2
+        }
+        fn lanes(&self) -> usize {
+            2
+        }
+        unsafe fn start(&mut self, lane: usize, a: &BlockTridiag<f64>, b: &mut BlockVec<f64>, pass: &BatchPass) -> Result<()> {
+            assert!(self.pending[lane].is_none(), "lane {lane} started while busy");
+            self.pending[lane] = Some((a, b, pass.clone()));
+            self.most_in_flight = self.most_in_flight.max(self.pending.iter().flatten().count());
+            Ok(())
+        }
+        fn finish(&mut self, lane: usize) -> Result<()> {
+            let Some((a, b, pass)) = self.pending[lane].take() else { return Ok(()) };
+            // SAFETY: `start`'s contract keeps both alive and untouched until now.
+            unsafe { self.inner.start(0, &*a, &mut *b, &pass) }
+        }
+        fn drain(&mut self) {
+            self.pending = [None, None];
+        }
+    }
+
+    /// Two lanes in flight give the bits of one lane, with batch buffers kept from call to
+    /// call (three pairs a pass), and a failure is named in the chain with both lanes
+    /// drained.
+    #[test]
+    fn two_lanes_in_flight_give_the_bits_of_one() {
+        let a = generate::random_spd::<f64>(2, 61, 3, 41).unwrap();
+        let b = generate::random_rhs(a.shape(), 2, 42).unwrap();
+        let mut kept = BatchBuffers::default();
+        let mut lanes = TwoLanes::default();
+        for target in [2, 3, 5, 9, 30] {
+            let one = factor_solve(&mut SequentialCholesky::new(), &a, &b, target, &|_, _| Ok(()), &mut BatchBuffers::default());
+            for _ in 0..2 {
+                let two = factor_solve(&mut lanes, &a, &b, target, &|_, _| Ok(()), &mut kept).unwrap();
+                assert_eq!(&two, one.as_ref().unwrap(), "target {target}");
+            }
+        }
+        assert_eq!(lanes.most_in_flight, 2, "the lanes never overlapped");
+        let mut bad = a.clone();
+        for d in 0..3 {
+            bad.set_diag(1, 40, d, d, -50.0);
+        }
+        match factor_solve(&mut lanes, &bad, &b, 3, &|_, _| Ok(()), &mut kept) {
+            Err(Error::NotPositiveDefinite { system: 1, block: 40, .. }) => {}
+            other => panic!("expected a pivot failure at block 40 of system 1, got {other:?}"),
+        }
+        assert!(lanes.pending.iter().all(Option::is_none), "a lane left in flight after the failure");
+    }
+
     #[test]
     fn pass_one_zeroes_all_but_its_blocks_and_checks_their_places() {
         let shape = Shape::new(2, 3, 2).unwrap(); // dim 6
         let (dense, cols) = (1, 5);
-        let pass = PassOne { dense, n: 2, blocks: vec![(0, 1, 0), (1, 3, 4)], rows: vec![[0..2, 4..6]] };
+        let pass = BatchPass { dense, n: 2, blocks: vec![(0, 1, 0), (1, 3, 4)], rows: vec![[0..2, 4..6]] };
         pass.check(shape, cols).unwrap();
         let mut b = BlockVec::<f64>::zeros(shape, cols).unwrap();
         b.as_mut_slice().iter_mut().enumerate().for_each(|(i, v)| *v = 1.0 + i as f64);
@@ -838,13 +1025,13 @@ mod tests {
             }
         }
         let bad = [
-            PassOne { blocks: vec![(2, 1, 0)], ..pass.clone() }, // no system 2
-            PassOne { blocks: vec![(0, 0, 0)], ..pass.clone() }, // inside the dense columns
-            PassOne { blocks: vec![(0, 4, 0)], ..pass.clone() }, // past the last column
-            PassOne { blocks: vec![(0, 1, 5)], ..pass.clone() }, // past the last row
-            PassOne { rows: vec![[0..2, 4..7]], ..pass.clone() },
-            PassOne { rows: vec![[0..2, 0..2]; 3], ..pass.clone() },
-            PassOne { n: 3, ..pass.clone() },
+            BatchPass { blocks: vec![(2, 1, 0)], ..pass.clone() }, // no system 2
+            BatchPass { blocks: vec![(0, 0, 0)], ..pass.clone() }, // inside the dense columns
+            BatchPass { blocks: vec![(0, 4, 0)], ..pass.clone() }, // past the last column
+            BatchPass { blocks: vec![(0, 1, 5)], ..pass.clone() }, // past the last row
+            BatchPass { rows: vec![[0..2, 4..7]], ..pass.clone() },
+            BatchPass { rows: vec![[0..2, 0..2]; 3], ..pass.clone() },
+            BatchPass { n: 3, ..pass.clone() },
         ];
         for p in bad {
             assert!(matches!(p.check(shape, cols), Err(Error::Shape(_))), "{p:?} accepted");
@@ -869,12 +1056,12 @@ mod tests {
             }
         }
         // Seven blocks: 0-based blocks 2 and 4 have both neighbours at their elimination.
-        let pass = PassOne { dense: 1, n: 2, blocks: vec![(0, 1, 4)], rows: vec![[0..2, 12..14]] };
+        let pass = BatchPass { dense: 1, n: 2, blocks: vec![(0, 1, 4)], rows: vec![[0..2, 12..14]] };
         assert!(!pass.on_edges(7), "block 2 of 7 is inside the tree");
-        assert!(PassOne { blocks: vec![(0, 1, 0), (0, 3, 12)], ..pass.clone() }.on_edges(7));
-        assert!(!PassOne { blocks: vec![(0, 1, 1)], ..pass.clone() }.on_edges(7), "a block not aligned to the blocks");
-        assert!(!PassOne { blocks: vec![], rows: vec![[0..2, 11..13]], ..pass.clone() }.on_edges(7), "rows across two blocks");
-        assert!(!PassOne { blocks: vec![], rows: vec![[8..10, 12..14]], ..pass.clone() }.on_edges(7), "rows inside the tree");
+        assert!(BatchPass { blocks: vec![(0, 1, 0), (0, 3, 12)], ..pass.clone() }.on_edges(7));
+        assert!(!BatchPass { blocks: vec![(0, 1, 1)], ..pass.clone() }.on_edges(7), "a block not aligned to the blocks");
+        assert!(!BatchPass { blocks: vec![], rows: vec![[0..2, 11..13]], ..pass.clone() }.on_edges(7), "rows across two blocks");
+        assert!(!BatchPass { blocks: vec![], rows: vec![[8..10, 12..14]], ..pass.clone() }.on_edges(7), "rows inside the tree");
     }
 
     #[test]

@@ -24,6 +24,6 @@ pub use graph::Graph;
 pub use launch::{DEPENDENT_LAUNCH_ENV, DevicePtr, Kernel, KernelParam, KernelParams, LaunchConfig, MODULE_LOADING_ENV, Module};
 pub use memory::DeviceBuffer;
 pub use mixed::{MixedCholesky, RefineOptions, RefineReport};
-pub(crate) use transfer::parallel_copy;
 pub use transfer::{PinnedBuffer, Plain, host_transfer_bytes, is_page_locked, measure_transfers};
+pub(crate) use transfer::{copy_nontemporal, parallel_copy};
 pub use tridiag::{GpuTridiagInverse, TridiagJob};

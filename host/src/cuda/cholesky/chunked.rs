@@ -10,15 +10,26 @@
 
 use super::super::memory::{Place, copy_2d_bytes};
 use super::super::transfer::is_page_locked;
-use super::{GpuCholesky, plan_bytes};
+use super::{GpuCholesky, GpuOptions, plan_bytes};
 use crate::error::{Error, Result};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use crate::scalar::Scalar;
-use crate::segmented::PassOne;
+use crate::segmented::{BatchPass, SegmentBackend};
 use crate::trace::timed;
 
 /// The share of the usable device memory one segment's plan may take.
 const SEGMENT_SHARE: usize = 8;
+
+/// Lanes of the segment path: this solver and its partner, each with a plan of
+/// `SEGMENT_SHARE / SEGMENT_LANES` segments, so that one batch's upload runs beside the
+/// other's kernels (`docs/perf-notes.md`, entry 82).
+const SEGMENT_LANES: usize = 2;
+
+/// [`SEGMENT_LANES`], or 1 or 2 from `BLOCKTRI_SEGMENT_LANES` (to measure one against the
+/// other in one build).
+fn segment_lanes() -> usize {
+    super::fused::env_override("BLOCKTRI_SEGMENT_LANES").unwrap_or(SEGMENT_LANES).clamp(1, 2)
+}
 
 /// What a factor + solve that does not fit at once does instead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +79,16 @@ pub(crate) fn plan_chunks(batch: usize, per_system: usize, free: usize, cap: Opt
 }
 
 impl<T: Scalar> GpuCholesky<T> {
+    /// The partner solver (made when missing or made with other options): the same
+    /// options without a chunk cap, its own stream, plan and staging ring.
+    fn partner_mut(&mut self) -> Result<&mut GpuCholesky<T>> {
+        let options = GpuOptions { chunk_systems: None, ..self.options };
+        if self.partner.as_ref().is_none_or(|p| p.options != options) {
+            self.partner = Some(Box::new(GpuCholesky::with_gpu(self.gpu.clone(), options)?));
+        }
+        Ok(self.partner.as_deref_mut().expect("just made"))
+    }
+
     /// The chunking of a factor + solve of `shape` with `k` right-hand-side columns.
     pub(super) fn chunk_plan(&self, shape: Shape, k: usize) -> Result<ChunkPlan> {
         // The live plan of this shape already holds the whole batch with `k` columns: one
@@ -128,10 +149,8 @@ impl<T: Scalar> GpuCholesky<T> {
         let k = x.ncols();
         let (diag_len, sub_len) = (shape.nblocks * a.block_len(), (shape.nblocks - 1) * a.block_len());
         let rhs_len = shape.dim() * k;
-        if plan.solvers == 2 && self.partner.as_ref().is_none_or(|p| p.options != self.options) {
-            let mut partner = GpuCholesky::with_gpu(self.gpu.clone(), self.options)?;
-            partner.options.chunk_systems = None;
-            self.partner = Some(Box::new(partner));
+        if plan.solvers == 2 {
+            self.partner_mut()?;
         }
         if plan.solvers == 1 {
             self.partner = None;
@@ -188,6 +207,9 @@ impl<T: Scalar> GpuCholesky<T> {
         self.rhs_known_finite = true;
         let x = crate::trace::timed("factor+solve: segments", || crate::segmented::factor_solve(self, a, b, target, &pin, &mut buffers));
         self.rhs_known_finite = false;
+        if let Some(partner) = self.partner.as_deref_mut() {
+            partner.rhs_known_finite = false;
+        }
         self.segment_buffers = buffers;
         self.factored = false;
         x
@@ -202,31 +224,41 @@ impl<T: Scalar> GpuCholesky<T> {
     }
 }
 
-impl<T: Scalar> crate::segmented::SegmentBackend<T> for GpuCholesky<T> {
-    /// Eight segments: [`Self::segment_target`] sizes them so that each takes an eighth
-    /// of the usable memory.
-    fn max_batch(&self) -> usize {
-        SEGMENT_SHARE
+impl<T: Scalar> GpuCholesky<T> {
+    /// Segment lane `lane`'s solver: this one or its partner (made on first use), which
+    /// skips the host scans of right-hand sides as this one does in the segment path.
+    fn segment_lane(&mut self, lane: usize) -> Result<&mut GpuCholesky<T>> {
+        if lane == 0 {
+            return Ok(self);
+        }
+        let known = self.rhs_known_finite;
+        let partner = self.partner_mut()?;
+        partner.rhs_known_finite = known;
+        Ok(partner)
     }
 
-    /// Pass 1 of a segment batch with the coupling columns formed on the device and only
-    /// the rows read downloaded (`docs/perf-notes.md`, entry 62): of a page-locked `b`,
-    /// the dense columns are uploaded, the rest of the device buffer is zeroed and the
-    /// coupling blocks copied into it, and the rows named come back as 2-D copies
-    /// straight into `b`. The coupling columns are solved on the tree's edge nodes only
-    /// when the blocks and rows lie there (entry 65). Any other `b`, or a batch that needs
-    /// chunks, takes the default path. The device still checks every row of the solution
-    /// for non-finite values.
-    fn factor_solve_pass_one(&mut self, a: &BlockTridiag<T>, b: &mut BlockVec<T>, pass: &PassOne) -> Result<()> {
+    /// [`SegmentBackend::start`] on this solver's stream. Of a page-locked `b` (and a
+    /// batch that fits one plan) the dense columns are uploaded, the rest of the device
+    /// buffer is zeroed and the coupling blocks copied into it, then the factor + solve is
+    /// launched and the rows named are copied back as 2-D copies straight into `b`: all
+    /// enqueued, waited for in [`Self::finish_batch`]. The coupling columns are solved on
+    /// the tree's edge nodes only when the blocks and rows lie there (entry 65). Any other
+    /// `b` runs to the end here on the default path. The device still checks every row of
+    /// the solution for non-finite values.
+    ///
+    /// # Safety
+    /// As [`SegmentBackend::start`]: `a` and `b` stay alive and untouched until
+    /// [`Self::finish_batch`] or [`Self::drain_batch`] has returned.
+    unsafe fn start_batch(&mut self, a: &BlockTridiag<T>, b: &mut BlockVec<T>, pass: &BatchPass) -> Result<()> {
         pass.check(b.shape(), b.ncols())?;
         let one_chunk = a.shape() == b.shape() && self.chunk_plan(a.shape(), b.ncols()).is_ok_and(|p| p.chunks == 1);
         if !one_chunk || !is_page_locked(b.as_slice()) {
-            timed("pass 1: the whole columns (zeroed on the host)", || pass.zero_the_rest(b));
+            timed("segment batch: the whole columns (zeroed on the host)", || pass.zero_the_rest(b));
             return crate::solver::Factorization::factor_solve_in_place(self, a, b);
         }
         if !self.rhs_known_finite {
             // The dense columns and the blocks are what the device reads; the rest is zeros.
-            timed("pass 1: rhs checks", || {
+            timed("segment batch: rhs checks", || {
                 let mut dense = b.clone();
                 pass.zero_the_rest(&mut dense);
                 dense.validate()
@@ -236,53 +268,95 @@ impl<T: Scalar> crate::segmented::SegmentBackend<T> for GpuCholesky<T> {
         let pitch = cols * dim * T::BYTES; // one system's columns
         let host = b.as_mut_slice().as_mut_ptr() as usize;
         let at = |offset: usize| offset * T::BYTES;
-        // The device right-hand-side buffer's address (made for `cols` columns in the plan
-        // that `with_inputs` set up for `a`).
-        let rhs = self.with_inputs(Some(a), None, |s| {
-            let rhs = timed("pass 1: rhs upload (enqueued)", || -> Result<u64> {
-                let rhs = s.rhs_buffer(cols)?.0.addr();
-                let bytes = b.shape().batch * pitch;
-                // SAFETY (the copies): every range lies inside system g's `cols` columns of
-                // `dim` values on both ends (`pass.check`), the device buffer holds the whole
-                // batch with `cols` columns (`rhs_buffer`), `b` is page-locked and stays
-                // borrowed until `with_inputs` has synchronized the stream.
-                unsafe {
-                    cudarc::driver::result::memset_d8_async(rhs, 0, bytes, s.stream.cu_stream())?;
-                    let (src, dst) = (Place::Host(host as *mut std::ffi::c_void), Place::Device(rhs));
-                    copy_2d_bytes(&s.stream, src, pitch, dst, pitch, at(pass.dense * dim), b.shape().batch)?;
-                    for &(g, c0, r0) in &pass.blocks {
-                        let off = at((g * cols + c0) * dim + r0);
-                        let (src, dst) = (Place::Host((host + off) as *mut std::ffi::c_void), Place::Device(rhs + off as u64));
-                        copy_2d_bytes(&s.stream, src, at(dim), dst, at(dim), at(pass.n), pass.n)?;
-                    }
+        // From the first copy on, the device may use `a` and `b` until the batch is
+        // finished or drained.
+        self.batch_in_flight = true;
+        // Page-locked matrices (the segment path's batch buffers) are only enqueued.
+        timed("segment batch: upload (enqueued)", || self.upload_systems(a.shape(), a.ld(), a.diag(), a.sub(), a.shape().batch, false))?;
+        let rhs = timed("segment batch: rhs upload (enqueued)", || -> Result<u64> {
+            let rhs = self.rhs_buffer(cols)?.0.addr();
+            let stream = self.stream.clone();
+            // SAFETY (the copies): every range lies inside system g's `cols` columns of
+            // `dim` values on both ends (`pass.check`), the device buffer holds the whole
+            // batch with `cols` columns (`rhs_buffer`), `b` is page-locked and, by this
+            // function's contract, untouched until the stream has been synchronized.
+            unsafe {
+                if pass.dense < cols {
+                    cudarc::driver::result::memset_d8_async(rhs, 0, b.shape().batch * pitch, stream.cu_stream())?;
                 }
-                Ok(rhs)
-            })?;
-            // The coupling columns on the tree's edges alone where the batch keeps them
-            // there (`PassOne::on_edges`; docs/perf-notes.md entry 65): a segment's
-            // `O(log len)` path blocks instead of all of its blocks.
-            let edge_cols = if pass.on_edges(a.shape().nblocks) { cols - pass.dense } else { 0 };
-            timed("factor+solve: launch, check (waits)", || {
-                s.launch_factor_solve_edges(edge_cols)?;
-                s.check_factor()
-            })?;
+                let (src, dst) = (Place::Host(host as *mut std::ffi::c_void), Place::Device(rhs));
+                copy_2d_bytes(&stream, src, pitch, dst, pitch, at(pass.dense * dim), b.shape().batch)?;
+                for &(g, c0, r0) in &pass.blocks {
+                    let off = at((g * cols + c0) * dim + r0);
+                    let (src, dst) = (Place::Host((host + off) as *mut std::ffi::c_void), Place::Device(rhs + off as u64));
+                    copy_2d_bytes(&stream, src, at(dim), dst, at(dim), at(pass.n), pass.n)?;
+                }
+            }
             Ok(rhs)
         })?;
-        timed("pass 1: download the rows read (waits)", || -> Result<()> {
-            let enqueued = pass.rows.iter().enumerate().flat_map(|(g, pair)| pair.iter().map(move |r| (g, r))).try_for_each(|(g, r)| {
-                let off = at(g * cols * dim + r.start);
-                let (src, dst) = (Place::Device(rhs + off as u64), Place::Host((host + off) as *mut std::ffi::c_void));
-                // SAFETY: `cols` columns of `r.len()` values `dim` apart inside system g on
-                // both ends (`pass.check`); `b` is page-locked, borrowed by this call and not
-                // read before the synchronization below.
-                unsafe { copy_2d_bytes(&self.stream, src, at(dim), dst, at(dim), at(r.len()), cols) }
-            });
-            // Also after a failed enqueue: the copies already enqueued write into `b`.
-            let waited = self.stream.synchronize();
-            enqueued?;
-            Ok(waited?)
-        })?;
+        // The coupling columns on the tree's edges alone where the batch keeps them there
+        // (`BatchPass::on_edges`; docs/perf-notes.md entry 65): a segment's `O(log len)`
+        // path blocks instead of all of its blocks.
+        let edge_cols = if pass.on_edges(a.shape().nblocks) { cols - pass.dense } else { 0 };
+        timed("segment batch: launch", || self.launch_factor_solve_edges(edge_cols))?;
+        let rows = pass.rows.iter().enumerate().flat_map(|(g, pair)| pair.iter().map(move |r| (g, r)));
+        rows.filter(|(_, r)| !r.is_empty()).try_for_each(|(g, r)| {
+            let off = at(g * cols * dim + r.start);
+            let (src, dst) = (Place::Device(rhs + off as u64), Place::Host((host + off) as *mut std::ffi::c_void));
+            // SAFETY: `cols` columns of `r.len()` values `dim` apart inside system g on both
+            // ends (`pass.check`); `b` is page-locked and, by this function's contract, not
+            // read before the batch is finished.
+            unsafe { copy_2d_bytes(&self.stream, src, at(dim), dst, at(dim), at(r.len()), cols) }
+        })
+    }
+
+    /// Waits for the batch started on this solver ([`Self::start_batch`]) and checks its
+    /// factor and solution; `Ok` when none is in flight.
+    fn finish_batch(&mut self) -> Result<()> {
+        if !std::mem::take(&mut self.batch_in_flight) {
+            return Ok(());
+        }
+        timed("segment batch: wait", || self.stream.synchronize())?;
+        self.check_factor()?;
         self.check_solve()
+    }
+
+    /// Waits for a batch in flight, dropping its results.
+    fn drain_batch(&mut self) {
+        if std::mem::take(&mut self.batch_in_flight) {
+            let _ = self.stream.synchronize();
+        }
+    }
+}
+
+impl<T: Scalar> SegmentBackend<T> for GpuCholesky<T> {
+    /// Four segments a lane: [`Self::segment_target`] sizes them so that each takes an
+    /// eighth of the usable memory.
+    fn max_batch(&self) -> usize {
+        SEGMENT_SHARE / segment_lanes()
+    }
+
+    fn lanes(&self) -> usize {
+        segment_lanes()
+    }
+
+    unsafe fn start(&mut self, lane: usize, a: &BlockTridiag<T>, b: &mut BlockVec<T>, pass: &BatchPass) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.segment_lane(lane)?.start_batch(a, b, pass) }
+    }
+
+    fn finish(&mut self, lane: usize) -> Result<()> {
+        match lane {
+            0 => self.finish_batch(),
+            _ => self.partner.as_deref_mut().map_or(Ok(()), GpuCholesky::finish_batch),
+        }
+    }
+
+    fn drain(&mut self) {
+        self.drain_batch();
+        if let Some(partner) = self.partner.as_deref_mut() {
+            partner.drain_batch();
+        }
     }
 }
 

@@ -326,7 +326,7 @@ const fn columns_staged_from(np: usize) -> usize {
 }
 
 /// A measurement override from the environment variable `var`.
-fn env_override(var: &str) -> Option<usize> {
+pub(super) fn env_override(var: &str) -> Option<usize> {
     std::env::var(var).ok().and_then(|v| v.parse().ok())
 }
 

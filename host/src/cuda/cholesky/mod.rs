@@ -419,8 +419,13 @@ pub struct GpuCholesky<T: Scalar> {
     factored: bool,
     /// Pinned chunks through which host data move (see [`super::transfer`]).
     staging: Mutex<Staging>,
-    /// Second solver for batches run in chunks (`chunked.rs`), kept for its plan.
+    /// Second solver for batches run in chunks and the segment path's second lane
+    /// (`chunked.rs`), kept for its plan.
     partner: Option<Box<GpuCholesky<T>>>,
+    /// A segment batch started on this solver's stream and not yet finished
+    /// ([`crate::segmented::SegmentBackend::start`]): its copies may still use the
+    /// caller's batch buffers.
+    batch_in_flight: bool,
     /// The page-locked host batches of a chain run in segments (`chunked.rs`), kept for
     /// the next call of the same shape.
     segment_buffers: crate::segmented::BatchBuffers<T>,
@@ -494,6 +499,7 @@ impl<T: Scalar> GpuCholesky<T> {
             factored: false,
             staging,
             partner: None,
+            batch_in_flight: false,
             segment_buffers: Default::default(),
             rhs_known_finite: false,
             captures: Default::default(),

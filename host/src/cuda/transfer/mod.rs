@@ -220,6 +220,19 @@ pub(crate) fn copy_streaming<T: Copy + Send + Sync>(src: &[T], dst: &mut [T], th
     copy_with_threads(src, dst, threads);
 }
 
+/// [`copy_streaming`] on the calling thread alone: for callers that split the work among
+/// threads themselves.
+pub(crate) fn copy_nontemporal<T: Copy>(src: &[T], dst: &mut [T]) {
+    assert_eq!(src.len(), dst.len(), "copy_nontemporal: lengths differ");
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: two slices of equal length (checked); `&mut` keeps them disjoint.
+    unsafe {
+        stream_bytes(src.as_ptr() as *const u8, dst.as_mut_ptr() as *mut u8, std::mem::size_of_val(src))
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    dst.copy_from_slice(src);
+}
+
 /// Copies `len` bytes with 16-byte non-temporal stores where the destination is aligned.
 ///
 /// # Safety
