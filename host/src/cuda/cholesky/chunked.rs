@@ -162,7 +162,7 @@ impl<T: Scalar> GpuCholesky<T> {
             let count = plan.systems.min(shape.batch - s0);
             let on_partner = plan.solvers == 2 && c % 2 == 1;
             {
-                let solver: &mut GpuCholesky<T> = if on_partner { self.partner.as_deref_mut().expect("partner") } else { self };
+                let solver: &mut GpuCholesky<T> = if on_partner { self.partner_mut()? } else { self };
                 let rhs = &b.unwrap_or(&*x).as_slice()[s0 * rhs_len..(s0 + count) * rhs_len];
                 crate::trace::timed("chunk: upload", || {
                     solver.upload_systems(chunk_shape, a.ld(), &a.diag()[s0 * diag_len..], &a.sub()[s0 * sub_len..], count, true)?;

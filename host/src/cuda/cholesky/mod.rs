@@ -635,7 +635,7 @@ impl<T: Scalar> GpuCholesky<T> {
         if tiled && shape.batch * shape.nblocks.div_ceil(2) * (nt * (nt + 1) / 2 + nt * nt) > i32::MAX as usize {
             shape_err!("{shape}: too many tiles for one launch grid of the tiled kernels");
         }
-        self.gpu.check_memory(plan_bytes::<T>(shape, 1, tiled))?;
+        self.make_room(plan_bytes::<T>(shape, 1, tiled))?;
         let ld = Self::padded_ld(shape.block);
         let blk = ld * shape.block;
         let (s, nb) = (shape.batch, shape.nblocks);
@@ -671,13 +671,14 @@ impl<T: Scalar> GpuCholesky<T> {
     }
 
     fn ensure_rhs(&mut self, k: usize) -> Result<()> {
-        let plan = self.plan.as_mut().ok_or(Error::NotFactored)?;
+        let plan = self.plan.as_ref().ok_or(Error::NotFactored)?;
         if plan.rhs_cols == k {
             return Ok(());
         }
         let len = plan.bufs.shape.batch * plan.bufs.shape.dim() * k;
         if plan.rhs.as_ref().is_none_or(|r| r.len() < len) {
-            self.gpu.check_memory(len * T::BYTES)?;
+            self.make_room(len * T::BYTES)?;
+            let plan = self.plan.as_mut().expect("checked above");
             plan.rhs = Some(DeviceBuffer::poisoned(&self.stream, len)?);
             // The graphs hold the old buffer's address.
             plan.solve_graph.clear();
@@ -685,8 +686,29 @@ impl<T: Scalar> GpuCholesky<T> {
             plan.forward_graph.clear();
             plan.backward_graph.clear();
         }
-        plan.rhs_cols = k;
+        self.plan.as_mut().expect("checked above").rhs_cols = k;
         Ok(())
+    }
+
+    /// Fails with [`Error::OutOfMemory`] unless `bytes` more fit on the device. The chunk
+    /// and segment paths keep their partner's plan for their next call; where it stands in
+    /// the way of an allocation that fits without it, it goes (only an idle partner: no
+    /// copy of its own may still use a caller's buffers; the chunk path allocates only
+    /// before its first chunk, when the partner is idle).
+    fn make_room(&mut self, bytes: usize) -> Result<()> {
+        if self.gpu.check_memory(bytes).is_ok() {
+            return Ok(());
+        }
+        // Stream-ordered frees (of a plan just replaced) go back to the driver at a
+        // synchronization.
+        self.stream.synchronize()?;
+        let fits = self.gpu.check_memory(bytes);
+        if fits.is_ok() || self.partner.as_ref().is_none_or(|p| p.batch_in_flight) {
+            return fits;
+        }
+        self.partner = None;
+        self.stream.synchronize()?;
+        self.gpu.check_memory(bytes)
     }
 
     /// Copies the matrices to the device plan (creating it if the shape is new), without
