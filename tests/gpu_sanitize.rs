@@ -98,15 +98,17 @@ fn sanitize_column_solves() {
     family_case::<f32>(&g, KernelFamily::Rows, (2, 40, 24, 33), 1e-4);
 }
 
-/// One chain larger than a device-memory cap, in segments: pass 1's coupling columns are
-/// solved on the tree's edge nodes only (`edge_from`) by the column solves
+/// One chain larger than a device-memory cap, in segments on two lanes: pass 1's coupling
+/// columns are solved on the tree's edge nodes only (`edge_from`) by the column solves
 /// (`level::columns`, per level and in the single launch) after the rows factor at padded
-/// sizes 8 and 16 and after the blocked factor.
+/// sizes 8 and 16 and after the blocked factor, and by the rows solves themselves at
+/// n = 1 (three columns in batches of more than 4096 blocks: below the column solves'
+/// threshold there).
 #[test]
 fn sanitize_segments_on_the_edges() {
     let Some(_) = gpu() else { return };
     let g = Gpu::with_ordinal(0).unwrap(); // the cap stays with this handle
-    for (nb, n, k) in [(400, 8, 1), (300, 16, 2), (120, 40, 1)] {
+    for (nb, n, k) in [(400, 8, 1), (300, 16, 2), (120, 40, 1), (40_000, 1, 1)] {
         let (a, b) = problem::<f64>(1, nb, n, k, 5);
         let one = GpuCholesky::<f64>::required_memory(blocktri::Shape::new(1, nb, n).unwrap(), k);
         g.set_memory_limit(Some(one / 3));
