@@ -414,7 +414,7 @@ fn copy_slots<T: Scalar>(
                 // Non-temporal stores: the batch is far larger than the caches, and the DMA
                 // engine reads it next (entry 82).
                 match plain_fill() {
-                    false => crate::cuda::copy_nontemporal(from, copied),
+                    false => crate::cuda::copy_streaming_here(from, copied),
                     true => copied.copy_from_slice(from),
                 }
             }
@@ -854,26 +854,33 @@ mod tests {
     /// as NaN, so a segment path that read one would fail.
     struct OnlyTheRowsNamed(SequentialCholesky<f64>);
 
-    impl Factorization<f64> for OnlyTheRowsNamed {
-        fn factor(&mut self, a: &BlockTridiag<f64>) -> Result<()> {
-            self.0.factor(a)
-        }
-        fn solve_in_place(&mut self, b: &mut BlockVec<f64>) -> Result<()> {
-            self.0.solve_in_place(b)
-        }
-        fn log_determinant(&mut self) -> Result<Vec<f64>> {
-            self.0.log_determinant()
-        }
-        fn selected_inverse(&mut self) -> Result<BlockTridiag<f64>> {
-            self.0.selected_inverse()
-        }
-        fn shape(&self) -> Option<Shape> {
-            Factorization::<f64>::shape(&self.0)
-        }
-        fn name(&self) -> &'static str {
-            "only the rows named"
-        }
+    /// [`Factorization`] of a test backend by its sequential backend in `$field`.
+    macro_rules! factorization_by {
+        ($backend:ty, $field:tt, $name:literal) => {
+            impl Factorization<f64> for $backend {
+                fn factor(&mut self, a: &BlockTridiag<f64>) -> Result<()> {
+                    self.$field.factor(a)
+                }
+                fn solve_in_place(&mut self, b: &mut BlockVec<f64>) -> Result<()> {
+                    self.$field.solve_in_place(b)
+                }
+                fn log_determinant(&mut self) -> Result<Vec<f64>> {
+                    self.$field.log_determinant()
+                }
+                fn selected_inverse(&mut self) -> Result<BlockTridiag<f64>> {
+                    self.$field.selected_inverse()
+                }
+                fn shape(&self) -> Option<Shape> {
+                    Factorization::<f64>::shape(&self.$field)
+                }
+                fn name(&self) -> &'static str {
+                    $name
+                }
+            }
+        };
     }
+
+    factorization_by!(OnlyTheRowsNamed, 0, "only the rows named");
 
     impl SegmentBackend<f64> for OnlyTheRowsNamed {
         unsafe fn start(&mut self, lane: usize, a: &BlockTridiag<f64>, b: &mut BlockVec<f64>, pass: &BatchPass) -> Result<()> {
@@ -932,26 +939,7 @@ mod tests {
         most_in_flight: usize,
     }
 
-    impl Factorization<f64> for TwoLanes {
-        fn factor(&mut self, a: &BlockTridiag<f64>) -> Result<()> {
-            self.inner.factor(a)
-        }
-        fn solve_in_place(&mut self, b: &mut BlockVec<f64>) -> Result<()> {
-            self.inner.solve_in_place(b)
-        }
-        fn log_determinant(&mut self) -> Result<Vec<f64>> {
-            self.inner.log_determinant()
-        }
-        fn selected_inverse(&mut self) -> Result<BlockTridiag<f64>> {
-            self.inner.selected_inverse()
-        }
-        fn shape(&self) -> Option<Shape> {
-            Factorization::<f64>::shape(&self.inner)
-        }
-        fn name(&self) -> &'static str {
-            "two lanes"
-        }
-    }
+    factorization_by!(TwoLanes, inner, "two lanes");
 
     impl SegmentBackend<f64> for TwoLanes {
         fn max_batch(&self) -> usize {

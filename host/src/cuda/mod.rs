@@ -25,5 +25,11 @@ pub use launch::{DEPENDENT_LAUNCH_ENV, DevicePtr, Kernel, KernelParam, KernelPar
 pub use memory::DeviceBuffer;
 pub use mixed::{MixedCholesky, RefineOptions, RefineReport};
 pub use transfer::{PinnedBuffer, Plain, host_transfer_bytes, is_page_locked, measure_transfers};
-pub(crate) use transfer::{copy_nontemporal, parallel_copy};
+pub(crate) use transfer::{copy_streaming_here, parallel_copy};
 pub use tridiag::{GpuTridiagInverse, TridiagJob};
+
+/// A measurement override: the value of the environment variable `var`, where it is set
+/// and parses as a `V`.
+pub(crate) fn env_override<V: std::str::FromStr>(var: &str) -> Option<V> {
+    std::env::var(var).ok().and_then(|v| v.parse().ok())
+}

@@ -1,6 +1,7 @@
 //! [`GpuTridiagInverse`]: the Sherman–Morrison tridiagonal inverse on the GPU.
 
 use super::context::Gpu;
+use super::env_override;
 use super::launch::{Kernel, LaunchConfig};
 use super::memory::DeviceBuffer;
 use super::memory::{Place, copy_2d_bytes};
@@ -42,12 +43,12 @@ const PANEL_BYTES: usize = 16 << 20;
 
 /// [`PANEL_BYTES`], or `BLOCKTRI_INVERT_PANEL_MIB` MiB (measurements).
 fn panel_bytes() -> usize {
-    std::env::var("BLOCKTRI_INVERT_PANEL_MIB").ok().and_then(|v| v.parse::<usize>().ok()).map_or(PANEL_BYTES, |m| m.max(1) << 20)
+    env_override::<usize>("BLOCKTRI_INVERT_PANEL_MIB").map_or(PANEL_BYTES, |m| m.max(1) << 20)
 }
 
 /// [`HOST_PANELS`], or `BLOCKTRI_INVERT_HOST_PANELS` (at least 2; measurements).
 fn host_panel_count() -> usize {
-    std::env::var("BLOCKTRI_INVERT_HOST_PANELS").ok().and_then(|v| v.parse::<usize>().ok()).map_or(HOST_PANELS, |k| k.max(2))
+    env_override::<usize>("BLOCKTRI_INVERT_HOST_PANELS").map_or(HOST_PANELS, |k| k.max(2))
 }
 
 /// Device buffers of one inversion: inputs, output, work, status words.

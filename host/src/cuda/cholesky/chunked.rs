@@ -11,6 +11,7 @@
 use super::super::memory::{Place, copy_2d_bytes};
 use super::super::transfer::is_page_locked;
 use super::{GpuCholesky, GpuOptions, plan_bytes};
+use crate::cuda::env_override;
 use crate::error::{Error, Result};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use crate::scalar::Scalar;
@@ -28,7 +29,7 @@ const SEGMENT_LANES: usize = 2;
 /// [`SEGMENT_LANES`], or 1 or 2 from `BLOCKTRI_SEGMENT_LANES` (to measure one against the
 /// other in one build).
 fn segment_lanes() -> usize {
-    super::fused::env_override("BLOCKTRI_SEGMENT_LANES").unwrap_or(SEGMENT_LANES).clamp(1, 2)
+    env_override("BLOCKTRI_SEGMENT_LANES").unwrap_or(SEGMENT_LANES).clamp(1, 2)
 }
 
 /// What a factor + solve that does not fit at once does instead.

@@ -8,6 +8,7 @@
 use super::schedule::{Args, Step};
 use super::{Buffers, GpuOptions, KernelFamily, SolveTarget};
 use crate::cuda::context::Gpu;
+use crate::cuda::env_override;
 use crate::cuda::launch::{Kernel, LaunchConfig};
 use crate::error::{Error, Result};
 use crate::matrix::Shape;
@@ -323,11 +324,6 @@ const ROWS_INTERLACE_MAX_COLUMNS: usize = 4;
 /// from N = 4096 (entry 81), so padded sizes up to 8 never stage.
 const fn columns_staged_from(np: usize) -> usize {
     if np <= 8 { usize::MAX } else { 32 }
-}
-
-/// A measurement override from the environment variable `var`.
-pub(super) fn env_override(var: &str) -> Option<usize> {
-    std::env::var(var).ok().and_then(|v| v.parse().ok())
 }
 
 /// The fused engine of one plan.
@@ -704,14 +700,14 @@ impl Fused {
 /// ([`Variant::dataflow_nodes_per_sm`]). `BLOCKTRI_DATAFLOW_PER_SM` overrides it for
 /// measurements (`0`: no single-launch sweep; a large value: every level).
 fn dataflow_nodes_per_sm(variant: Variant) -> u32 {
-    std::env::var("BLOCKTRI_DATAFLOW_PER_SM").ok().and_then(|v| v.parse().ok()).unwrap_or(variant.dataflow_nodes_per_sm())
+    env_override("BLOCKTRI_DATAFLOW_PER_SM").unwrap_or(variant.dataflow_nodes_per_sm())
 }
 
 /// Threads per block of the blocked family's per-level factor launches from
 /// `BLOCKTRI_BLOCKED_THREADS`, for measurements (`docs/perf-notes.md`, entry 72): a whole
 /// number of warps from two up; anything else is ignored.
 fn blocked_threads() -> Option<u32> {
-    let threads: u32 = std::env::var("BLOCKTRI_BLOCKED_THREADS").ok()?.parse().ok()?;
+    let threads: u32 = env_override("BLOCKTRI_BLOCKED_THREADS")?;
     (threads >= 64 && threads.is_multiple_of(32)).then_some(threads)
 }
 
@@ -725,7 +721,7 @@ const SUBTREE_MAX_PADDED: usize = 8;
 /// The most levels of the backward sweep's subtree launch, from `BLOCKTRI_SUBTREE_LEVELS`
 /// (for measurements; `0`: one launch per level), else as many as the kernel takes.
 fn subtree_levels() -> Option<u32> {
-    std::env::var("BLOCKTRI_SUBTREE_LEVELS").ok().and_then(|v| v.parse().ok())
+    env_override("BLOCKTRI_SUBTREE_LEVELS")
 }
 
 /// The factor kernel for `nrhs` interlaced columns: `plain`, or its interlaced twin where

@@ -17,6 +17,7 @@
 use super::schedule::{Args, Step};
 use super::{Buffers, F32Products, SolveTarget, Sweep};
 use crate::cuda::context::Gpu;
+use crate::cuda::env_override;
 use crate::cuda::launch::{Kernel, LaunchConfig};
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
@@ -71,11 +72,11 @@ const WIDE_WAVES: u32 = 2;
 const WIDE_MIN_BLOCK: usize = 512;
 
 fn wide_min_block() -> usize {
-    std::env::var("BLOCKTRI_WIDE_MIN_BLOCK").ok().and_then(|v| v.parse().ok()).unwrap_or(WIDE_MIN_BLOCK)
+    env_override("BLOCKTRI_WIDE_MIN_BLOCK").unwrap_or(WIDE_MIN_BLOCK)
 }
 
 fn wide_waves() -> u32 {
-    std::env::var("BLOCKTRI_WIDE_WAVES").ok().and_then(|v| v.parse().ok()).unwrap_or(WIDE_WAVES)
+    env_override("BLOCKTRI_WIDE_WAVES").unwrap_or(WIDE_WAVES)
 }
 
 /// The first column step that starts a [`Wide`] pair where a level takes pairs: with the
@@ -94,7 +95,7 @@ const FIRST_PAIR: usize = 6;
 /// +212 µs). `BLOCKTRI_UPDATE_TRSM_NODES` overrides it (for measurements).
 fn fused_update_nodes(nt: usize) -> u32 {
     let measured = if nt <= 4 { 8 } else { 64 };
-    std::env::var("BLOCKTRI_UPDATE_TRSM_NODES").ok().and_then(|v| v.parse().ok()).unwrap_or(measured)
+    env_override("BLOCKTRI_UPDATE_TRSM_NODES").unwrap_or(measured)
 }
 
 /// Smallest block size whose column updates may run in [`Wide`] pairs of columns

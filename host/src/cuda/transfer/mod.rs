@@ -204,33 +204,11 @@ pub(crate) fn output_vec<T>(len: usize) -> Result<Vec<T>> {
 /// the DMA engine reads them (reading cache-resident lines through snoops is several
 /// times slower than reading memory). Elsewhere a plain threaded copy.
 pub(crate) fn copy_streaming<T: Copy + Send + Sync>(src: &[T], dst: &mut [T], threads: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let bytes = std::mem::size_of_val(src);
-        assert_eq!(bytes, std::mem::size_of_val(dst), "copy_streaming: lengths differ");
-        let (s, d) = (src.as_ptr() as usize, dst.as_mut_ptr() as usize);
-        let part = bytes.div_ceil(threads.max(1)).next_multiple_of(64).max(1 << 16);
-        (0..bytes.div_ceil(part)).into_par_iter().for_each(|p| {
-            let (lo, hi) = (p * part, ((p + 1) * part).min(bytes));
-            // SAFETY: disjoint byte ranges of the two slices (equal lengths, checked).
-            unsafe { stream_bytes((s + lo) as *const u8, (d + lo) as *mut u8, hi - lo) };
-        });
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    copy_with_threads(src, dst, threads);
-}
-
-/// [`copy_streaming`] on the calling thread alone: for callers that split the work among
-/// threads themselves.
-pub(crate) fn copy_nontemporal<T: Copy>(src: &[T], dst: &mut [T]) {
-    assert_eq!(src.len(), dst.len(), "copy_nontemporal: lengths differ");
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: two slices of equal length (checked); `&mut` keeps them disjoint.
-    unsafe {
-        stream_bytes(src.as_ptr() as *const u8, dst.as_mut_ptr() as *mut u8, std::mem::size_of_val(src))
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    dst.copy_from_slice(src);
+    assert_eq!(src.len(), dst.len(), "copy_streaming: lengths differ");
+    // Parts of whole 64-byte lines, at least 64 KiB each.
+    let part_bytes = std::mem::size_of_val(src).div_ceil(threads.max(1)).next_multiple_of(64).max(1 << 16);
+    let part = (part_bytes / std::mem::size_of::<T>().max(1)).max(1);
+    dst.par_chunks_mut(part).zip(src.par_chunks(part)).for_each(|(d, s)| copy_streaming_here(s, d));
 }
 
 /// Copies `len` bytes with 16-byte non-temporal stores where the destination is aligned.
@@ -774,7 +752,7 @@ fn copy_values<T: Copy + Send + Sync>(src: &[T], dst: &mut [T], streaming: bool)
 
 /// `dst = src` (equal lengths) on the calling thread with non-temporal stores on x86-64
 /// ([`copy_streaming`] without the thread split), elsewhere a plain copy.
-fn copy_streaming_here<T: Copy>(src: &[T], dst: &mut [T]) {
+pub(crate) fn copy_streaming_here<T: Copy>(src: &[T], dst: &mut [T]) {
     assert_eq!(src.len(), dst.len(), "copy_streaming_here: lengths differ");
     #[cfg(target_arch = "x86_64")]
     // SAFETY: two valid, disjoint slices of equal byte length (`dst` is a unique borrow).
