@@ -7,15 +7,18 @@ mod common;
 
 use blocktri::BlockVec;
 use blocktri_device::level::INFO_OK;
-use blocktri_device::refine::{REFINE_THREADS, RESIDUAL_SHARED_BYTES, RefineArgs, demote_matrix, demote_rhs, promote, residual};
+use blocktri_device::refine::{
+    REFINE_THREADS, RESIDUAL_SHARED_BYTES, RefineArgs, demote_matrix, demote_rhs, promote, residual, residual_sum,
+};
 use blocktri_prims::emu;
 use common::{fresh_seed, problem};
 
 #[test]
 fn emulated_refinement_kernels_match_the_cpu() {
     let seed = fresh_seed();
-    // Two systems; n = 300 takes two row passes of the residual kernel; k = 2 columns.
-    for (i, &(s, nb, n, k)) in [(2usize, 3usize, 5usize, 2usize), (1, 2, 300, 1), (2, 1, 7, 1)].iter().enumerate() {
+    // Two systems; n = 300 takes two row passes of the residual kernel (the coupling's
+    // column sums kept over both); k = 2 and 3 columns; one block (no coupling).
+    for (i, &(s, nb, n, k)) in [(2usize, 3usize, 5usize, 2usize), (1, 2, 300, 1), (2, 1, 7, 1), (3, 4, 33, 3)].iter().enumerate() {
         let (a, b) = problem::<f64>(s, nb, n, k, seed + i as u64);
         let x = BlockVec::from_vec(a.shape(), k, common::random_matrix(s * nb * n * k, 1, seed + 7).as_slice().to_vec()).unwrap();
         let (ld, low_ld) = (a.ld(), n + 3);
@@ -24,6 +27,7 @@ fn emulated_refinement_kernels_match_the_cpu() {
         let mut low_sub = vec![f32::NAN; (s * (nb - 1) * low_ld * n).max(1)];
         let mut xs = x.as_slice().to_vec();
         let mut r = vec![f64::NAN; entries];
+        let (mut lower_part, mut upper_part) = (vec![f64::NAN; entries], vec![f64::NAN; entries]);
         let mut norms = vec![0u64; 2 * s];
         let mut low = vec![f32::NAN; entries];
         let info = vec![INFO_OK; s];
@@ -39,6 +43,8 @@ fn emulated_refinement_kernels_match_the_cpu() {
             b: b.as_slice().as_ptr(),
             x: xs.as_mut_ptr(),
             r: r.as_mut_ptr(),
+            lower_part: lower_part.as_mut_ptr(),
+            upper_part: upper_part.as_mut_ptr(),
             norms: norms.as_mut_ptr(),
             low: low.as_mut_ptr(),
             low_diag: low_diag.as_mut_ptr(),
@@ -63,7 +69,9 @@ fn emulated_refinement_kernels_match_the_cpu() {
             }
         }
 
-        unsafe { emu::launch_unchecked(((s * nb) as u32, k as u32), REFINE_THREADS, RESIDUAL_SHARED_BYTES, || residual(&args)) };
+        let grid = ((s * nb) as u32, k as u32);
+        unsafe { emu::launch_unchecked(grid, REFINE_THREADS, RESIDUAL_SHARED_BYTES, || residual(&args)) };
+        unsafe { emu::launch_unchecked(grid, REFINE_THREADS, RESIDUAL_SHARED_BYTES, || residual_sum(&args)) };
         for sys in 0..s {
             let dense = a.to_dense(sys);
             let dim = nb * n;
@@ -101,7 +109,8 @@ fn emulated_refinement_kernels_match_the_cpu() {
         let mut poisoned = vec![f64::NAN; entries];
         norms.iter_mut().for_each(|v| *v = 0);
         let zero = RefineArgs { first: 1, x: poisoned.as_mut_ptr(), ..args };
-        unsafe { emu::launch_unchecked(((s * nb) as u32, k as u32), REFINE_THREADS, RESIDUAL_SHARED_BYTES, || residual(&zero)) };
+        unsafe { emu::launch_unchecked(grid, REFINE_THREADS, RESIDUAL_SHARED_BYTES, || residual(&zero)) };
+        unsafe { emu::launch_unchecked(grid, REFINE_THREADS, RESIDUAL_SHARED_BYTES, || residual_sum(&zero)) };
         assert_eq!(r, b.as_slice());
     }
 }

@@ -36,6 +36,40 @@ fn refinement_reaches_f64_accuracy() {
             mixed.factor(&a2).unwrap();
             let x2 = mixed.solve(&b2).unwrap();
             assert!(residual::accuracy(&a2, &x2, &b2).unwrap().relative_residual < 1e-12, "{what}, refactored");
+            // Factor and solve in one call (the first f32 solve interlaced with the factor).
+            let x3 = mixed.factor_solve(&a, &b).unwrap();
+            let report = mixed.report().clone();
+            let acc = residual::accuracy(&a, &x3, &b).unwrap();
+            assert!(acc.relative_residual < 1e-12, "{what}, factor_solve: residual {:e}", acc.relative_residual);
+            assert_eq!(report.fallback, None, "{what}, factor_solve");
+            assert!(report.solves >= 2 && report.relative_residual <= 1e-13, "{what}, factor_solve: {report:?}");
+            // A solve after it uses the same f32 factor.
+            let x4 = mixed.solve(&b2).unwrap();
+            assert!(residual::accuracy(&a, &x4, &b2).unwrap().relative_residual < 1e-12, "{what}, solve after factor_solve");
+        }
+    }
+}
+
+/// A loose tolerance stops the loop after one pass (its residual is read there); a tight
+/// one takes more, and the report counts every pass taken and gives the residual reached.
+#[test]
+fn residuals_are_read_where_they_can_stop_the_loop() {
+    let Some(g) = gpu() else { return };
+    let (a, b) = problem::<f64>(2, 40, 24, 2, fresh_seed());
+    for (tolerance, fewest) in [(1e-4, 1), (1e-13, 2)] {
+        let mut mixed = MixedCholesky::with_gpu(g.clone(), RefineOptions { tolerance, ..RefineOptions::default() }).unwrap();
+        for with_factor in [false, true] {
+            let x = if with_factor {
+                mixed.factor_solve(&a, &b).unwrap()
+            } else {
+                mixed.factor(&a).unwrap();
+                mixed.solve(&b).unwrap()
+            };
+            let report = mixed.report().clone();
+            let passes_right = if fewest == 1 { report.solves == 1 } else { report.solves >= fewest };
+            assert!(passes_right && report.relative_residual <= tolerance, "{tolerance:e} {with_factor}: {report:?}");
+            let measured = residual::accuracy(&a, &x, &b).unwrap().relative_residual;
+            assert!(measured <= 10.0 * tolerance.max(1e-15), "{tolerance:e} {with_factor}: {measured:e}, {report:?}");
         }
     }
 }
@@ -75,6 +109,16 @@ fn falls_back_to_f64_and_says_why() {
     assert!(mixed.report().fallback.as_deref().unwrap_or("").contains("f32 factorization failed"), "{:?}", mixed.report());
     let x = mixed.solve(&b).unwrap();
     assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12);
+    // The same through factor + solve in one call: the f32 factor's failure is found
+    // after its interlaced solve, and the f64 factor answers.
+    let x = mixed.factor_solve(&a, &b).unwrap();
+    assert!(mixed.report().fallback.as_deref().unwrap_or("").contains("f32 factorization failed"), "{:?}", mixed.report());
+    assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12);
+    let a = generate::random_spd_conditioned::<f64>(2, 16, 12, 1e9, seed + 3).unwrap();
+    let b = generate::random_rhs(a.shape(), 2, seed + 4).unwrap();
+    let x = mixed.factor_solve(&a, &b).unwrap();
+    assert!(mixed.report().fallback.is_some(), "{:?}", mixed.report());
+    assert!(residual::accuracy(&a, &x, &b).unwrap().backward_error < 1e-14, "{:?}", mixed.report());
 }
 
 /// Bad input: the errors of the f64 solver, naming system and block.
@@ -86,6 +130,12 @@ fn bad_input_is_reported() {
     match mixed.factor(&a) {
         Err(Error::NotPositiveDefinite { system: 1, block: 4, .. }) => {}
         other => panic!("expected NotPositiveDefinite at system 1 block 4, got {other:?}"),
+    }
+    let (mut a, b1) = problem::<f64>(3, 9, 10, 1, 5);
+    a.set_diag(2, 7, 1, 1, -1e6);
+    match mixed.factor_solve(&a, &b1) {
+        Err(Error::NotPositiveDefinite { system: 2, block: 7, .. }) => {}
+        other => panic!("factor_solve: expected NotPositiveDefinite at system 2 block 7, got {other:?}"),
     }
     let (mut a, _) = problem::<f64>(3, 9, 10, 1, 6);
     a.sub_block_mut(2, 3)[0] = f64::NAN;

@@ -123,6 +123,8 @@ pub mod names {
     pub const REFINE_DEMOTE_MATRIX: &str = "refine_demote_matrix";
     /// [`crate::refine::residual`].
     pub const REFINE_RESIDUAL: &str = "refine_residual";
+    /// [`crate::refine::residual_sum`].
+    pub const REFINE_RESIDUAL_SUM: &str = "refine_residual_sum";
     /// [`crate::refine::demote_rhs`].
     pub const REFINE_DEMOTE_RHS: &str = "refine_demote_rhs";
     /// [`crate::refine::promote`].
@@ -225,7 +227,7 @@ mod entry {
         solve_panel_columns_dataflow, solve_panel_dataflow, solve_rows_dataflow,
     };
     use crate::logdet::{LogDetArgs, log_det_parts};
-    use crate::refine::{RefineArgs, demote_matrix, demote_rhs, promote, residual};
+    use crate::refine::{RefineArgs, demote_matrix, demote_rhs, promote, residual, residual_sum};
     use crate::selinv::tiled::{self as sel_tiled, SelinvTiledArgs};
     use crate::selinv::{
         SelinvArgs, SelinvGatherArgs, gather_sub_diagonal, selinv_chain, selinv_chain_staged, selinv_level, selinv_level_staged,
@@ -539,6 +541,7 @@ mod entry {
     kernel!(arrow_border_correct_f64, arrow_border_correct_f32, border_correct, ArrowArgs);
     kernel!(refine_demote_matrix_f64, refine_demote_matrix_f32, demote_matrix, RefineArgs);
     kernel!(refine_residual_f64, refine_residual_f32, residual, RefineArgs);
+    kernel!(refine_residual_sum_f64, refine_residual_sum_f32, residual_sum, RefineArgs);
     kernel!(refine_demote_rhs_f64, refine_demote_rhs_f32, demote_rhs, RefineArgs);
     kernel!(refine_promote_f64, refine_promote_f32, promote, RefineArgs);
     kernel!(strided_copy_f64, strided_copy_f32, strided_copy, StridedCopyArgs);

@@ -2,8 +2,8 @@
 //! lower precision (`T`, in practice `f32`).
 //!
 //! With `A` in `f64` on the device and a factor of `A` rounded to `T`, a solve of
-//! `A x = b` repeats: `r = b - A x` in `f64` ([`residual`], which also records the largest
-//! `|r|` and `|b|` of each system), `r` scaled by its largest entry and rounded to `T`
+//! `A x = b` repeats: `r = b - A x` in `f64` ([`residual`] and [`residual_sum`], which also
+//! records the largest `|r|` and `|b|` of each system), `r` scaled by its largest entry and rounded to `T`
 //! ([`demote_rhs`]), `d = A^-1 r` with the `T` factor, `x += scale * d` ([`promote`]).
 //! Each pass gains about as many digits as the low-precision factor carries (fewer for
 //! an ill-conditioned `A`), until the `f64` residual stops the gain. The scaling keeps
@@ -20,12 +20,15 @@ use blocktri_prims::{Real, atomic, block_idx_x, block_idx_y, lane_id, shared, sy
 
 /// Threads of every refinement kernel block.
 pub const REFINE_THREADS: u32 = 256;
-/// Rows of a block row that [`residual`] handles per pass (one per thread).
+/// Rows of a block row that [`residual`] handles per pass ([`ROWS_PER_LANE`] per lane).
 const ROWS: usize = REFINE_THREADS as usize;
-/// Shared memory of [`residual`] in bytes: the transposed products of a pass and one
-/// slot per warp for the two maxima.
-pub const RESIDUAL_SHARED_BYTES: usize = (ROWS + 2 * WARPS) * 8;
 const WARPS: usize = REFINE_THREADS as usize / 32;
+/// Rows of a pass each lane of [`residual`] owns: `lane + 32 m` for `m < ROWS_PER_LANE`.
+const ROWS_PER_LANE: usize = ROWS / 32;
+/// Dynamic shared memory of [`residual`] and [`residual_sum`] in bytes: one partial sum
+/// per warp and row of a pass ([`residual_sum`] uses the first `2 WARPS` words for the
+/// two maxima).
+pub const RESIDUAL_SHARED_BYTES: usize = WARPS * ROWS * 8;
 
 /// Arguments of the refinement kernels (device addresses; unused ones may be null).
 #[repr(C)]
@@ -53,6 +56,11 @@ pub struct RefineArgs<T> {
     pub x: *mut f64,
     /// Residual (`f64`).
     pub r: *mut f64,
+    /// `A[b, b-1] x_{b-1}` at block row `b` (`f64`, laid out as the vectors), written by
+    /// [`residual`]'s thread block of row `b - 1`, which reads that block anyway.
+    pub lower_part: *mut f64,
+    /// `A[b, b+1] x_{b+1}` at block row `b` (`f64`), written by [`residual`].
+    pub upper_part: *mut f64,
     /// Per system: the bits of the largest `|r|` and of the largest `|b|` (non-negative
     /// `f64`s compare like their bits, so an integer maximum combines them). Zeroed
     /// before each [`residual`].
@@ -112,15 +120,20 @@ pub unsafe fn demote_matrix<T: Real>(args: &RefineArgs<T>) {
     }
 }
 
-/// `r = b - A x` in `f64` for one block row and one column (grid `x` = `systems *
-/// nblocks`, `y` = `nrhs`), with the largest `|r|` and `|b|` of the system into `norms`.
-/// The products with `D_b` and `A[b, b-1]` run one row per thread (coalesced column
-/// reads); the one with `A[b, b+1] = A[b+1, b]^T` one row per warp (its row is a column of
-/// the stored block).
+/// The first half of `r = b - A x` in `f64`, for one block row `b` and one column (grid
+/// `x` = `systems * nblocks`, `y` = `nrhs`): `r_b = b_b - D_b x_b`, and with
+/// `L = A[b+1, b]` (when row `b + 1` exists) `upper_part_b = L^T x_{b+1}` and
+/// `lower_part_{b+1} = L x_b`. So every stored block is read once: `D_b` and `L` by this
+/// thread block, in one pass over their columns. [`residual_sum`] then subtracts the two
+/// parts. With `first` set, `r = b` (`x` is not read) and nothing else is written.
+///
+/// A pass covers 256 rows: lane `l` of each warp owns rows `l + 32 m`, warp `w` the
+/// columns `w + 8 j`; the warps' partial row sums meet in shared memory, and the column
+/// sums of `L^T x_{b+1}` are warp sums, each column's kept by one lane.
 ///
 /// # Safety
 /// [`REFINE_THREADS`] threads, [`RESIDUAL_SHARED_BYTES`] of dynamic shared memory; the
-/// matrix and vector arrays cover the grid; `norms` zeroed before the launch.
+/// matrix and vector arrays (parts included) cover the grid.
 pub unsafe fn residual<T: Real>(args: &RefineArgs<T>) {
     let a = *args;
     let (n, ld, nb) = (a.n as usize, a.ld as usize, a.nblocks as usize);
@@ -131,61 +144,131 @@ pub unsafe fn residual<T: Real>(args: &RefineArgs<T>) {
     let part = shared::dynamic_shared::<f64>();
     let v = s * a.per_system() + col * a.dim();
     // SAFETY (all pointer arithmetic below): blocks and vector entries of system `s`,
-    // block row `b`, inside the arrays (grid contract).
+    // block rows `b` and `b + 1` (when it exists), inside the arrays (grid contract).
+    let row_b = v + b * n;
+    if a.first != 0 {
+        let mut i = tid;
+        while i < n {
+            unsafe { *a.r.add(row_b + i) = *a.b.add(row_b + i) };
+            i += REFINE_THREADS as usize;
+        }
+        return;
+    }
     let block = |base: *const f64, j: usize| unsafe { base.add(j * ld * n) };
     let diag = block(a.diag, s * nb + b);
-    let lower = (b > 0).then(|| block(a.sub, s * (nb - 1) + b - 1));
-    let upper = (b + 1 < nb).then(|| block(a.sub, s * (nb - 1) + b));
-    let x_at = |blk: usize, i: usize| unsafe { *a.x.add(v + blk * n + i) };
-    let (mut r_max, mut b_max) = (0.0f64, 0.0f64);
+    let lower = (b + 1 < nb).then(|| block(a.sub, s * (nb - 1) + b));
+    let x_at = |i: usize| unsafe { *a.x.add(row_b + i) };
     for r0 in (0..n).step_by(ROWS) {
         let rows = ROWS.min(n - r0);
-        if a.first == 0 {
-            if let Some(up) = upper {
-                // Row j of A[b, b+1] is column j of A[b+1, b].
-                let mut j = warp_id;
-                while j < rows {
-                    let mut sum = 0.0f64;
-                    let mut c = lane;
-                    while c < n {
-                        sum = unsafe { *up.add((r0 + j) * ld + c) }.mul_add(x_at(b + 1, c), sum);
-                        c += 32;
+        // A lane's rows past the block's last read that last row instead: the loads stay
+        // unconditional (so they issue back to back), and what such rows sum is never
+        // stored; their `x_{b+1}` weight is zero, so the column sums do not see them.
+        let row = |m: usize| (r0 + lane + 32 * m).min(n - 1);
+        let valid = |m: usize| r0 + lane + 32 * m < n;
+        let (mut d, mut t) = ([0.0f64; ROWS_PER_LANE], [0.0f64; ROWS_PER_LANE]);
+        let mut c = warp_id;
+        match lower {
+            Some(l) => {
+                let mut x_next = [0.0f64; ROWS_PER_LANE];
+                for (m, xn) in x_next.iter_mut().enumerate() {
+                    if valid(m) {
+                        *xn = x_at(n + row(m));
                     }
-                    let sum = warp::warp_sum(sum);
+                }
+                while c < n {
+                    let xc = x_at(c);
+                    let mut up = 0.0f64;
+                    for m in 0..ROWS_PER_LANE {
+                        let i = row(m);
+                        let (dv, lv) = unsafe { (*diag.add(c * ld + i), *l.add(c * ld + i)) };
+                        d[m] = dv.mul_add(xc, d[m]);
+                        t[m] = lv.mul_add(xc, t[m]);
+                        up = lv.mul_add(x_next[m], up);
+                    }
+                    let up = warp::warp_sum(up);
                     if lane == 0 {
-                        unsafe { *part.add(j) = sum };
+                        // Column `c` is always this lane's: its sum over the passes.
+                        unsafe {
+                            let slot = a.upper_part.add(row_b + c);
+                            *slot = if r0 == 0 { up } else { *slot + up };
+                        }
                     }
-                    j += WARPS;
+                    c += WARPS;
+                }
+            }
+            None => {
+                while c < n {
+                    let xc = x_at(c);
+                    for (m, dm) in d.iter_mut().enumerate() {
+                        *dm = unsafe { *diag.add(c * ld + row(m)) }.mul_add(xc, *dm);
+                    }
+                    c += WARPS;
+                }
+            }
+        }
+        // Row sums over the warps: `D_b x_b` into r, then `L x_b` into the next row's part.
+        let reduce = |partial: &[f64; ROWS_PER_LANE]| -> f64 {
+            for (m, &p) in partial.iter().enumerate() {
+                unsafe { *part.add(warp_id * ROWS + lane + 32 * m) = p };
+            }
+            sync_threads();
+            let mut sum = 0.0f64;
+            if tid < rows {
+                for w in 0..WARPS {
+                    sum += unsafe { *part.add(w * ROWS + tid) };
                 }
             }
             sync_threads();
-        }
+            sum
+        };
+        let dx = reduce(&d);
         if tid < rows {
-            let j = r0 + tid;
-            let bj = unsafe { *a.b.add(v + b * n + j) };
-            let mut acc = bj;
-            if a.first == 0 {
-                if upper.is_some() {
-                    acc -= unsafe { *part.add(tid) };
-                }
-                for c in 0..n {
-                    acc = (-unsafe { *diag.add(c * ld + j) }).mul_add(x_at(b, c), acc);
-                }
-                if let Some(lo) = lower {
-                    for c in 0..n {
-                        acc = (-unsafe { *lo.add(c * ld + j) }).mul_add(x_at(b - 1, c), acc);
-                    }
-                }
-            }
-            unsafe { *a.r.add(v + b * n + j) = acc };
-            r_max = max_abs(r_max, acc);
-            b_max = max_abs(b_max, bj);
+            unsafe { *a.r.add(row_b + r0 + tid) = *a.b.add(row_b + r0 + tid) - dx };
         }
-        sync_threads();
+        if lower.is_some() {
+            let lx = reduce(&t);
+            if tid < rows {
+                unsafe { *a.lower_part.add(row_b + n + r0 + tid) = lx };
+            }
+        }
+    }
+}
+
+/// The second half of `r = b - A x` (grid as [`residual`], after it): `r_b -=
+/// lower_part_b + upper_part_b` (the parts that exist), and the largest `|r|` and `|b|` of
+/// the system into `norms` (one atomic maximum per quantity and thread block). With
+/// `first` set, `r` is left as it is (`= b`).
+///
+/// # Safety
+/// As [`residual`]; `norms` zeroed before the launch.
+pub unsafe fn residual_sum<T: Real>(args: &RefineArgs<T>) {
+    let a = *args;
+    let (n, nb) = (a.n as usize, a.nblocks as usize);
+    let (s, b) = (block_idx_x() as usize / nb, block_idx_x() as usize % nb);
+    let col = block_idx_y() as usize;
+    let tid = thread_idx_x() as usize;
+    let (warp_id, lane) = (tid / 32, lane_id() as usize);
+    let slots = shared::dynamic_shared::<f64>();
+    let row_b = s * a.per_system() + col * a.dim() + b * n;
+    let (mut r_max, mut b_max) = (0.0f64, 0.0f64);
+    let mut i = tid;
+    while i < n {
+        // SAFETY: entries of block row `b` of system `s`, column `col` (grid contract).
+        unsafe {
+            let mut acc = *a.r.add(row_b + i);
+            if a.first == 0 {
+                let lower = if b > 0 { *a.lower_part.add(row_b + i) } else { 0.0 };
+                let upper = if b + 1 < nb { *a.upper_part.add(row_b + i) } else { 0.0 };
+                acc -= lower + upper;
+                *a.r.add(row_b + i) = acc;
+            }
+            r_max = max_abs(r_max, acc);
+            b_max = max_abs(b_max, *a.b.add(row_b + i));
+        }
+        i += REFINE_THREADS as usize;
     }
     // Block maxima, then one atomic per quantity.
     let (r_max, b_max) = (warp::warp_max(r_max), warp::warp_max(b_max));
-    let slots = unsafe { part.add(ROWS) };
     if lane == 0 {
         unsafe {
             *slots.add(warp_id) = r_max;
@@ -216,7 +299,7 @@ fn max_abs(m: f64, v: f64) -> f64 {
     if v > m || v.is_nan() { v } else { m }
 }
 
-/// The largest `|r|` of system `s` recorded by [`residual`] (0 for none).
+/// The largest `|r|` of system `s` recorded by [`residual_sum`] (0 for none).
 ///
 /// # Safety
 /// `norms` holds two words per system.
@@ -229,7 +312,7 @@ unsafe fn residual_scale(norms: *const u64, s: usize) -> f64 {
 /// [`REFINE_THREADS`]-thread blocks covering `systems * nrhs * nblocks * n` entries.
 ///
 /// # Safety
-/// The vectors cover the grid; [`residual`] of this `r` has completed.
+/// The vectors cover the grid; [`residual_sum`] of this `r` has completed.
 pub unsafe fn demote_rhs<T: Real>(args: &RefineArgs<T>) {
     let a = *args;
     let i = blocktri_prims::global_idx_x() as usize;

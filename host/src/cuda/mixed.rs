@@ -59,15 +59,19 @@ pub struct RefineReport {
 struct Kernels {
     demote_matrix: Kernel,
     residual: Kernel,
+    residual_sum: Kernel,
     demote_rhs: Kernel,
     promote: Kernel,
 }
 
-/// The `f64` vectors of a solve with `k` columns.
+/// The `f64` vectors of a solve with `k` columns: the solution, the residual, and the
+/// residual kernel's two coupling products (`blocktri_device::refine::residual`).
 struct Vectors {
     k: usize,
     x: DeviceBuffer<f64>,
     r: DeviceBuffer<f64>,
+    lower_part: DeviceBuffer<f64>,
+    upper_part: DeviceBuffer<f64>,
 }
 
 /// Block-tridiagonal Cholesky for `f64` systems with the factor kept in `f32`:
@@ -99,7 +103,9 @@ pub struct MixedCholesky {
     /// Whether the `f64` factor is the one in use (with the reason).
     fallback: Option<String>,
     vectors: Option<Vectors>,
-    /// Two words per system: the largest `|r|` and `|b|` (bits of non-negative `f64`s).
+    /// Per residual pass (slot `j` after `j` corrections), two words per system: the
+    /// largest `|r|` and `|b|` (bits of non-negative `f64`s). One slot per pass lets the
+    /// host read several passes with one synchronization.
     norms: Option<DeviceBuffer<u64>>,
     report: RefineReport,
 }
@@ -123,6 +129,7 @@ impl MixedCholesky {
         let kernels = Kernels {
             demote_matrix: k(names::REFINE_DEMOTE_MATRIX)?,
             residual: k(names::REFINE_RESIDUAL)?,
+            residual_sum: k(names::REFINE_RESIDUAL_SUM)?,
             demote_rhs: k(names::REFINE_DEMOTE_RHS)?,
             promote: k(names::REFINE_PROMOTE)?,
         };
@@ -164,8 +171,9 @@ impl MixedCholesky {
             self.vectors = None;
         }
         self.high.upload(a)?;
-        if self.norms.as_ref().is_none_or(|n| n.len() != 2 * a.shape().batch) {
-            self.norms = Some(DeviceBuffer::poisoned(&self.stream, 2 * a.shape().batch)?);
+        let words = 2 * a.shape().batch * self.norm_slots();
+        if self.norms.as_ref().is_none_or(|n| n.len() != words) {
+            self.norms = Some(DeviceBuffer::poisoned(&self.stream, words)?);
         }
         self.shape = Some(a.shape());
         Ok(())
@@ -176,6 +184,15 @@ impl MixedCholesky {
     /// factorization's: an input that is not positive definite in `f64` is reported with
     /// its system and block.
     pub fn factor_uploaded(&mut self) -> Result<()> {
+        self.demote_matrix()?;
+        let low = self.traced("mixed: f32 factor (waits)", |m| m.low.factor_uploaded());
+        self.after_low_factor(low)?;
+        self.report = RefineReport { solves: 0, relative_residual: f64::NAN, fallback: self.fallback.clone() };
+        Ok(())
+    }
+
+    /// Rounds the uploaded `f64` matrix into the `f32` plan's input (enqueued).
+    fn demote_matrix(&mut self) -> Result<()> {
         let shape = self.shape.ok_or(Error::NotFactored)?;
         self.fallback = None;
         let (diag, sub, ld) = self.high.input_buffers(shape)?;
@@ -192,17 +209,24 @@ impl MixedCholesky {
         let blocks = shape.batch * (2 * shape.nblocks - 1);
         // SAFETY: both input buffers hold `S N` diagonal and `S (N - 1)` sub-diagonal blocks
         // at their leading dimensions (plans of `shape`); one thread block per matrix block.
-        unsafe { self.kernels.demote_matrix.launch(&self.stream, LaunchConfig::linear(blocks as u32, REFINE_THREADS, 0), (args,))? };
-        match self.low.factor_uploaded() {
-            Ok(()) => {}
+        self.traced("mixed: round A to f32", |m| unsafe {
+            m.kernels.demote_matrix.launch(&m.stream, LaunchConfig::linear(blocks as u32, REFINE_THREADS, 0), (args,))
+        })
+    }
+
+    /// Turns the outcome of the `f32` factorization into the fallback when the `f32`
+    /// factor failed on the input (the `f64` factorization then runs, and its errors are
+    /// the caller's).
+    fn after_low_factor(&mut self, low: Result<()>) -> Result<()> {
+        match low {
+            Ok(()) => Ok(()),
             Err(low @ (Error::NotPositiveDefinite { .. } | Error::NonFinite { .. } | Error::NotSymmetric { .. })) => {
-                self.high.factor_uploaded()?;
+                self.traced("mixed: f64 factor after the f32 one failed (waits)", |m| m.high.factor_uploaded())?;
                 self.fallback = Some(format!("the f32 factorization failed: {low}"));
+                Ok(())
             }
-            Err(other) => return Err(other),
+            Err(other) => Err(other),
         }
-        self.report = RefineReport { solves: 0, relative_residual: f64::NAN, fallback: self.fallback.clone() };
-        Ok(())
     }
 
     /// Factors `a` ([`Self::upload`] and [`Self::factor_uploaded`]).
@@ -222,8 +246,8 @@ impl MixedCholesky {
         if self.vectors.as_ref().is_none_or(|v| v.k != b.ncols()) {
             let len = shape.batch * shape.dim() * b.ncols();
             self.vectors = None; // free before allocating the new ones
-            let (x, r) = (DeviceBuffer::poisoned(&self.stream, len)?, DeviceBuffer::poisoned(&self.stream, len)?);
-            self.vectors = Some(Vectors { k: b.ncols(), x, r });
+            let vector = || DeviceBuffer::poisoned(&self.stream, len);
+            self.vectors = Some(Vectors { k: b.ncols(), x: vector()?, r: vector()?, lower_part: vector()?, upper_part: vector()? });
         }
         Ok(())
     }
@@ -232,22 +256,95 @@ impl MixedCholesky {
     /// `f64` solve after a fallback); the solution stays on the device until
     /// [`Self::download`].
     pub fn solve_uploaded(&mut self) -> Result<&RefineReport> {
-        let shape = self.shape.ok_or(Error::NotFactored)?;
-        let k = self.vectors.as_ref().ok_or_else(|| Error::Shape("no right-hand sides uploaded".into()))?.k;
+        let (shape, k) = self.solve_shape()?;
         if self.fallback.is_none() {
-            let (converged, report) = self.refine(shape, k)?;
-            if converged {
+            let refined = self.refine(shape, k, false)?;
+            if let Some(report) = self.converged_or_fall_back(refined)? {
                 self.report = report;
                 return Ok(&self.report);
             }
-            // Not converging: the f64 factor from now on (A is still uploaded).
-            let why = format!(
-                "the refinement did not reach {:e} (relative residual {:e} after {} solves)",
-                self.options.tolerance, report.relative_residual, report.solves
-            );
-            self.high.factor_uploaded()?;
-            self.fallback = Some(why);
         }
+        self.solve_f64()
+    }
+
+    /// Factors the uploaded matrix and solves for the uploaded right-hand sides in one
+    /// pass over the device: the first `f32` solve's forward substitution runs with the
+    /// `f32` factorization (as [`GpuCholesky::launch_factor_solve`] does), and the host
+    /// waits only when it reads the first residuals. Falls back as [`Self::factor_uploaded`]
+    /// and [`Self::solve_uploaded`] do; the solution stays on the device until
+    /// [`Self::download`].
+    ///
+    /// ```no_run
+    /// use blocktri::{cuda::{MixedCholesky, RefineOptions}, generate, BlockVec};
+    /// let a = generate::random_spd::<f64>(1, 1024, 256, 1).unwrap();
+    /// let b = generate::random_rhs(a.shape(), 1, 2).unwrap();
+    /// let mut solver = MixedCholesky::new(RefineOptions::default()).unwrap();
+    /// solver.upload(&a).unwrap();
+    /// solver.upload_rhs(&b).unwrap();
+    /// let report = solver.factor_solve_uploaded().unwrap();
+    /// println!("{} f32 solves, residual {:e}", report.solves, report.relative_residual);
+    /// let mut x = BlockVec::zeros(b.shape(), 1).unwrap();
+    /// solver.download(&mut x).unwrap();
+    /// ```
+    pub fn factor_solve_uploaded(&mut self) -> Result<&RefineReport> {
+        let (shape, k) = self.solve_shape()?;
+        self.demote_matrix()?;
+        let refined = self.refine(shape, k, true)?;
+        if let Some(report) = self.converged_or_fall_back(refined)? {
+            self.report = report;
+            return Ok(&self.report);
+        }
+        self.solve_f64()
+    }
+
+    /// Factors `a` and returns `A^-1 b` to `f64` accuracy ([`Self::upload`],
+    /// [`Self::upload_rhs`], [`Self::factor_solve_uploaded`], [`Self::download`]).
+    ///
+    /// ```no_run
+    /// use blocktri::{cuda::{MixedCholesky, RefineOptions}, generate, residual};
+    /// let a = generate::random_spd::<f64>(1, 512, 128, 1).unwrap();
+    /// let b = generate::random_rhs(a.shape(), 2, 2).unwrap();
+    /// let mut solver = MixedCholesky::new(RefineOptions::default()).unwrap();
+    /// let x = solver.factor_solve(&a, &b).unwrap();
+    /// assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12);
+    /// ```
+    pub fn factor_solve(&mut self, a: &BlockTridiag<f64>, b: &BlockVec<f64>) -> Result<BlockVec<f64>> {
+        self.upload(a)?;
+        self.upload_rhs(b)?;
+        self.factor_solve_uploaded()?;
+        let mut x = BlockVec::zeros(b.shape(), b.ncols())?; // every value downloaded
+        self.download(&mut x)?;
+        Ok(x)
+    }
+
+    /// The shape and column count of the uploaded right-hand sides.
+    fn solve_shape(&self) -> Result<(Shape, usize)> {
+        let shape = self.shape.ok_or(Error::NotFactored)?;
+        let k = self.vectors.as_ref().ok_or_else(|| Error::Shape("no right-hand sides uploaded".into()))?.k;
+        Ok((shape, k))
+    }
+
+    /// The report of a converged refinement, or `None` after switching to the `f64`
+    /// factor (factored here) with the reason recorded.
+    fn converged_or_fall_back(&mut self, refined: Refined) -> Result<Option<RefineReport>> {
+        match refined {
+            Refined::Converged(report) => Ok(Some(report)),
+            Refined::LowFactorFailed(low) => self.after_low_factor(Err(low)).map(|()| None),
+            Refined::Stalled(report) => {
+                // Not converging: the f64 factor from now on (A is still uploaded).
+                let why = format!(
+                    "the refinement did not reach {:e} (relative residual {:e} after {} solves)",
+                    self.options.tolerance, report.relative_residual, report.solves
+                );
+                self.traced("mixed: f64 factor after the refinement stalled (waits)", |m| m.high.factor_uploaded())?;
+                self.fallback = Some(why);
+                Ok(None)
+            }
+        }
+    }
+
+    /// One solve with the `f64` factor, from the right-hand sides as uploaded.
+    fn solve_f64(&mut self) -> Result<&RefineReport> {
         self.high.launch_solve()?;
         self.high.check_solve()?;
         self.report = RefineReport { solves: 0, relative_residual: f64::NAN, fallback: self.fallback.clone() };
@@ -276,9 +373,18 @@ impl MixedCholesky {
         Ok(x)
     }
 
-    /// The refinement loop: whether it converged, and its report (solves taken, the last
-    /// relative residual).
-    fn refine(&mut self, shape: Shape, k: usize) -> Result<(bool, RefineReport)> {
+    /// Residual slots of the norms buffer: one per pass the refinement may take, and the
+    /// first (`r = b`).
+    fn norm_slots(&self) -> usize {
+        self.options.max_iterations + 2
+    }
+
+    /// The refinement loop, from `r = b`. With `with_factor`, the first `f32` solve is the
+    /// `f32` factorization's interlaced factor + solve (the matrix rounded already). The
+    /// host reads the residuals only where they can stop the loop: a solve on an `f32`
+    /// factor leaves a relative residual near `f32`'s unit roundoff (6e-8) at best, so for
+    /// tolerances below [`ONE_PASS_FLOOR`] the first read comes after the second pass.
+    fn refine(&mut self, shape: Shape, k: usize, with_factor: bool) -> Result<Refined> {
         let (low_rhs, low_info) = self.low.rhs_buffer(k)?;
         let (b, _) = self.high.rhs_buffer(k)?;
         let (diag, sub, ld) = self.high.input_buffers(shape)?; // A, as uploaded (the f64 plan is not factored)
@@ -291,46 +397,125 @@ impl MixedCholesky {
             b: b.as_ptr(),
             x: v.x.ptr().as_mut_ptr(),
             r: v.r.ptr().as_mut_ptr(),
+            lower_part: v.lower_part.ptr().as_mut_ptr(),
+            upper_part: v.upper_part.ptr().as_mut_ptr(),
             norms: norms.ptr().as_mut_ptr(),
             low: low_rhs.as_mut_ptr(),
             low_info: low_info.as_ptr(),
             ..self.vector_args(shape, k)
         };
-        let entries = shape.batch * shape.dim() * k;
-        let elementwise = LaunchConfig::for_count(entries, REFINE_THREADS);
-        let rows = LaunchConfig {
-            grid: ((shape.batch * shape.nblocks) as u32, k as u32, 1),
-            block: (REFINE_THREADS, 1, 1),
-            shared_bytes: RESIDUAL_SHARED_BYTES as u32,
+        let words = 2 * shape.batch;
+        // The arguments of the pass that corrects residual `slot` (its scale there).
+        let at = |slot: usize| RefineArgs { norms: base.norms.wrapping_add(slot * words), ..base };
+        norms.fill_bytes(0)?; // every slot, before its residual's maxima
+        let launches = Launches {
+            elementwise: LaunchConfig::for_count(shape.batch * shape.dim() * k, REFINE_THREADS),
+            rows: LaunchConfig {
+                grid: ((shape.batch * shape.nblocks) as u32, k as u32, 1),
+                block: (REFINE_THREADS, 1, 1),
+                shared_bytes: RESIDUAL_SHARED_BYTES as u32,
+            },
         };
-        let (kernels, stream) = (&self.kernels, &self.stream);
-        // SAFETY (every launch): the matrices are the f64 plan's input blocks of `shape`,
-        // the vectors hold `S k N n` entries, `norms` two words per system, the launch
-        // shapes are the kernels' (`blocktri_device::refine`).
-        let residual = |first: bool| -> Result<()> {
-            norms.fill_bytes(0)?;
-            unsafe { kernels.residual.launch(stream, rows, (RefineArgs { first: first as u32, ..base },)) }
-        };
-        residual(true)?;
-        let mut previous = f64::INFINITY;
-        let mut report = RefineReport { solves: 0, relative_residual: f64::INFINITY, fallback: None };
+        // SAFETY: the matrices are the f64 plan's input blocks of `shape`, the vectors hold
+        // `S k N n` entries, every slot two words per system (`norm_slots` of them, and
+        // `at` stays below that: at most `max_iterations + 1` passes), the launch shapes
+        // are the kernels' (`blocktri_device::refine`).
+        unsafe { self.residual(RefineArgs { first: 1, ..at(0) }, launches)? };
+        let max_solves = self.options.max_iterations + 1;
+        let first_read = if self.options.tolerance < ONE_PASS_FLOOR { 2 } else { 1 };
+        let mut solves = 0;
+        let mut factor_checked = !with_factor;
         loop {
-            let relative = relative_residual(&norms.to_vec()?);
-            report.relative_residual = relative;
-            if report.solves > 0 && relative <= self.options.tolerance {
-                return Ok((true, report));
+            // (`solves < max_solves` here: the loop returns when they run out.)
+            let next_read = if solves == 0 { first_read.min(max_solves) } else { solves + 1 };
+            while solves < next_read {
+                let first = solves == 0;
+                let (pass, next) = (at(solves), at(solves + 1));
+                // SAFETY: as above.
+                self.traced("mixed: one correction pass", |m| unsafe { m.correction(pass, next, launches, first && with_factor, first) })?;
+                solves += 1;
             }
-            let stalled = report.solves >= 2 && relative > 0.5 * previous;
-            if report.solves > self.options.max_iterations || stalled || relative.is_nan() {
-                return Ok((false, report));
+            if !factor_checked {
+                factor_checked = true;
+                match self.low.check_factor() {
+                    Ok(()) => {}
+                    Err(low @ (Error::NotPositiveDefinite { .. } | Error::NonFinite { .. } | Error::NotSymmetric { .. })) => {
+                        return Ok(Refined::LowFactorFailed(low));
+                    }
+                    Err(other) => return Err(other),
+                }
             }
-            previous = relative;
-            unsafe { kernels.demote_rhs.launch(stream, elementwise, (base,))? };
-            self.low.launch_solve()?;
-            unsafe { kernels.promote.launch(stream, elementwise, (RefineArgs { first: (report.solves == 0) as u32, ..base },))? };
-            report.solves += 1;
-            residual(false)?;
+            let mut host = vec![0u64; (solves + 1) * words];
+            self.norms.as_ref().expect("norms allocated").copy_to_host(&mut host)?;
+            let relative: Vec<f64> = host.chunks_exact(words).map(relative_residual).collect();
+            if crate::trace::enabled() {
+                let by_pass: Vec<String> = relative.iter().map(|r| format!("{r:.1e}")).collect();
+                eprintln!("trace: mixed: relative residuals by pass [{}]", by_pass.join(", "));
+            }
+            let report = RefineReport { solves, relative_residual: relative[solves], fallback: None };
+            if report.relative_residual <= self.options.tolerance {
+                return Ok(Refined::Converged(report));
+            }
+            let stalled = solves >= 2 && report.relative_residual > 0.5 * relative[solves - 1];
+            if solves >= max_solves || stalled || report.relative_residual.is_nan() {
+                return Ok(Refined::Stalled(report));
+            }
         }
+    }
+
+    /// Enqueues one correction: `pass`'s residual scaled and rounded to `f32`, the `f32`
+    /// solve (the factorization's factor + solve when `with_factor`), `x += scale * d`
+    /// (`x = scale * d` when `first`), and the new residual into `next`'s slot.
+    ///
+    /// # Safety
+    /// `pass` and `next` as built by [`Self::refine`] for the uploaded shape.
+    unsafe fn correction(
+        &mut self,
+        pass: RefineArgs<f32>,
+        next: RefineArgs<f32>,
+        launches: Launches,
+        with_factor: bool,
+        first: bool,
+    ) -> Result<()> {
+        let (kernels, stream) = (&self.kernels, &self.stream);
+        // SAFETY: the caller's contract.
+        unsafe { kernels.demote_rhs.launch(stream, launches.elementwise, (pass,))? };
+        if with_factor {
+            self.low.launch_factor_solve()?;
+        } else {
+            self.low.launch_solve()?;
+        }
+        let (kernels, stream) = (&self.kernels, &self.stream);
+        // SAFETY: the caller's contract.
+        unsafe {
+            kernels.promote.launch(stream, launches.elementwise, (RefineArgs { first: first as u32, ..pass },))?;
+            self.residual(next, launches)
+        }
+    }
+
+    /// Enqueues `r = b - A x` with its maxima into `args.norms` (two kernels: the second
+    /// adds the coupling products the first left in the parts).
+    ///
+    /// # Safety
+    /// `args` as built by [`Self::refine`] for the uploaded shape.
+    unsafe fn residual(&self, args: RefineArgs<f32>, launches: Launches) -> Result<()> {
+        // SAFETY: the caller's contract; both kernels take the row launch shape.
+        unsafe {
+            self.kernels.residual.launch(&self.stream, launches.rows, (args,))?;
+            self.kernels.residual_sum.launch(&self.stream, launches.rows, (args,))
+        }
+    }
+
+    /// Runs `work`; with `BLOCKTRI_TRACE` set, also waits for the stream and prints the
+    /// time taken under `label`.
+    fn traced<R>(&mut self, label: &'static str, work: impl FnOnce(&mut Self) -> Result<R>) -> Result<R> {
+        if !crate::trace::enabled() {
+            return work(self);
+        }
+        let _phase = crate::trace::phase(label);
+        let out = work(self)?;
+        self.stream.synchronize()?;
+        Ok(out)
     }
 
     /// Arguments with the shape and nothing else set.
@@ -347,6 +532,8 @@ impl MixedCholesky {
             b: std::ptr::null(),
             x: std::ptr::null_mut(),
             r: std::ptr::null_mut(),
+            lower_part: std::ptr::null_mut(),
+            upper_part: std::ptr::null_mut(),
             norms: std::ptr::null_mut(),
             low: std::ptr::null_mut(),
             low_diag: std::ptr::null_mut(),
@@ -355,6 +542,28 @@ impl MixedCholesky {
             low_info: std::ptr::null(),
         }
     }
+}
+
+/// Tolerances below this cannot be met by one solve on an `f32` factor (its solution
+/// carries `f32` rounding: relative residuals of ~6e-8 and more), so the refinement reads
+/// no residual before the second pass.
+const ONE_PASS_FLOOR: f64 = 1e-9;
+
+/// The launch shapes of the refinement kernels for one solve.
+#[derive(Clone, Copy)]
+struct Launches {
+    elementwise: LaunchConfig,
+    rows: LaunchConfig,
+}
+
+/// How a refinement ended.
+enum Refined {
+    /// The tolerance was met.
+    Converged(RefineReport),
+    /// The passes ran out, stopped gaining, or gave a NaN.
+    Stalled(RefineReport),
+    /// The interlaced `f32` factorization failed on the input (its error).
+    LowFactorFailed(Error),
 }
 
 /// The largest `max |r| / max |b|` over the systems from the residual kernel's maxima
