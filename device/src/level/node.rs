@@ -171,9 +171,9 @@ pub(crate) fn entry_status<T: Real>(d: T, lv: T, rv: T, mirror: T, drr: T, dcc: 
 /// back through `entry` (`D` alone through `d`), with [`entry_status`], and records the
 /// first problem in the system's status word (then also `false`). `status` is one word of
 /// shared memory. Contains its barriers (two, whatever the outcome): every thread of the
-/// block calls it, as one of the block's teams ([`Block`], or a [`crate::team::LaneSlice`]
-/// per packed node). A team with `live` false (a packed slot past the last node) only
-/// passes the barriers and gets `false`.
+/// block calls it, as one of the block's teams ([`crate::team::Block`], or a
+/// [`crate::team::LaneSlice`] per packed node). A team with `live` false (a packed slot
+/// past the last node) only passes the barriers and gets `false`.
 ///
 /// # Safety
 /// `a` satisfies [`super::factor_level`]'s contract and `nd` is the team's node; `store`
