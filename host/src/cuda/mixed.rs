@@ -437,12 +437,8 @@ impl MixedCholesky {
             }
             if !factor_checked {
                 factor_checked = true;
-                match self.low.check_factor() {
-                    Ok(()) => {}
-                    Err(low @ (Error::NotPositiveDefinite { .. } | Error::NonFinite { .. } | Error::NotSymmetric { .. })) => {
-                        return Ok(Refined::LowFactorFailed(low));
-                    }
-                    Err(other) => return Err(other),
+                if let Err(low) = self.low.check_factor() {
+                    return Ok(Refined::LowFactorFailed(low));
                 }
             }
             let mut host = vec![0u64; (solves + 1) * words];
@@ -562,7 +558,9 @@ enum Refined {
     Converged(RefineReport),
     /// The passes ran out, stopped gaining, or gave a NaN.
     Stalled(RefineReport),
-    /// The interlaced `f32` factorization failed on the input (its error).
+    /// The interlaced `f32` factorization's check failed (its error: [`MixedCholesky`]'s
+    /// `after_low_factor` falls back on an input the `f32` factor cannot take and returns
+    /// any other error).
     LowFactorFailed(Error),
 }
 
