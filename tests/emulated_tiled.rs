@@ -708,6 +708,15 @@ fn emulated_tiled_product_copy_plans_give_the_same_bits() {
         <Tf32 as TileMac<f32>>::acc_coord,
         2e-3,
     );
+    // 3xTF32: split operands (the low part truncated by the emulated tensor cores, as by
+    // the device's) keep about f32 accuracy.
+    check::<f32, { ACC }>(
+        "tf32x3",
+        narrow(4),
+        |a, b, k, s, p| unsafe { product_nt_planned::<f32, Tf32x3>(a, b, k, s, p) },
+        <Tf32x3 as TileMac<f32>>::acc_coord,
+        1e-6,
+    );
     let wide = (WIDE_PRODUCT_THREADS, <Wide as ProductShape<f64>>::SHARED_BYTES, WIDE_TILE);
     check::<f64, { WIDE_TILE / 2 }>(
         "wide",

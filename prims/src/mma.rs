@@ -190,8 +190,31 @@ pub fn to_tf32(x: f32) -> u32 {
     }
 }
 
+/// Splits an `f32` into the two TF32 operands of the 3xTF32 scheme (`x = hi + lo`):
+/// `hi` is `x` rounded to nearest at bit 13, ties away, as [`to_tf32`] gives it for a
+/// finite `x` (an integer add and a mask), and `lo = x - hi` (exact in `f32`) is returned
+/// as it is, **not** rounded: the tensor cores read a TF32 operand's upper 19 bits and
+/// ignore the lower 13 (as the emulated [`mma_m16n8k8_tf32`] does), so they truncate `lo`
+/// themselves. `|lo| <= 2^-11 |x|`, and truncating it to 11 significant bits errs by at
+/// most `2^-22 |x|`, below the `2^-22` relative size of the `lo * lo` term the scheme
+/// drops.
+///
+/// Why not `to_tf32` twice: `cvt.rna.tf32.f32` compiles to four instructions on sm_90 (a
+/// finiteness test and a select among them), and the split is most of the issue slots of
+/// a 3xTF32 product (`docs/perf-notes.md`, entry 84); this is three (`IADD`, `LOP3`,
+/// `FADD`). A non-finite `x` still poisons every product it enters: `lo` is then a NaN
+/// (`inf - inf`, or a NaN operand), which stays a NaN when truncated.
+#[inline(always)]
+pub fn split_tf32x3(x: f32) -> (u32, u32) {
+    let hi = x.to_bits().wrapping_add(0x1000) & 0xffff_e000;
+    let lo = x - f32::from_bits(hi);
+    (hi, lo.to_bits())
+}
+
 /// `D = A * B + C` for a 16x8x8 product with TF32 inputs (see [`to_tf32`]) and FP32
-/// accumulation. PTX: `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`.
+/// accumulation. PTX: `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`. Like the
+/// tensor cores, the emulation reads each operand's upper 19 bits only (the lower 13 are
+/// ignored, so an unrounded `f32` is truncated: [`split_tf32x3`]).
 ///
 /// TF32 keeps 10 mantissa bits: products carry a relative error near 1e-3, so use it
 /// where that accuracy suffices, or split each operand into a high and a low TF32 part
@@ -221,9 +244,11 @@ pub fn mma_m16n8k8_tf32(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
         let a_all: [[u64; 32]; 4] = core::array::from_fn(|i| crate::emu::warp_all(a[i] as u64));
         let b_all: [[u64; 32]; 2] = core::array::from_fn(|i| crate::emu::warp_all(b[i] as u64));
         // A[m][k]: held by lane 4*(m%8)+(k%4), register (m/8) + 2*(k/4).
-        let a_at = |m: usize, k: usize| f32::from_bits(a_all[(m / 8) + 2 * (k / 4)][4 * (m % 8) + k % 4] as u32);
+        // The lower 13 bits of each operand are ignored, as on the tensor cores.
+        let tf32 = |bits: u64| f32::from_bits(bits as u32 & 0xffff_e000);
+        let a_at = |m: usize, k: usize| tf32(a_all[(m / 8) + 2 * (k / 4)][4 * (m % 8) + k % 4]);
         // B[k][n]: held by lane 4*n+(k%4), register k/4.
-        let b_at = |k: usize, n: usize| f32::from_bits(b_all[k / 4][4 * n + k % 4] as u32);
+        let b_at = |k: usize, n: usize| tf32(b_all[k / 4][4 * n + k % 4]);
         let mut d = c;
         for (r, dr) in d.iter_mut().enumerate() {
             let m = g + 8 * (r / 2);
@@ -233,5 +258,44 @@ pub fn mma_m16n8k8_tf32(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
             }
         }
         d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{split_tf32x3, to_tf32};
+
+    /// What the tensor cores read of a TF32 operand: its upper 19 bits.
+    fn as_read(bits: u32) -> f32 {
+        f32::from_bits(bits & 0xffff_e000)
+    }
+
+    /// `hi` is `to_tf32`'s rounding, and `hi + lo` as the tensor cores read them is `x` to
+    /// within `2^-22 |x|` (the 3xTF32 scheme's accuracy) wherever `lo` is a normal number;
+    /// a non-finite `x` leaves a NaN in `lo` that its truncation keeps.
+    #[test]
+    fn the_3xtf32_split_rounds_like_cvt_and_keeps_non_finite_values() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for i in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            // Finite values over most of the exponent range, both signs.
+            let bits = (state as u32) & 0xbfff_ffff | if i % 2 == 0 { 0x3000_0000 } else { 0 };
+            let x = f32::from_bits(bits);
+            // (Below ~2^-100, `lo` is subnormal and loses bits to the truncation, as the
+            // products of such values lose them to `f32` anyway.)
+            if !x.is_finite() || x.abs() < 2f32.powi(-100) {
+                continue;
+            }
+            let (hi, lo) = split_tf32x3(x);
+            assert_eq!(hi, to_tf32(x), "x = {x:e}");
+            let sum = as_read(hi) as f64 + as_read(lo) as f64;
+            assert!((sum - x as f64).abs() <= (x as f64).abs() * 2f64.powi(-22), "x = {x:e}: {sum:e}");
+        }
+        for x in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN, f32::from_bits(0x7fff_ffff), f32::from_bits(0xffff_ffff)] {
+            let (_, lo) = split_tf32x3(x);
+            assert!(as_read(lo).is_nan(), "x = {x:e} ({:#x}): lo reads {:e}", x.to_bits(), as_read(lo));
+        }
     }
 }

@@ -41,7 +41,7 @@
 //! (`row = g`, `kk = t` for lane `4g + t`) hit distinct banks.
 
 use blocktri_prims::memory::{copy_async_16, copy_async_commit, copy_async_wait};
-use blocktri_prims::mma::{has_sm90_dmma, mma_m8n8k4_f64, mma_m16n8k8_f64, mma_m16n8k8_tf32, mma_m16n8k16_f64, to_tf32};
+use blocktri_prims::mma::{has_sm90_dmma, mma_m8n8k4_f64, mma_m16n8k8_f64, mma_m16n8k8_tf32, mma_m16n8k16_f64, split_tf32x3, to_tf32};
 use blocktri_prims::{Real, thread_idx_x};
 
 /// Rows and columns of the output tile; also the tile size of the engine.
@@ -111,8 +111,8 @@ pub trait TileMac<T: Real> {
 /// operation; measured per multiply-add on the H200 (`docs/perf-notes.md`, entry 76).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum CopyPlan {
-    /// Every chunk through the bounds-checked copies (the TF32 products: the others were
-    /// 0.7-1.2 % slower there).
+    /// Every chunk through the bounds-checked copies (the TF32 products until their operand
+    /// split got cheap, `docs/perf-notes.md` entry 84; kept for measurements and tests).
     Checked,
     /// One loop; a uniform branch takes the unchecked copies for interior chunks (the f32
     /// FMA products, -1 %: their multiply-add is ~800 instructions, and a second copy of
@@ -120,7 +120,8 @@ pub enum CopyPlan {
     Branch,
     /// The steps whose next chunk is interior in a loop of their own, the ragged tail in a
     /// second loop: no bounds arithmetic left in the main loop (the FP64 tensor-core
-    /// products: their multiply-add is ~130 instructions; factor -2 to -4 % at n >= 512).
+    /// products: their multiply-add is ~130 instructions, factor -2 to -4 % at n >= 512;
+    /// the TF32 ones since entry 84: 254 instead of 320 instructions per chunk in 3xTF32).
     Split,
 }
 
@@ -298,13 +299,13 @@ impl TileMac<f32> for Native {
     }
 }
 
-/// An `f32` operand for the TF32 tensor cores: its TF32 rounding `hi` and, with `SPLIT`,
-/// the TF32 rounding of the remainder `lo = x - hi` (zero without).
+/// An `f32` operand for the TF32 tensor cores: with `SPLIT` its 3xTF32 parts `hi` and
+/// `lo` ([`split_tf32x3`]: integer rounding, `lo` truncated by the tensor cores), without
+/// its TF32 rounding and zero. (`Tf32` keeps the `cvt`: with no `lo` to carry a NaN, the
+/// integer rounding would turn the canonical NaN into a zero.)
 #[inline(always)]
 fn split_tf32<const SPLIT: bool>(x: f32) -> (u32, u32) {
-    let hi = to_tf32(x);
-    let lo = if SPLIT { to_tf32(x - f32::from_bits(hi)) } else { 0 };
-    (hi, lo)
+    if SPLIT { split_tf32x3(x) } else { (to_tf32(x), 0) }
 }
 
 /// The TF32 forms: per `k`-step of 8, 2 x 4 `m16n8k8` tiles per warp quadrant; with `SPLIT`
@@ -347,7 +348,7 @@ unsafe fn mac_chunk_tf32<const SPLIT: bool>(acc: &mut [f32; ACC], a: *const f32,
 }
 
 impl<const SPLIT: bool> TileMac<f32> for TensorTf32<SPLIT> {
-    const COPIES: CopyPlan = CopyPlan::Checked;
+    const COPIES: CopyPlan = CopyPlan::Split;
 
     #[inline(always)]
     unsafe fn mac_chunk(acc: &mut [f32; ACC], a: *const f32, b: *const f32) {
