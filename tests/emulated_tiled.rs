@@ -20,7 +20,7 @@ use blocktri_device::tiled::solve::{
 };
 use blocktri_device::tiled::{
     Narrow, Native, PRODUCT_THREADS, ProductShape, TILE, Tall, Tf32, Tf32x3, TileMac, TiledArgs, WIDE_PRODUCT_THREADS, WIDE_TILE, Wide,
-    Wide16, dinv_elems, tiles,
+    Wide16, WideTf32x3, dinv_elems, tiles,
 };
 use blocktri_prims::emu;
 use common::{dense_solution, error_vs_reference, fresh_seed, problem};
@@ -408,6 +408,21 @@ fn emulated_tiled_wide_neighbour_products_match_the_dense_reference() {
     emu::with_compute_capability(80, || check_with::<f64, Native>(&cases[1..], 1e-11, run_factor_wide));
 }
 
+/// The 3xTF32 factor with every neighbour launch on the wide `128 x 128` TF32 products
+/// (`tiled_wide_neighbours_tf32x3`): one wide tile (partial), two (the second partial), a
+/// batch; the FP32 bound of the split products.
+#[test]
+fn emulated_tiled_wide_tf32_neighbour_products_match_the_dense_reference() {
+    check_with::<f32, Tf32x3>(&[(2, 3, 33, 3), (1, 3, 150, 2)], 1e-4, |d, a| {
+        run_factor_with::<f32, Tf32x3, Narrow<Tf32x3>>(d, a, ColumnSteps::default(), |x, nodes, side| {
+            let blocks = nodes * neighbour_blocks(x.n as usize, WIDE_TILE, side);
+            let shared = shape_kernel_shared_bytes::<f32, WideTf32x3>();
+            // SAFETY: as in run_factor_with.
+            unsafe { emu::launch_unchecked(blocks, WIDE_PRODUCT_THREADS, shared, || neighbours::<f32, WideTf32x3>(x)) }
+        })
+    });
+}
+
 /// The neighbour products of both sides in one launch (`BOTH_SIDES`, the executor's
 /// default) give the same bits as one launch per side (`BLOCKTRI_NEIGHBOURS=split`): each
 /// separator's tile gets the same two products in the same order. Levels with several
@@ -715,6 +730,14 @@ fn emulated_tiled_product_copy_plans_give_the_same_bits() {
         narrow(4),
         |a, b, k, s, p| unsafe { product_nt_planned::<f32, Tf32x3>(a, b, k, s, p) },
         <Tf32x3 as TileMac<f32>>::acc_coord,
+        1e-6,
+    );
+    let wide_tf32 = (WIDE_PRODUCT_THREADS, <WideTf32x3 as ProductShape<f32>>::SHARED_BYTES, WIDE_TILE);
+    check::<f32, { WIDE_TILE / 2 }>(
+        "wide tf32x3",
+        wide_tf32,
+        |a, b, k, s, p| unsafe { WideTf32x3::product_planned(a, b, k, s, p) },
+        <WideTf32x3 as ProductShape<f32>>::acc_coord,
         1e-6,
     );
     let wide = (WIDE_PRODUCT_THREADS, <Wide as ProductShape<f64>>::SHARED_BYTES, WIDE_TILE);

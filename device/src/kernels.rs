@@ -149,8 +149,9 @@ pub mod names {
     pub const TILED_UPDATE_TRSM: &str = "tiled_update_trsm";
     /// [`crate::tiled::factor::neighbours`].
     pub const TILED_NEIGHBOURS: &str = "tiled_neighbours";
-    /// [`crate::tiled::factor::neighbours`] on [`crate::tiled::Wide`] products (`f64` only:
-    /// `tiled_wide_neighbours_f64`).
+    /// [`crate::tiled::factor::neighbours`] on [`crate::tiled::Wide`] products
+    /// (`tiled_wide_neighbours_f64`), or for `f32` on [`crate::tiled::WideTf32`] /
+    /// [`crate::tiled::WideTf32x3`] (`tiled_wide_neighbours_tf32`, `_tf32x3`).
     pub const TILED_WIDE_NEIGHBOURS: &str = "tiled_wide_neighbours";
     /// [`crate::tiled::factor::neighbours`] on [`crate::tiled::Wide16`] products (16 warps,
     /// 32 columns per barrier; `f64` only).
@@ -232,7 +233,7 @@ mod entry {
     use crate::selinv::{
         SelinvArgs, SelinvGatherArgs, gather_sub_diagonal, selinv_chain, selinv_chain_staged, selinv_level, selinv_level_staged,
     };
-    use crate::tiled::{Narrow, Native, Tall, Tf32, Tf32x3, TiledArgs, Wide, Wide16, factor as tf, solve as ts};
+    use crate::tiled::{Narrow, Native, Tall, Tf32, Tf32x3, TiledArgs, Wide, Wide16, WideTf32, WideTf32x3, factor as tf, solve as ts};
     use crate::tridiag::{TridiagArgs, fused, stagewise};
 
     use blocktri_prims::sync::kernel_prologue;
@@ -530,6 +531,8 @@ mod entry {
     }
     tf32_kernels!(Tf32, tiled_trsm_tf32, tiled_update_tf32, tiled_neighbours_tf32);
     tf32_kernels!(Tf32x3, tiled_trsm_tf32x3, tiled_update_tf32x3, tiled_neighbours_tf32x3);
+    entry!(tiled_wide_neighbours_tf32, tf::neighbours::<f32, WideTf32>, TiledArgs<f32>);
+    entry!(tiled_wide_neighbours_tf32x3, tf::neighbours::<f32, WideTf32x3>, TiledArgs<f32>);
     kernel!(tiled_forward_diag_f64, tiled_forward_diag_f32, ts::forward_diag, TiledArgs);
     kernel!(tiled_forward_couple_f64, tiled_forward_couple_f32, ts::forward_couple, TiledArgs);
     kernel!(tiled_backward_couple_f64, tiled_backward_couple_f32, ts::backward_couple, TiledArgs);

@@ -50,9 +50,8 @@ pub trait Real:
     /// `self * a + b` with one rounding.
     fn mul_add(self, a: Self, b: Self) -> Self;
     /// `1 / sqrt(self)` for positive finite `self`, accurate to about one unit in the last
-    /// place: the hardware approximation (`rsqrt.approx.f64`/`.f32`, about 20 and 23 bits)
-    /// refined by one step, [`rsqrt_cubic_step`] for `f64` and [`rsqrt_newton_step`] for
-    /// `f32`. Much shorter than
+    /// place: the hardware approximation (`rsqrt.approx.f64`/`.f32`, about 23 bits) refined
+    /// by Newton steps (two for `f64`, one for `f32`). Much shorter than
     /// `1 / sqrt(self)` with IEEE rounding, which matters on a serial critical path.
     /// Non-positive or non-finite input gives a non-finite or meaningless result; callers
     /// check the input first.
@@ -81,31 +80,9 @@ pub trait Real:
     fn shfl_xor(self, mask: u32) -> Self;
 }
 
-/// One Newton step for `1 / sqrt(x)` from `y`: `y (3 - x y^2) / 2`, which about doubles
-/// the correct bits (`f32`: the approximation's ~23 bits to 24). Three dependent
-/// operations.
-#[inline(always)]
-pub fn rsqrt_newton_step<R: Real>(x: R, y: R) -> R {
-    let half_x = R::from_f64(0.5) * x;
-    y * (-half_x * y).mul_add(y, R::from_f64(1.5))
-}
-
-/// One third-order step for `1 / sqrt(x)` from `y`: with `e = 1 - x y^2`,
-/// `y (1 - e)^(-1/2) ~ y (1 + e / 2 + 3 e^2 / 8)`, which leaves a relative error near
-/// `5 e^3 / 16`: from `rsqrt.approx.f64`'s ~20 bits to beyond `f64`'s 53 in one step. Four
-/// dependent operations (`x y`, `e`, `y e` beside the polynomial, the final `fma`)
-/// instead of the six of two Newton steps: a pivot's reciprocal square root is on the
-/// serial chain of every Cholesky column (`docs/perf-notes.md`, entry 84).
-#[inline(always)]
-pub fn rsqrt_cubic_step<R: Real>(x: R, y: R) -> R {
-    let e = (-(x * y)).mul_add(y, R::ONE);
-    let p = e.mul_add(R::from_f64(0.375), R::from_f64(0.5));
-    (y * e).mul_add(p, y)
-}
-
 macro_rules! impl_real {
     ($t:ty, $name:literal, $fma:ident, $sqrt:ident, $add:ident, $add_global:ident, $add_block:ident,
-     $idx:ident, $down:ident, $xor:ident, $bits:ty, $rsqrt:literal, $reg:ident, $refine:ident) => {
+     $idx:ident, $down:ident, $xor:ident, $bits:ty, $rsqrt:literal, $reg:ident, $newton:literal) => {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -155,15 +132,21 @@ macro_rules! impl_real {
             #[inline(always)]
             fn rsqrt_fast(self) -> Self {
                 #[cfg(target_arch = "nvptx64")]
-                let y: $t = {
+                let mut y: $t = {
                     let y: $t;
                     // SAFETY: an arithmetic instruction.
                     unsafe { core::arch::asm!($rsqrt, out($reg) y, in($reg) self, options(pure, nomem, nostack)) };
                     y
                 };
                 #[cfg(not(target_arch = "nvptx64"))]
-                let y: $t = 1.0 / <$t>::sqrt(self);
-                $refine(self, y)
+                let mut y: $t = 1.0 / <$t>::sqrt(self);
+                // Newton: y <- y (3 - x y^2) / 2.
+                let half_x = 0.5 * self;
+                for _ in 0..$newton {
+                    let e = (-half_x * y).mul_add(y, 1.5);
+                    y *= e;
+                }
+                y
             }
             #[inline(always)]
             unsafe fn atomic_add(ptr: *mut Self, value: Self) {
@@ -210,7 +193,7 @@ impl_real!(
     u64,
     "rsqrt.approx.ftz.f64 {0}, {1};",
     reg64,
-    rsqrt_cubic_step
+    2
 );
 impl_real!(
     f32,
@@ -226,53 +209,5 @@ impl_real!(
     u32,
     "rsqrt.approx.ftz.f32 {0}, {1};",
     reg32,
-    rsqrt_newton_step
+    1
 );
-
-#[cfg(test)]
-mod tests {
-    use super::{rsqrt_cubic_step, rsqrt_newton_step};
-
-    /// Distance in units in the last place.
-    fn ulps(a: f64, b: f64) -> u64 {
-        a.to_bits().abs_diff(b.to_bits())
-    }
-
-    /// The third-order step turns an approximation of ~20 correct bits (the hardware's
-    /// `rsqrt.approx.f64`; libdevice's `rsqrt` refines it the same way) into `f64`'s 53:
-    /// within two units in the last place of `1 / x.sqrt()` (itself rounded twice), as
-    /// close as the two Newton steps it replaced.
-    #[test]
-    fn one_cubic_step_reaches_f64_accuracy_from_20_bits() {
-        let two_newton = |x: f64, y: f64| rsqrt_newton_step(x, rsqrt_newton_step(x, y));
-        for rel in [2f64.powi(-20), -(2f64.powi(-20)), 2f64.powi(-21), -(2f64.powi(-23)), 0.0] {
-            let (mut cubic, mut newton) = (0, 0);
-            for i in 0..20_000u64 {
-                // Values over 600 binades, mantissas spread by a multiplicative hash.
-                let m = 1.0 + ((i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 11) as f64) / (1u64 << 53) as f64;
-                let x = m * 2f64.powi((i % 600) as i32 - 300);
-                let exact = 1.0 / x.sqrt();
-                cubic = cubic.max(ulps(rsqrt_cubic_step(x, exact * (1.0 + rel)), exact));
-                newton = newton.max(ulps(two_newton(x, exact * (1.0 + rel)), exact));
-            }
-            assert!(cubic <= 2 && cubic <= newton.max(2), "start {rel:e}: cubic {cubic} ulp, two Newton steps {newton}");
-        }
-        // From 14 correct bits one step is not enough: the bound is the step's, not luck.
-        let x = 3.0f64;
-        let exact = 1.0 / x.sqrt();
-        assert!(ulps(rsqrt_cubic_step(x, exact * (1.0 + 2f64.powi(-14))), exact) > 2);
-    }
-
-    /// The `f32` step from the ~23 bits of `rsqrt.approx.f32` stays within a unit or two.
-    #[test]
-    fn one_newton_step_reaches_f32_accuracy_from_22_bits() {
-        for i in 1..5_000u32 {
-            let x = i as f32 * 0.37;
-            let exact = 1.0 / (x as f64).sqrt();
-            for rel in [2f64.powi(-22), -(2f64.powi(-22))] {
-                let y = rsqrt_newton_step(x, (exact * (1.0 + rel)) as f32) as f64;
-                assert!(((y - exact) / exact).abs() < 2.5 * f32::EPSILON as f64, "x = {x}: {y} vs {exact}");
-            }
-        }
-    }
-}

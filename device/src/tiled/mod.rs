@@ -35,7 +35,8 @@ pub mod product;
 pub mod solve;
 
 pub use product::{
-    Dmma, Narrow, Native, PRODUCT_THREADS, ProductShape, TILE, Tall, Tf32, Tf32x3, TileMac, WIDE_PRODUCT_THREADS, WIDE_TILE, Wide, Wide16,
+    Dmma, Narrow, Native, PRODUCT_THREADS, ProductShape, TILE, Tall, Tf32, Tf32Region, Tf32x3, TileMac, WIDE_PRODUCT_THREADS, WIDE_TILE,
+    Wide, Wide16, WideTf32, WideTf32x3,
 };
 
 use crate::layout::{left_of, node_number, nodes_in_level, right_of};

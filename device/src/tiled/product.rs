@@ -33,7 +33,9 @@
 //! The kernels that place a product's output are generic over its shape: [`Narrow`] (the
 //! `64 x 64` product above, any multiply-add), and for `f64` with enough blocks to fill
 //! the GPU [`Wide`] (`128 x 128`, 256 threads, the neighbour products at large `n`): half
-//! the bytes streamed from L2 per flop.
+//! the bytes streamed from L2 per flop. The TF32 choices have their own `128 x 128`
+//! shapes ([`WideTf32`], [`WideTf32x3`]: half the operand splits per tensor-core product),
+//! used from `n = 1024` (`docs/perf-notes.md`, entry 84).
 //!
 //! # Shared memory
 //! [`product_shared_bytes`]: [`STAGES`] stages of `A` and `B` chunks, `BK x LDS` each,
@@ -308,27 +310,36 @@ fn split_tf32<const SPLIT: bool>(x: f32) -> (u32, u32) {
     if SPLIT { split_tf32x3(x) } else { (to_tf32(x), 0) }
 }
 
-/// The TF32 forms: per `k`-step of 8, 2 x 4 `m16n8k8` tiles per warp quadrant; with `SPLIT`
-/// three products per tile (`lo*hi + hi*lo` first, then `hi*hi`, so that the small terms
-/// are added while the accumulator is still small relative to them).
+/// The TF32 forms on a warp's `RM x 32` output region (`RM` accumulators per lane): per
+/// `k`-step of 8, `RM / 16 x 4` `m16n8k8` tiles; with `SPLIT` three products per tile
+/// (`lo*hi + hi*lo` first, then `hi*hi`, so that the small terms are added while the
+/// accumulator is still small relative to them). `A` and `B` are staged with leading
+/// dimensions `lda` and `ldb`; `(row, col)` is the region's origin plus the lane's `g`.
 ///
 /// # Safety
-/// As [`TileMac::mac_chunk`].
+/// `a` and `b` point to staged chunks of `KC` columns in shared memory that hold the
+/// region's rows; every lane of the warp calls it together.
 #[inline(always)]
-unsafe fn mac_chunk_tf32<const SPLIT: bool>(acc: &mut [f32; ACC], a: *const f32, b: *const f32) {
-    let (row0, col0, g, t) = warp_quadrant(thread_idx_x() as usize);
-    let (row0, col0) = (row0 + g, col0 + g);
+unsafe fn tf32_region<const SPLIT: bool, const RM: usize, const KC: usize>(
+    acc: &mut [f32; RM],
+    a: *const f32,
+    b: *const f32,
+    (lda, ldb): (usize, usize),
+    (row, col): (usize, usize),
+    t: usize,
+) {
+    const { assert!(RM.is_multiple_of(16) && KC.is_multiple_of(8)) };
     let mut kk = 0;
-    while kk < BK {
-        // SAFETY (all reads): (kk + t + 4) * LDS + row < BK * LDS with rows < 64 < LDS:
-        // inside the staged chunk. B[k][n] = b[k * LDS + n]: b[u] = B[t + 4u][g].
+    while kk < KC {
+        // SAFETY (all reads): (kk + t + 4) * LD + row + RM - 1 stays inside a staged chunk
+        // (caller's contract). B[k][n] = b[k * ldb + n]: b[u] = B[t + 4u][g].
         let bf: [[(u32, u32); 2]; 4] = core::array::from_fn(|ni| {
-            core::array::from_fn(|u| split_tf32::<SPLIT>(unsafe { *b.add((kk + t + 4 * u) * LDS32 + col0 + 8 * ni) }))
+            core::array::from_fn(|u| split_tf32::<SPLIT>(unsafe { *b.add((kk + t + 4 * u) * ldb + col + 8 * ni) }))
         });
-        for mi in 0..2 {
+        for mi in 0..RM / 16 {
             // a[i] = A[g + 8 (i % 2)][t + 4 (i / 2)].
             let af: [(u32, u32); 4] = core::array::from_fn(|i| {
-                split_tf32::<SPLIT>(unsafe { *a.add((kk + t + 4 * (i / 2)) * LDS32 + row0 + 16 * mi + 8 * (i % 2)) })
+                split_tf32::<SPLIT>(unsafe { *a.add((kk + t + 4 * (i / 2)) * lda + row + 16 * mi + 8 * (i % 2)) })
             });
             let (a_hi, a_lo) = (af.map(|x| x.0), af.map(|x| x.1));
             for (ni, bn) in bf.iter().enumerate() {
@@ -352,8 +363,9 @@ impl<const SPLIT: bool> TileMac<f32> for TensorTf32<SPLIT> {
 
     #[inline(always)]
     unsafe fn mac_chunk(acc: &mut [f32; ACC], a: *const f32, b: *const f32) {
-        // SAFETY: forwarded contract.
-        unsafe { mac_chunk_tf32::<SPLIT>(acc, a, b) }
+        let (row0, col0, g, t) = warp_quadrant(thread_idx_x() as usize);
+        // SAFETY: forwarded contract; the quadrant lies inside the 64 x 64 stages.
+        unsafe { tf32_region::<SPLIT, ACC, BK>(acc, a, b, (LDS32, LDS32), (row0 + g, col0 + g), t) }
     }
     #[inline(always)]
     fn acc_coord(tid: usize, e: usize) -> (usize, usize) {
@@ -656,6 +668,56 @@ pub type Wide = Dmma<WIDE_TILE, WIDE_TILE, 64, BK, { WIDE_PRODUCT_THREADS as usi
 /// 32 columns per barrier (203 KB of stages). As fast as [`Wide`] on the H100, not faster
 /// (`docs/perf-notes.md`, entry 23); 16 columns per barrier was 8 % slower.
 pub type Wide16 = Dmma<WIDE_TILE, WIDE_TILE, 32, 32, 512>;
+
+/// `f32` products on TF32 tensor cores with `RA x RB` output tiles per block of `NTHREADS`
+/// threads, warp regions of `RM x 32` as [`Dmma`]'s; `SPLIT` as in [`TensorTf32`]. A
+/// `128 x 128` tile streams half the bytes per flop of the `64 x 64` one and splits each
+/// staged operand value for twice the tensor-core products (`docs/perf-notes.md`, entry
+/// 84).
+pub struct Tf32Region<const SPLIT: bool, const RA: usize, const RB: usize, const RM: usize, const NTHREADS: usize>;
+
+/// The wide 3xTF32 product: `128 x 128` tiles, 8 warps of `64 x 32`.
+pub type WideTf32x3 = Tf32Region<true, WIDE_TILE, WIDE_TILE, 64, { WIDE_PRODUCT_THREADS as usize }>;
+/// The wide TF32 product: `128 x 128` tiles, 8 warps of `64 x 32`.
+pub type WideTf32 = Tf32Region<false, WIDE_TILE, WIDE_TILE, 64, { WIDE_PRODUCT_THREADS as usize }>;
+
+impl<const SPLIT: bool, const RA: usize, const RB: usize, const RM: usize, const NTHREADS: usize> Tf32Region<SPLIT, RA, RB, RM, NTHREADS> {
+    /// [`ProductShape::product`] with the copy plan given (every plan gives the same bits).
+    ///
+    /// # Safety
+    /// As [`ProductShape::product`].
+    #[inline(always)]
+    pub unsafe fn product_planned(a: Panel<f32>, b: Panel<f32>, k: usize, smem: *mut f32, plan: CopyPlan) -> [f32; RM] {
+        let (row0, col0, g, t) = Dmma::<RA, RB, RM, BK, NTHREADS>::region(thread_idx_x() as usize);
+        let ld = (lds_rows(RA, 4), lds_rows(RB, 4));
+        // SAFETY: forwarded contract; the region lies inside the stages.
+        unsafe {
+            staged_product::<f32, RA, RB, NTHREADS, BK, RM>(a, b, k, smem, plan, |acc, sa, sb| {
+                tf32_region::<SPLIT, RM, BK>(acc, sa, sb, ld, (row0 + g, col0 + g), t)
+            })
+        }
+    }
+}
+
+impl<const SPLIT: bool, const RA: usize, const RB: usize, const RM: usize, const NTHREADS: usize> ProductShape<f32>
+    for Tf32Region<SPLIT, RA, RB, RM, NTHREADS>
+{
+    const ROWS: usize = RA;
+    const COLS: usize = RB;
+    const THREADS: u32 = NTHREADS as u32;
+    const SHARED_BYTES: usize = staged_elems(RA, RB, BK, 4) * 4;
+    type Acc = [f32; RM];
+    #[inline(always)]
+    unsafe fn product(a: Panel<f32>, b: Panel<f32>, k: usize, smem: *mut f32) -> Self::Acc {
+        // SAFETY: forwarded contract.
+        unsafe { Self::product_planned(a, b, k, smem, <TensorTf32<SPLIT> as TileMac<f32>>::COPIES) }
+    }
+    #[inline(always)]
+    fn acc_coord(tid: usize, e: usize) -> (usize, usize) {
+        let (row0, col0, g, t) = Dmma::<RA, RB, RM, BK, NTHREADS>::region(tid);
+        coord_16x8(row0, col0, g, t, e)
+    }
+}
 
 /// `128 x 64` tiles on 8 warps of `32 x 32` (256 threads; two blocks per multiprocessor
 /// within 128 registers): the column updates' output is 64 columns wide. As fast as the

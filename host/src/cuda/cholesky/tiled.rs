@@ -31,7 +31,9 @@ use blocktri_device::tiled::solve::{
     BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, couple_threads, diag_solve_shared_bytes, node_walk_chunk,
     node_walk_shared_bytes, walks_nodes,
 };
-use blocktri_device::tiled::{Narrow, Native, PRODUCT_THREADS, ProductShape, TILE, Tall, TiledArgs, Wide, Wide16, dinv_elems, tiles};
+use blocktri_device::tiled::{
+    Narrow, Native, PRODUCT_THREADS, ProductShape, TILE, Tall, TiledArgs, Wide, Wide16, WideTf32, WideTf32x3, dinv_elems, tiles,
+};
 
 /// Largest grid `y` of a launch (the tile pairs of one node).
 const MAX_GRID_Y: usize = 65_535;
@@ -73,6 +75,16 @@ const WIDE_MIN_BLOCK: usize = 512;
 
 fn wide_min_block() -> usize {
     env_override("BLOCKTRI_WIDE_MIN_BLOCK").unwrap_or(WIDE_MIN_BLOCK)
+}
+
+/// [`WIDE_MIN_BLOCK`] for the TF32 products (`f32`): measured on the H200
+/// (`docs/perf-notes.md`, entry 84), the wide ones were 3-9 % slower than the `64 x 64`
+/// ones at n = 256 and 512 in 3xTF32 and 3.7-8 % faster at n = 1024 (one 8-warp block per
+/// SM against three 4-warp ones). `BLOCKTRI_WIDE_MIN_BLOCK` overrides both.
+const WIDE_TF32_MIN_BLOCK: usize = 1024;
+
+fn wide_tf32_min_block() -> usize {
+    env_override("BLOCKTRI_WIDE_MIN_BLOCK").unwrap_or(WIDE_TF32_MIN_BLOCK)
 }
 
 fn wide_waves() -> u32 {
@@ -145,6 +157,16 @@ fn f64_wide_neighbours(gpu: &Gpu) -> Result<ProductKernel> {
     match std::env::var("BLOCKTRI_WIDE_PRODUCT").as_deref() {
         Ok("16") => ProductKernel::load::<f64, Wide16>(gpu, &name(names::TILED_WIDE16_NEIGHBOURS)),
         _ => ProductKernel::load::<f64, Wide>(gpu, &name(names::TILED_WIDE_NEIGHBOURS)),
+    }
+}
+
+/// The wide `f32` neighbour-product kernel of a TF32 choice: 8 warps of `64 x 32` on TF32
+/// tensor cores (`docs/perf-notes.md`, entry 84).
+fn f32_wide_neighbours(gpu: &Gpu, products: F32Products, suffix: &str) -> Result<ProductKernel> {
+    let name = format!("{}_{suffix}", names::TILED_WIDE_NEIGHBOURS);
+    match products {
+        F32Products::Tf32 => ProductKernel::load::<f32, WideTf32>(gpu, &name),
+        _ => ProductKernel::load::<f32, WideTf32x3>(gpu, &name),
     }
 }
 
@@ -242,12 +264,15 @@ impl Tiled {
             let (threads, shared_bytes) = (PRODUCT_THREADS, product_kernel_shared_bytes(T::BYTES) as u32);
             ProductKernel { kernel: product(names::TILED_UPDATE)?, threads, shared_bytes, rows: TILE }
         };
-        let wide = if is_f64 && n >= wide_min_block() {
-            let kernel = f64_wide_neighbours(gpu)?;
-            (kernel.shared_bytes <= smem).then(|| (kernel, wide_waves() * gpu.info().multiprocessors))
-        } else {
-            None
+        // The wide neighbour products: FP64 tensor cores, or for `f32` the TF32 choices (the
+        // FP32 FMA products have no wide form).
+        let wide_kernel = match products.kernel_suffix() {
+            _ if is_f64 => (n >= wide_min_block()).then(|| f64_wide_neighbours(gpu)).transpose()?,
+            Some(suffix) if n >= wide_tf32_min_block() => Some(f32_wide_neighbours(gpu, products, suffix)?),
+            _ => None,
         };
+        let wide =
+            wide_kernel.and_then(|kernel| (kernel.shared_bytes <= smem).then(|| (kernel, wide_waves() * gpu.info().multiprocessors)));
         let wide_update = if is_f64 && n >= wide_update_min_block() {
             let kernel = ProductKernel::load::<f64, Wide>(gpu, &format!("{}_f64", names::TILED_WIDE_UPDATE))?;
             (kernel.shared_bytes <= smem).then(|| (kernel, wide_waves() * gpu.info().multiprocessors))
