@@ -83,13 +83,47 @@ fn tiled_engine_every_block_size_f64() {
 fn tiled_engine_every_block_size_f32() {
     let Some(g) = gpu() else { return };
     let seed = fresh_seed();
-    let options = GpuOptions { kernels: KernelFamily::Tiled, ..GpuOptions::default() };
+    // FP32 FMA products (the default, `Auto`, runs 3xTF32 here: `tf32_products_every_block_size`).
+    let options = GpuOptions { kernels: KernelFamily::Tiled, f32_products: F32Products::Fma, ..GpuOptions::default() };
     let mut solver = GpuCholesky::<f32>::with_gpu(g, options).unwrap();
     for (i, (s, nb, n, k)) in tiled_grid().into_iter().enumerate() {
         // f32 accuracy: the residual of a backward-stable solve grows with n.
         let tol = if n <= 256 { 1e-5 } else { 1e-4 };
         residual_check(s, nb, n, k, seed + i as u64, tol, &mut solver);
     }
+}
+
+/// The default `f32` products (`Auto`) are the 3xTF32 ones where the tiled engine runs and
+/// the FP32 FMA ones in the fused families, bit for bit; the kernel family is the one the
+/// block size picks (no TF32 forcing: an explicit fused family is accepted), and `f64`
+/// solvers take the default. (The fused cases have `N = 2`: with more blocks, nodes of a
+/// level add into a shared separator with atomics, whose order changes the bits run to
+/// run.)
+#[test]
+fn auto_products_are_tf32x3_in_the_tiled_engine_and_fma_elsewhere() {
+    let Some(g) = gpu() else { return };
+    let seed = fresh_seed();
+    let solve = |products: F32Products, (nb, n): (usize, usize)| {
+        let (a, b) = problem::<f32>(2, nb, n, 2, seed + n as u64);
+        let options = GpuOptions { f32_products: products, ..GpuOptions::default() };
+        let mut solver = GpuCholesky::<f32>::with_gpu(g.clone(), options).unwrap();
+        solver.factor(&a).unwrap();
+        solver.solve(&b).unwrap().as_slice().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    };
+    // n = 300: the tiled engine (f32's fused kernels stop at 138).
+    let auto = solve(F32Products::Auto, (9, 300));
+    assert_eq!(auto, solve(F32Products::Tf32x3, (9, 300)), "Auto is 3xTF32 in the tiled engine (seed {seed})");
+    assert_ne!(auto, solve(F32Products::Fma, (9, 300)), "the FMA products give other bits (seed {seed})");
+    // n = 16 and n = 48: the rows and blocked families, FMA products.
+    for shape in [(2, 16), (2, 48)] {
+        assert_eq!(solve(F32Products::Auto, shape), solve(F32Products::Fma, shape), "{shape:?} (seed {seed})");
+    }
+    for (kernels, n) in [(KernelFamily::Rows, 16), (KernelFamily::Blocked, 48)] {
+        let options = GpuOptions { kernels, ..GpuOptions::default() };
+        residual_check(1, 64, n, 1, seed, 1e-5, &mut GpuCholesky::<f32>::with_gpu(g.clone(), options).unwrap());
+    }
+    let mut f64_solver = GpuCholesky::<f64>::with_gpu(g, GpuOptions::default()).unwrap();
+    residual_check(1, 5, 40, 1, seed, 1e-12, &mut f64_solver);
 }
 
 /// The opt-in TF32 products: every block size runs the tiled engine (small ones too);

@@ -24,11 +24,12 @@ pub fn solve_cost(plan: &Plan, shape: Shape, k: usize, elem: usize) -> (f64, f64
     (plan.solve_flops(k), (factor_blocks + 2.0 * (shape.batch * shape.dim() * k) as f64) * elem as f64)
 }
 
-/// `base`, or `base-tf32` / `base-tf32x3` for the TF32 product choices.
+/// `base` for the default products, else `base-fma`, `base-tf32` or `base-tf32x3`.
 fn method_name(base: &str, products: F32Products) -> String {
-    match products.kernel_suffix() {
-        Some(suffix) => format!("{base}-{suffix}"),
-        None => base.to_string(),
+    match (products, products.kernel_suffix()) {
+        (F32Products::Auto, _) => base.to_string(),
+        (_, Some(suffix)) => format!("{base}-{suffix}"),
+        (_, None) => format!("{base}-fma"),
     }
 }
 
@@ -54,7 +55,7 @@ pub fn bench<T: Scalar>(
         KernelFamily::Chain => "blocktri-gpu-chain",
     };
     // The f32 product choice applies to f32 rows only.
-    let f32_products = if T::BYTES == 4 { config.f32_products } else { F32Products::Fma };
+    let f32_products = if T::BYTES == 4 { config.f32_products } else { F32Products::Auto };
     let name = method_name(family, f32_products);
     let options = GpuOptions { kernels: config.kernels, f32_products, ..Default::default() };
     let row = |phase: &str| Row::new(suite, &name, T::PRECISION, cfg, phase);

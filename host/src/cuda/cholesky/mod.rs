@@ -73,9 +73,10 @@ pub struct GpuOptions {
     /// [`Factorization::factor_solve`] (default: as many as fit; a batch larger than the
     /// device is always cut into chunks, see `chunked.rs`).
     pub chunk_systems: Option<usize>,
-    /// How an `f32` factorization multiplies its tiles (default: FP32 FMA). The TF32
-    /// choices run the tiled engine at every block size (the fused kernels have no tensor
-    /// core path) and are an error for `f64` solvers and for the fused kernel families.
+    /// How an `f32` factorization multiplies its tiles (default: [`F32Products::Auto`],
+    /// 3xTF32 tensor cores where the tiled engine runs). The explicit TF32 choices run the
+    /// tiled engine at every block size (the fused kernels have no tensor core path) and
+    /// are an error for `f64` solvers and for the fused kernel families.
     pub f32_products: F32Products,
 }
 
@@ -87,7 +88,7 @@ impl Default for GpuOptions {
             rhs_chunk: 32,
             kernels: KernelFamily::Auto,
             chunk_systems: None,
-            f32_products: F32Products::Fma,
+            f32_products: F32Products::Auto,
         }
     }
 }
@@ -96,18 +97,27 @@ impl Default for GpuOptions {
 /// Cholesky factors and inverses always run in FP32).
 ///
 /// Measured accuracy and speed are in `BENCHMARKS.md`; as a guide, the relative residual
-/// of a solve is about `1e-7` with [`Fma`](Self::Fma) and [`Tf32x3`](Self::Tf32x3) and
-/// about `1e-4` with [`Tf32`](Self::Tf32) on well-conditioned matrices.
+/// of a solve is about `1e-7` with [`Fma`](Self::Fma), [`Tf32x3`](Self::Tf32x3) and
+/// [`Auto`](Self::Auto), and about `1e-4` with [`Tf32`](Self::Tf32) on well-conditioned
+/// matrices.
 ///
 /// ```
 /// use blocktri::cuda::{F32Products, GpuOptions};
+/// assert_eq!(GpuOptions::default().f32_products, F32Products::Auto);
 /// let options = GpuOptions { f32_products: F32Products::Tf32x3, ..GpuOptions::default() };
 /// assert_eq!(options.f32_products.kernel_suffix(), Some("tf32x3"));
+/// assert_eq!(F32Products::Auto.in_tiled_engine(), F32Products::Tf32x3);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum F32Products {
-    /// FP32 fused multiply-adds (full FP32 accuracy).
+    /// [`Tf32x3`](Self::Tf32x3) where the tiled engine runs (large blocks, where the
+    /// products dominate: the `f32` factor 1.2-1.5x faster than with FP32 FMAs at the same
+    /// accuracy on the H200, `docs/perf-notes.md` entry 85), FP32 FMAs in the fused kernel
+    /// families (which have no tensor-core path). Unlike the explicit TF32 choices it never
+    /// changes the kernel family, and `f64` solvers accept it (it does nothing there).
     #[default]
+    Auto,
+    /// FP32 fused multiply-adds (full FP32 accuracy).
     Fma,
     /// TF32 tensor cores: operands rounded to 10 mantissa bits, FP32 accumulation.
     Tf32,
@@ -117,12 +127,23 @@ pub enum F32Products {
 }
 
 impl F32Products {
-    /// The suffix of the product kernels of this choice (`None`: the plain `f32` ones).
+    /// Suffix of the TF32 product kernels (`tiled_trsm_tf32`, ...), `None` for the FP32
+    /// FMA ones and for [`Auto`](Self::Auto) (which names no kernel before the engine is
+    /// known: see [`Self::in_tiled_engine`]).
     pub fn kernel_suffix(self) -> Option<&'static str> {
         match self {
-            F32Products::Fma => None,
+            F32Products::Fma | F32Products::Auto => None,
             F32Products::Tf32 => Some(blocktri_device::kernels::names::TF32_SUFFIX),
             F32Products::Tf32x3 => Some(blocktri_device::kernels::names::TF32X3_SUFFIX),
+        }
+    }
+
+    /// The products the tiled engine runs for this choice: [`Auto`](Self::Auto) is
+    /// [`Tf32x3`](Self::Tf32x3) there, the others are themselves.
+    pub fn in_tiled_engine(self) -> Self {
+        match self {
+            F32Products::Auto => F32Products::Tf32x3,
+            other => other,
         }
     }
 }
@@ -576,7 +597,7 @@ impl<T: Scalar> GpuCholesky<T> {
     /// only the tiled engine has) turn `Auto` into `Tiled`.
     fn family(&self) -> Result<KernelFamily> {
         let products = self.options.f32_products;
-        if products == F32Products::Fma {
+        if matches!(products, F32Products::Fma | F32Products::Auto) {
             return Ok(self.options.kernels);
         }
         if T::BYTES != 4 {
@@ -627,7 +648,7 @@ impl<T: Scalar> GpuCholesky<T> {
         } else {
             match Variant::choose(self.family()?, shape.block)? {
                 Some(variant) => Engine::Fused(Box::new(Fused::new::<T>(&self.gpu, &self.options, variant, shape.block)?)),
-                None => Engine::Tiled(Box::new(Tiled::new::<T>(&self.gpu, shape.block, self.options.f32_products)?)),
+                None => Engine::Tiled(Box::new(Tiled::new::<T>(&self.gpu, shape.block, self.options.f32_products.in_tiled_engine())?)),
             }
         };
         let tiled = matches!(engine, Engine::Tiled(_));
