@@ -83,7 +83,7 @@ fn tiled_engine_every_block_size_f64() {
 fn tiled_engine_every_block_size_f32() {
     let Some(g) = gpu() else { return };
     let seed = fresh_seed();
-    // FP32 FMA products (the default, `Auto`, runs 3xTF32 here: `tf32_products_every_block_size`).
+    // FP32 FMA products (`Auto` runs 3xTF32 here, as `tf32_products_every_block_size` does).
     let options = GpuOptions { kernels: KernelFamily::Tiled, f32_products: F32Products::Fma, ..GpuOptions::default() };
     let mut solver = GpuCholesky::<f32>::with_gpu(g, options).unwrap();
     for (i, (s, nb, n, k)) in tiled_grid().into_iter().enumerate() {
@@ -93,10 +93,9 @@ fn tiled_engine_every_block_size_f32() {
     }
 }
 
-/// The default `f32` products (`Auto`) are the 3xTF32 ones where the tiled engine runs and
-/// the FP32 FMA ones in the fused families, bit for bit; the kernel family is the one the
-/// block size picks (no TF32 forcing: an explicit fused family is accepted), and `f64`
-/// solvers take the default. (The fused cases have `N = 2`: with more blocks, nodes of a
+/// The `Auto` products are the 3xTF32 ones where the tiled engine runs and the FP32 FMA ones
+/// in the fused families, bit for bit; the kernel family is the one the block size picks
+/// (no TF32 forcing: an explicit fused family is accepted), and `f64` solvers take it. (The fused cases have `N = 2`: with more blocks, nodes of a
 /// level add into a shared separator with atomics, whose order changes the bits run to
 /// run.)
 #[test]
@@ -119,10 +118,11 @@ fn auto_products_are_tf32x3_in_the_tiled_engine_and_fma_elsewhere() {
         assert_eq!(solve(F32Products::Auto, shape), solve(F32Products::Fma, shape), "{shape:?} (seed {seed})");
     }
     for (kernels, n) in [(KernelFamily::Rows, 16), (KernelFamily::Blocked, 48)] {
-        let options = GpuOptions { kernels, ..GpuOptions::default() };
+        let options = GpuOptions { kernels, f32_products: F32Products::Auto, ..GpuOptions::default() };
         residual_check(1, 64, n, 1, seed, 1e-5, &mut GpuCholesky::<f32>::with_gpu(g.clone(), options).unwrap());
     }
-    let mut f64_solver = GpuCholesky::<f64>::with_gpu(g, GpuOptions::default()).unwrap();
+    let auto = GpuOptions { f32_products: F32Products::Auto, ..GpuOptions::default() };
+    let mut f64_solver = GpuCholesky::<f64>::with_gpu(g, auto).unwrap();
     residual_check(1, 5, 40, 1, seed, 1e-12, &mut f64_solver);
 }
 

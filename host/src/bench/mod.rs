@@ -166,7 +166,7 @@ impl Config {
             cudss: None,
             time_limit_s: None,
             kernels: crate::cuda::KernelFamily::Auto,
-            f32_products: crate::cuda::F32Products::Auto,
+            f32_products: crate::cuda::F32Products::Fma,
             sizes: Sizes::default(),
         }
     }

@@ -24,12 +24,13 @@ pub fn solve_cost(plan: &Plan, shape: Shape, k: usize, elem: usize) -> (f64, f64
     (plan.solve_flops(k), (factor_blocks + 2.0 * (shape.batch * shape.dim() * k) as f64) * elem as f64)
 }
 
-/// `base` for the default products, else `base-fma`, `base-tf32` or `base-tf32x3`.
+/// `base` for the default products (FP32 FMA), else `base-auto`, `base-tf32` or
+/// `base-tf32x3`.
 fn method_name(base: &str, products: F32Products) -> String {
     match (products, products.kernel_suffix()) {
-        (F32Products::Auto, _) => base.to_string(),
+        (F32Products::Auto, _) => format!("{base}-auto"),
         (_, Some(suffix)) => format!("{base}-{suffix}"),
-        (_, None) => format!("{base}-fma"),
+        (_, None) => base.to_string(),
     }
 }
 
@@ -55,7 +56,7 @@ pub fn bench<T: Scalar>(
         KernelFamily::Chain => "blocktri-gpu-chain",
     };
     // The f32 product choice applies to f32 rows only.
-    let f32_products = if T::BYTES == 4 { config.f32_products } else { F32Products::Auto };
+    let f32_products = if T::BYTES == 4 { config.f32_products } else { F32Products::Fma };
     let name = method_name(family, f32_products);
     let options = GpuOptions { kernels: config.kernels, f32_products, ..Default::default() };
     let row = |phase: &str| Row::new(suite, &name, T::PRECISION, cfg, phase);

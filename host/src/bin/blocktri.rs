@@ -198,8 +198,8 @@ struct ProfileArgs {
     /// Kernel family: auto, generic, rows, rows-levels, panel, blocked, tiled, chain.
     #[arg(long, default_value = "auto")]
     kernels: String,
-    /// Tile products of an f32 profile: auto (3xTF32 in the tiled engine), fma, tf32, tf32x3.
-    #[arg(long, default_value = "auto")]
+    /// Tile products of an f32 profile: fma, auto (3xTF32 in the tiled engine), tf32, tf32x3.
+    #[arg(long, default_value = "fma")]
     f32_products: String,
     /// Time the launches of one factor + solve call (the forward substitution interlaced
     /// with the factor where the kernels do that) instead of a factor, then a solve.
@@ -237,9 +237,9 @@ struct BenchArgs {
     #[arg(long, default_value = "auto")]
     kernels: String,
     /// Tile products of the f32 rows of blocktri-gpu (and of the mixed rows' f32 factor):
-    /// auto (3xTF32 where the tiled engine runs, FMA elsewhere), fma, tf32, tf32x3 (the TF32
-    /// choices run the tiled engine at every block size).
-    #[arg(long, default_value = "auto")]
+    /// fma, auto (3xTF32 where the tiled engine runs, FMA elsewhere), tf32, tf32x3 (the
+    /// TF32 choices run the tiled engine at every block size).
+    #[arg(long, default_value = "fma")]
     f32_products: String,
     /// Systems per batch S, comma-separated: replaces the horizon and batch sweeps' lists.
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
@@ -692,7 +692,7 @@ fn profile<T: Scalar>(args: &ProfileArgs) -> Result<()> {
     let a = generate::random_spd::<T>(s, nb, n, 1)?;
     let b = generate::random_rhs::<T>(a.shape(), 1, 2)?;
     let kernels = parse_family(&args.kernels)?;
-    let f32_products = if T::BYTES == 4 { parse_products(&args.f32_products)? } else { blocktri::cuda::F32Products::Auto };
+    let f32_products = if T::BYTES == 4 { parse_products(&args.f32_products)? } else { blocktri::cuda::F32Products::Fma };
     let opts = blocktri::cuda::GpuOptions { graphs: false, factor_threads: args.threads, kernels, f32_products, ..Default::default() };
     let mut g = blocktri::cuda::GpuCholesky::<T>::with_gpu(Gpu::shared()?, opts)?;
     g.upload(&a)?;
