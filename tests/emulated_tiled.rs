@@ -109,11 +109,17 @@ fn narrow_neighbours<T: Scalar, M: TileMac<T>>(x: &TiledArgs<T>, nodes: u32, sid
     unsafe { emu::launch_unchecked(blocks, PRODUCT_THREADS, product_kernel_shared_bytes(T::BYTES), || neighbours::<T, Narrow<M>>(x)) }
 }
 
+/// The neighbour launch of `side` on the product shape `W` (the wide `128 x 128` ones:
+/// [`Wide`], `Wide16`, `WideTf32x3`), for a level of `nodes` nodes.
+fn shape_neighbours<T: Scalar, W: ProductShape<T>>(x: &TiledArgs<T>, nodes: u32, side: u32) {
+    let blocks = nodes * neighbour_blocks(x.n as usize, W::ROWS, side);
+    // SAFETY: as in run_factor_with.
+    unsafe { emu::launch_unchecked(blocks, W::THREADS, shape_kernel_shared_bytes::<T, W>(), || neighbours::<T, W>(x)) }
+}
+
 /// The neighbour launch of `side` on the wide `128 x 128` products (`f64`).
 fn wide_neighbours(x: &TiledArgs<f64>, nodes: u32, side: u32) {
-    let blocks = nodes * neighbour_blocks(x.n as usize, WIDE_TILE, side);
-    // SAFETY: as in run_factor_with.
-    unsafe { emu::launch_unchecked(blocks, WIDE_PRODUCT_THREADS, wide_product_kernel_shared_bytes(), || neighbours::<f64, Wide>(x)) }
+    shape_neighbours::<f64, Wide>(x, nodes, side)
 }
 
 /// A launch of `(args, nodes of the level)`.
@@ -378,14 +384,10 @@ fn run_factor_wide(d: &mut Device<f64>, a: &BlockTridiag<f64>) {
     run_factor_with::<f64, Native, Narrow<Native>>(d, a, ColumnSteps::default(), wide_neighbours);
 }
 
-/// The factor with the column updates on `U` and every neighbour launch on the wide
-/// shape `W` (`f64`).
-fn run_factor_shapes<U: ProductShape<f64>, W: ProductShape<f64>>(d: &mut Device<f64>, a: &BlockTridiag<f64>) {
-    run_factor_with::<f64, Native, U>(d, a, ColumnSteps::default(), |x, nodes, side| {
-        let blocks = nodes * neighbour_blocks(x.n as usize, W::ROWS, side);
-        // SAFETY: as in run_factor_with.
-        unsafe { emu::launch_unchecked(blocks, W::THREADS, shape_kernel_shared_bytes::<f64, W>(), || neighbours::<f64, W>(x)) }
-    });
+/// The factor with the multiply-add `M`, the column updates on `U` and every neighbour
+/// launch on the wide shape `W`.
+fn run_factor_shapes<T: Scalar, M: TileMac<T>, U: ProductShape<T>, W: ProductShape<T>>(d: &mut Device<T>, a: &BlockTridiag<T>) {
+    run_factor_with::<T, M, U>(d, a, ColumnSteps::default(), shape_neighbours::<T, W>);
 }
 
 /// The alternative product shapes (`BLOCKTRI_UPDATE_PRODUCT=tall`,
@@ -395,8 +397,8 @@ fn run_factor_shapes<U: ProductShape<f64>, W: ProductShape<f64>>(d: &mut Device<
 #[test]
 fn emulated_tiled_alternative_product_shapes_match_the_dense_reference() {
     let cases = [(2, 3, 33, 3), (1, 3, 150, 2), (1, 2, 200, 1)];
-    check_with::<f64, Native>(&cases, 1e-11, run_factor_shapes::<Tall, Wide16>);
-    emu::with_compute_capability(80, || check_with::<f64, Native>(&cases[2..], 1e-11, run_factor_shapes::<Tall, Wide16>));
+    check_with::<f64, Native>(&cases, 1e-11, run_factor_shapes::<f64, Native, Tall, Wide16>);
+    emu::with_compute_capability(80, || check_with::<f64, Native>(&cases[2..], 1e-11, run_factor_shapes::<f64, Native, Tall, Wide16>));
 }
 
 /// The wide neighbour products: one wide tile (partial), two (the second partial), a
@@ -413,14 +415,8 @@ fn emulated_tiled_wide_neighbour_products_match_the_dense_reference() {
 /// batch; the FP32 bound of the split products.
 #[test]
 fn emulated_tiled_wide_tf32_neighbour_products_match_the_dense_reference() {
-    check_with::<f32, Tf32x3>(&[(2, 3, 33, 3), (1, 3, 150, 2)], 1e-4, |d, a| {
-        run_factor_with::<f32, Tf32x3, Narrow<Tf32x3>>(d, a, ColumnSteps::default(), |x, nodes, side| {
-            let blocks = nodes * neighbour_blocks(x.n as usize, WIDE_TILE, side);
-            let shared = shape_kernel_shared_bytes::<f32, WideTf32x3>();
-            // SAFETY: as in run_factor_with.
-            unsafe { emu::launch_unchecked(blocks, WIDE_PRODUCT_THREADS, shared, || neighbours::<f32, WideTf32x3>(x)) }
-        })
-    });
+    let factor = run_factor_shapes::<f32, Tf32x3, Narrow<Tf32x3>, WideTf32x3>;
+    check_with::<f32, Tf32x3>(&[(2, 3, 33, 3), (1, 3, 150, 2)], 1e-4, factor);
 }
 
 /// The neighbour products of both sides in one launch (`BOTH_SIDES`, the executor's

@@ -73,18 +73,16 @@ const WIDE_WAVES: u32 = 2;
 /// sanitizer runs and measurements).
 const WIDE_MIN_BLOCK: usize = 512;
 
-fn wide_min_block() -> usize {
-    env_override("BLOCKTRI_WIDE_MIN_BLOCK").unwrap_or(WIDE_MIN_BLOCK)
-}
-
 /// [`WIDE_MIN_BLOCK`] for the TF32 products (`f32`): measured on the H200
 /// (`docs/perf-notes.md`, entry 84), the wide ones were 3-9 % slower than the `64 x 64`
 /// ones at n = 256 and 512 in 3xTF32 and 3.7-8 % faster at n = 1024 (one 8-warp block per
 /// SM against three 4-warp ones). `BLOCKTRI_WIDE_MIN_BLOCK` overrides both.
 const WIDE_TF32_MIN_BLOCK: usize = 1024;
 
-fn wide_tf32_min_block() -> usize {
-    env_override("BLOCKTRI_WIDE_MIN_BLOCK").unwrap_or(WIDE_TF32_MIN_BLOCK)
+/// [`WIDE_MIN_BLOCK`], or [`WIDE_TF32_MIN_BLOCK`] for the TF32 products, unless
+/// `BLOCKTRI_WIDE_MIN_BLOCK` sets both.
+fn wide_min_block(tf32: bool) -> usize {
+    env_override("BLOCKTRI_WIDE_MIN_BLOCK").unwrap_or(if tf32 { WIDE_TF32_MIN_BLOCK } else { WIDE_MIN_BLOCK })
 }
 
 fn wide_waves() -> u32 {
@@ -116,8 +114,8 @@ fn fused_update_nodes(nt: usize) -> u32 {
 fn wide_update_min_block() -> usize {
     match std::env::var("BLOCKTRI_WIDE_UPDATE").as_deref() {
         Ok("off") => usize::MAX,
-        Ok(v) => v.parse().unwrap_or_else(|_| wide_min_block()),
-        Err(_) => wide_min_block(),
+        Ok(v) => v.parse().unwrap_or_else(|_| wide_min_block(false)),
+        Err(_) => wide_min_block(false),
     }
 }
 
@@ -267,8 +265,8 @@ impl Tiled {
         // The wide neighbour products: FP64 tensor cores, or for `f32` the TF32 choices (the
         // FP32 FMA products have no wide form).
         let wide_kernel = match products.kernel_suffix() {
-            _ if is_f64 => (n >= wide_min_block()).then(|| f64_wide_neighbours(gpu)).transpose()?,
-            Some(suffix) if n >= wide_tf32_min_block() => Some(f32_wide_neighbours(gpu, products, suffix)?),
+            _ if is_f64 => (n >= wide_min_block(false)).then(|| f64_wide_neighbours(gpu)).transpose()?,
+            Some(suffix) if n >= wide_min_block(true) => Some(f32_wide_neighbours(gpu, products, suffix)?),
             _ => None,
         };
         let wide =
