@@ -8,7 +8,7 @@ mod common;
 use blocktri::BlockVec;
 use blocktri_device::level::INFO_OK;
 use blocktri_device::refine::{
-    REFINE_THREADS, RESIDUAL_SHARED_BYTES, RefineArgs, demote_matrix, demote_rhs, promote, residual, residual_sum,
+    REFINE_THREADS, RESIDUAL_SHARED_BYTES, ROWS_PER_LANE, RefineArgs, demote_matrix, demote_rhs, promote, residual, residual_sum,
 };
 use blocktri_prims::emu;
 use common::{fresh_seed, problem};
@@ -70,29 +70,41 @@ fn emulated_refinement_kernels_match_the_cpu() {
         }
 
         let grid = ((s * nb) as u32, k as u32);
-        unsafe { emu::launch_unchecked(grid, REFINE_THREADS, RESIDUAL_SHARED_BYTES, || residual(&args)) };
-        unsafe { emu::launch_unchecked(grid, REFINE_THREADS, RESIDUAL_SHARED_BYTES, || residual_sum(&args)) };
-        for sys in 0..s {
-            let dense = a.to_dense(sys);
-            let dim = nb * n;
-            let (mut r_max, mut b_max) = (0.0f64, 0.0f64);
-            for c in 0..k {
-                let off = sys * dim * k + c * dim;
-                let xv = nalgebra::DVector::from_column_slice(&x.as_slice()[off..off + dim]);
-                let want = nalgebra::DVector::from_column_slice(&b.as_slice()[off..off + dim]) - &dense * xv;
-                for row in 0..dim {
-                    let got = r[off + row];
-                    assert!(
-                        (got - want[row]).abs() <= 1e-12 * (1.0 + want[row].abs()),
-                        "S={s} N={nb} n={n}: r[{row}] {got} vs {}",
-                        want[row]
-                    );
-                    r_max = r_max.max(got.abs());
-                    b_max = b_max.max(b.as_slice()[off + row].abs());
-                }
+        // Both pass heights (256 and 128 rows; n = 300 takes two and three passes), the
+        // 256-row one last (its `r` and maxima are checked below too).
+        for rows_per_lane in [ROWS_PER_LANE / 2, ROWS_PER_LANE] {
+            r.fill(f64::NAN);
+            norms.iter_mut().for_each(|v| *v = 0);
+            if rows_per_lane == ROWS_PER_LANE {
+                unsafe { emu::launch_unchecked(grid, REFINE_THREADS, RESIDUAL_SHARED_BYTES, || residual::<_, ROWS_PER_LANE>(&args)) };
+            } else {
+                unsafe {
+                    emu::launch_unchecked(grid, REFINE_THREADS, RESIDUAL_SHARED_BYTES, || residual::<_, { ROWS_PER_LANE / 2 }>(&args))
+                };
             }
-            assert_eq!(f64::from_bits(norms[2 * sys]), r_max);
-            assert_eq!(f64::from_bits(norms[2 * sys + 1]), b_max);
+            unsafe { emu::launch_unchecked(grid, REFINE_THREADS, RESIDUAL_SHARED_BYTES, || residual_sum(&args)) };
+            for sys in 0..s {
+                let dense = a.to_dense(sys);
+                let dim = nb * n;
+                let (mut r_max, mut b_max) = (0.0f64, 0.0f64);
+                for c in 0..k {
+                    let off = sys * dim * k + c * dim;
+                    let xv = nalgebra::DVector::from_column_slice(&x.as_slice()[off..off + dim]);
+                    let want = nalgebra::DVector::from_column_slice(&b.as_slice()[off..off + dim]) - &dense * xv;
+                    for row in 0..dim {
+                        let got = r[off + row];
+                        assert!(
+                            (got - want[row]).abs() <= 1e-12 * (1.0 + want[row].abs()),
+                            "S={s} N={nb} n={n}, {rows_per_lane} rows per lane: r[{row}] {got} vs {}",
+                            want[row]
+                        );
+                        r_max = r_max.max(got.abs());
+                        b_max = b_max.max(b.as_slice()[off + row].abs());
+                    }
+                }
+                assert_eq!(f64::from_bits(norms[2 * sys]), r_max);
+                assert_eq!(f64::from_bits(norms[2 * sys + 1]), b_max);
+            }
         }
 
         // Demote (scaled by max |r|), then promote on the first pass: x = max|r| * low ~ r.
@@ -109,7 +121,7 @@ fn emulated_refinement_kernels_match_the_cpu() {
         let mut poisoned = vec![f64::NAN; entries];
         norms.iter_mut().for_each(|v| *v = 0);
         let zero = RefineArgs { first: 1, x: poisoned.as_mut_ptr(), ..args };
-        unsafe { emu::launch_unchecked(grid, REFINE_THREADS, RESIDUAL_SHARED_BYTES, || residual(&zero)) };
+        unsafe { emu::launch_unchecked(grid, REFINE_THREADS, RESIDUAL_SHARED_BYTES, || residual::<_, ROWS_PER_LANE>(&zero)) };
         unsafe { emu::launch_unchecked(grid, REFINE_THREADS, RESIDUAL_SHARED_BYTES, || residual_sum(&zero)) };
         assert_eq!(r, b.as_slice());
     }

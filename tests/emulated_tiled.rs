@@ -9,9 +9,9 @@ use blocktri::{BlockTridiag, BlockVec, Scalar};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{INFO_OK, InfoCode, decode_info};
 use blocktri_device::tiled::factor::{
-    ColumnUpdate, WIDE_THREADS, column_update, neighbour_blocks, neighbour_sides, neighbours, panel_blocks, potrf, potrf_shared_bytes,
-    prep, prep_shared_bytes, product_kernel_shared_bytes, shape_kernel_shared_bytes, trsm, update, update_diagonal, update_trsm,
-    wide_product_kernel_shared_bytes,
+    ColumnUpdate, RoundingInput, WIDE_THREADS, column_update, neighbour_blocks, neighbour_sides, neighbours, panel_blocks, potrf,
+    potrf_shared_bytes, prep, prep_rounding, prep_shared_bytes, product_kernel_shared_bytes, shape_kernel_shared_bytes, trsm, update,
+    update_diagonal, update_trsm, wide_product_kernel_shared_bytes,
 };
 use blocktri_device::tiled::product::{ACC, CopyPlan, Panel, product_nt_planned, product_shared_bytes};
 use blocktri_device::tiled::solve::{
@@ -614,6 +614,58 @@ fn check_prep<T: Scalar>() {
 fn emulated_tiled_prep_copies_every_entry() {
     check_prep::<f64>();
     check_prep::<f32>();
+}
+
+/// The mixed-precision `prep` ([`prep_rounding`]: an `f32` plan's working blocks from an
+/// `f64` matrix at its own leading dimension) against `prep` of the matrix rounded to
+/// `f32` beforehand, bit for bit and status for status: clean inputs, an entry outside
+/// `f32`'s range (non-finite once rounded) and an asymmetric block.
+#[test]
+fn emulated_tiled_rounding_prep_matches_prep_of_the_rounded_matrix() {
+    for (i, &(s, nb, n)) in [(1usize, 5usize, 33usize), (2, 4, 70), (1, 6, 130), (1, 3, 203)].iter().enumerate() {
+        for fault in 0..3 {
+            let (mut a, b) = problem::<f64>(s, nb, n, 1, fresh_seed() + i as u64);
+            let lda = a.ld();
+            match fault {
+                1 => a.sub_block_mut(s - 1, nb - 2)[(n - 1) * lda + 2] = 1e39,
+                2 => {
+                    let scale = a.diag_block(0, nb - 1)[0];
+                    a.diag_block_mut(0, nb - 1)[(n / 2) * lda + n - 1] += scale;
+                }
+                _ => {}
+            }
+            // The f64 matrix at a leading dimension of its own (even: 16-byte columns).
+            let wide = a.repad(n.div_ceil(2) * 2 + 2).unwrap();
+            let mut want = upload(&a.cast::<f32>(), &b.cast::<f32>());
+            let mut got = upload(&a.cast::<f32>(), &b.cast::<f32>());
+            got.diag_in.fill(f32::NAN); // not read
+            got.sub_in.fill(f32::NAN);
+            let grid = ((s * nb) as u32, tiles(n) as u32);
+            let pa = args(&mut want, &a.cast::<f32>(), 0, 0, 0, None);
+            let input = RoundingInput { diag: wide.diag().as_ptr(), sub: wide.sub().as_ptr(), ld: wide.ld() as u32 };
+            let pr = args(&mut got, &a.cast::<f32>(), 0, 0, 0, None);
+            // SAFETY: the arrays cover the shape; grid, threads and shared memory as the
+            // kernels state (the rounding one stages f64 tiles).
+            unsafe {
+                emu::launch_unchecked(grid, WIDE_THREADS, prep_shared_bytes(4), || prep(&pa));
+                emu::launch_unchecked(grid, WIDE_THREADS, prep_shared_bytes(8), || prep_rounding(&pr, &input));
+            }
+            let case = format!("S={s} N={nb} n={n} fault {fault}");
+            assert_eq!(got.info, want.info, "{case}");
+            let faulted = match fault {
+                1 => Some(s - 1),
+                2 => Some(0),
+                _ => None,
+            };
+            for (sys, &word) in got.info.iter().enumerate() {
+                assert_eq!(word != INFO_OK, faulted == Some(sys), "{case}: system {sys}");
+            }
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            for (what, g, w) in [("diag", &got.diag, &want.diag), ("left", &got.left, &want.left), ("right", &got.right, &want.right)] {
+                assert!(bits(g) == bits(w), "{what}: {case}");
+            }
+        }
+    }
 }
 
 /// Column-major `rows x k` panel data with leading dimension `ld`, random entries.

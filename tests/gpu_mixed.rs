@@ -148,4 +148,18 @@ fn bad_input_is_reported() {
     nan.as_mut_slice()[5] = f64::NAN;
     assert!(mixed.solve(&nan).is_err());
     assert!(matches!(MixedCholesky::new(RefineOptions { tolerance: 0.0, ..RefineOptions::default() }), Err(Error::Shape(_))));
+
+    // On the tiled engine the f32 plan's `prep` rounds A itself: a NaN is still the f64
+    // solver's error, and an entry beyond f32's range (infinite once rounded) falls back
+    // to the f64 factor, which solves.
+    let Some(mut tiled) = solver(F32Products::Tf32x3) else { return };
+    let (mut a, _) = problem::<f64>(2, 5, 130, 1, 8);
+    a.sub_block_mut(1, 2)[3] = f64::NAN;
+    assert!(matches!(tiled.factor(&a), Err(Error::NonFinite { system: 1, .. })), "NaN input, tiled");
+    let (mut a, b) = problem::<f64>(2, 5, 130, 1, 9);
+    a.set_diag(1, 3, 5, 5, 1e39);
+    tiled.factor(&a).unwrap();
+    assert!(tiled.report().fallback.as_deref().is_some_and(|why| why.contains("f32")), "{:?}", tiled.report());
+    let x = tiled.solve(&b).unwrap();
+    assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12);
 }

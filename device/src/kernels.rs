@@ -121,8 +121,10 @@ pub mod names {
     pub const ARROW_BORDER_CORRECT: &str = "arrow_border_correct";
     /// [`crate::refine::demote_matrix`].
     pub const REFINE_DEMOTE_MATRIX: &str = "refine_demote_matrix";
-    /// [`crate::refine::residual`].
+    /// [`crate::refine::residual`] with 256-row passes.
     pub const REFINE_RESIDUAL: &str = "refine_residual";
+    /// [`crate::refine::residual`] with 128-row passes ([`crate::refine::residual_rows_per_lane`]).
+    pub const REFINE_RESIDUAL_128: &str = "refine_residual128";
     /// [`crate::refine::residual_sum`].
     pub const REFINE_RESIDUAL_SUM: &str = "refine_residual_sum";
     /// [`crate::refine::demote_rhs`].
@@ -131,6 +133,8 @@ pub mod names {
     pub const REFINE_PROMOTE: &str = "refine_promote";
     /// [`crate::tiled::factor::prep`].
     pub const TILED_PREP: &str = "tiled_prep";
+    /// [`crate::tiled::factor::prep_rounding`] (`f32` only: `tiled_prep_rounding_f32`).
+    pub const TILED_PREP_ROUNDING: &str = "tiled_prep_rounding";
     /// [`crate::tiled::factor::potrf`].
     pub const TILED_POTRF: &str = "tiled_potrf";
     /// [`crate::tiled::factor::trsm`]. The three product kernels (trsm, update,
@@ -228,7 +232,7 @@ mod entry {
         solve_panel_columns_dataflow, solve_panel_dataflow, solve_rows_dataflow,
     };
     use crate::logdet::{LogDetArgs, log_det_parts};
-    use crate::refine::{RefineArgs, demote_matrix, demote_rhs, promote, residual, residual_sum};
+    use crate::refine::{ROWS_PER_LANE, RefineArgs, demote_matrix, demote_rhs, promote, residual, residual_sum};
     use crate::selinv::tiled::{self as sel_tiled, SelinvTiledArgs};
     use crate::selinv::{
         SelinvArgs, SelinvGatherArgs, gather_sub_diagonal, selinv_chain, selinv_chain_staged, selinv_level, selinv_level_staged,
@@ -510,6 +514,13 @@ mod entry {
     kernel!(solve_forward_chain_f64, solve_forward_chain_f32, solve_forward_chain, SolveArgs);
     kernel!(solve_backward_chain_f64, solve_backward_chain_f32, solve_backward_chain, SolveArgs);
     kernel!(tiled_prep_f64, tiled_prep_f32, tf::prep, TiledArgs);
+    /// [`tf::prep_rounding`]: an `f32` factorization's `prep` from an `f64` matrix.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn tiled_prep_rounding_f32(args: TiledArgs<f32>, input: tf::RoundingInput) {
+        kernel_prologue();
+        // SAFETY: the host launches it as the body's docs require.
+        unsafe { tf::prep_rounding(&args, &input) }
+    }
     kernel!(tiled_potrf_f64, tiled_potrf_f32, tf::potrf, TiledArgs);
     kernel!(tiled_trsm_f64, tiled_trsm_f32, tf::trsm::<_, Native>, TiledArgs);
     kernel!(tiled_update_f64, tiled_update_f32, tf::update::<_, Narrow<Native>>, TiledArgs);
@@ -543,7 +554,8 @@ mod entry {
     kernel!(arrow_border_products_f64, arrow_border_products_f32, border_products, ArrowArgs);
     kernel!(arrow_border_correct_f64, arrow_border_correct_f32, border_correct, ArrowArgs);
     kernel!(refine_demote_matrix_f64, refine_demote_matrix_f32, demote_matrix, RefineArgs);
-    kernel!(refine_residual_f64, refine_residual_f32, residual, RefineArgs);
+    kernel!(refine_residual_f64, refine_residual_f32, residual::<_, ROWS_PER_LANE>, RefineArgs);
+    kernel!(refine_residual128_f64, refine_residual128_f32, residual::<_, { ROWS_PER_LANE / 2 }>, RefineArgs);
     kernel!(refine_residual_sum_f64, refine_residual_sum_f32, residual_sum, RefineArgs);
     kernel!(refine_demote_rhs_f64, refine_demote_rhs_f32, demote_rhs, RefineArgs);
     kernel!(refine_promote_f64, refine_promote_f32, promote, RefineArgs);

@@ -20,11 +20,19 @@ use blocktri_prims::{Real, atomic, block_idx_x, block_idx_y, lane_id, shared, sy
 
 /// Threads of every refinement kernel block.
 pub const REFINE_THREADS: u32 = 256;
-/// Rows of a block row that [`residual`] handles per pass ([`ROWS_PER_LANE`] per lane).
+/// Most rows of a block row that [`residual`] handles per pass (`32 R` for its `R` rows
+/// per lane, at most [`ROWS_PER_LANE`]).
 const ROWS: usize = REFINE_THREADS as usize;
 const WARPS: usize = REFINE_THREADS as usize / 32;
-/// Rows of a pass each lane of [`residual`] owns: `lane + 32 m` for `m < ROWS_PER_LANE`.
-const ROWS_PER_LANE: usize = ROWS / 32;
+/// Rows of a pass each lane of [`residual`] owns at most: `lane + 32 m` for `m < R`.
+pub const ROWS_PER_LANE: usize = ROWS / 32;
+/// The residual's rows per lane for block size `n`: [`ROWS_PER_LANE`], or half as many
+/// (128-row passes) for `n <= 128`, where a 256-row pass leaves most lanes on clamped rows
+/// (n = 128, N = 2048: the mixed solve -9 %; n = 256 the same either way, n = 512 +3 %
+/// with 128-row passes; `docs/perf-notes.md`, entry 86).
+pub const fn residual_rows_per_lane(n: usize) -> usize {
+    if n <= 128 { ROWS_PER_LANE / 2 } else { ROWS_PER_LANE }
+}
 /// Dynamic shared memory of [`residual`] and [`residual_sum`] in bytes: one partial sum
 /// per warp and row of a pass ([`residual_sum`] uses the first `2 WARPS` words for the
 /// two maxima).
@@ -127,14 +135,16 @@ pub unsafe fn demote_matrix<T: Real>(args: &RefineArgs<T>) {
 /// thread block, in one pass over their columns. [`residual_sum`] then subtracts the two
 /// parts. With `first` set, `r = b` (`x` is not read) and nothing else is written.
 ///
-/// A pass covers 256 rows: lane `l` of each warp owns rows `l + 32 m`, warp `w` the
-/// columns `w + 8 j`; the warps' partial row sums meet in shared memory, and the column
-/// sums of `L^T x_{b+1}` are warp sums, each column's kept by one lane.
+/// A pass covers `32 R` rows (256, or 128 at small `n`: [`residual_rows_per_lane`]): lane
+/// `l` of each warp owns rows `l + 32 m`, warp `w` the columns `w + 8 j`; the warps'
+/// partial row sums meet in shared memory, and the column sums of `L^T x_{b+1}` are warp
+/// sums, each column's kept by one lane.
 ///
 /// # Safety
-/// [`REFINE_THREADS`] threads, [`RESIDUAL_SHARED_BYTES`] of dynamic shared memory; the
-/// matrix and vector arrays (parts included) cover the grid.
-pub unsafe fn residual<T: Real>(args: &RefineArgs<T>) {
+/// [`REFINE_THREADS`] threads, [`RESIDUAL_SHARED_BYTES`] of dynamic shared memory,
+/// `R <= `[`ROWS_PER_LANE`]; the matrix and vector arrays (parts included) cover the grid.
+pub unsafe fn residual<T: Real, const R: usize>(args: &RefineArgs<T>) {
+    let rows_per_pass = 32 * R;
     let a = *args;
     let (n, ld, nb) = (a.n as usize, a.ld as usize, a.nblocks as usize);
     let (s, b) = (block_idx_x() as usize / nb, block_idx_x() as usize % nb);
@@ -158,18 +168,18 @@ pub unsafe fn residual<T: Real>(args: &RefineArgs<T>) {
     let diag = block(a.diag, s * nb + b);
     let lower = (b + 1 < nb).then(|| block(a.sub, s * (nb - 1) + b));
     let x_at = |i: usize| unsafe { *a.x.add(row_b + i) };
-    for r0 in (0..n).step_by(ROWS) {
-        let rows = ROWS.min(n - r0);
+    for r0 in (0..n).step_by(rows_per_pass) {
+        let rows = rows_per_pass.min(n - r0);
         // A lane's rows past the block's last read that last row instead: the loads stay
         // unconditional (so they issue back to back), and what such rows sum is never
         // stored; their `x_{b+1}` weight is zero, so the column sums do not see them.
         let row = |m: usize| (r0 + lane + 32 * m).min(n - 1);
         let valid = |m: usize| r0 + lane + 32 * m < n;
-        let (mut d, mut t) = ([0.0f64; ROWS_PER_LANE], [0.0f64; ROWS_PER_LANE]);
+        let (mut d, mut t) = ([0.0f64; R], [0.0f64; R]);
         let mut c = warp_id;
         match lower {
             Some(l) => {
-                let mut x_next = [0.0f64; ROWS_PER_LANE];
+                let mut x_next = [0.0f64; R];
                 for (m, xn) in x_next.iter_mut().enumerate() {
                     if valid(m) {
                         *xn = x_at(n + row(m));
@@ -178,7 +188,7 @@ pub unsafe fn residual<T: Real>(args: &RefineArgs<T>) {
                 while c < n {
                     let xc = x_at(c);
                     let mut up = 0.0f64;
-                    for m in 0..ROWS_PER_LANE {
+                    for m in 0..R {
                         let i = row(m);
                         let (dv, lv) = unsafe { (*diag.add(c * ld + i), *l.add(c * ld + i)) };
                         d[m] = dv.mul_add(xc, d[m]);
@@ -207,7 +217,7 @@ pub unsafe fn residual<T: Real>(args: &RefineArgs<T>) {
             }
         }
         // Row sums over the warps: `D_b x_b` into r, then `L x_b` into the next row's part.
-        let reduce = |partial: &[f64; ROWS_PER_LANE]| -> f64 {
+        let reduce = |partial: &[f64; R]| -> f64 {
             for (m, &p) in partial.iter().enumerate() {
                 unsafe { *part.add(warp_id * ROWS + lane + 32 * m) = p };
             }

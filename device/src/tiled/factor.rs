@@ -87,22 +87,59 @@ const TILE_STEP: usize = WIDE_THREADS as usize / TILE;
 /// bytes) and 16-byte aligned blocks; `info` reset to [`crate::level::INFO_OK`] before the
 /// launch.
 pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
+    // SAFETY: the caller's contract; the input is the plan's own, at its leading dimension.
+    unsafe { prep_from::<T, T>(args, args.diag_in, args.sub, args.ld()) }
+}
+
+/// An `f64` matrix that a lower-precision factorization's [`prep_rounding`] reads instead
+/// of its own input blocks: `systems * nblocks` diagonal and `systems * (nblocks - 1)`
+/// sub-diagonal blocks at leading dimension `ld` (device addresses).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RoundingInput {
+    pub diag: *const f64,
+    pub sub: *const f64,
+    pub ld: u32,
+}
+
+/// [`prep`] for an `f32` factorization of an `f64` matrix (mixed precision): reads
+/// `input` and rounds each value to `f32` as it writes the working blocks, so the matrix is
+/// read once in `f64` instead of rounded into `f32` input blocks by a kernel of its own and
+/// read again. A value outside `f32`'s range becomes infinite and is reported as
+/// non-finite, as the rounded input would have been; the symmetry check compares the `f64`
+/// values (with `f32`'s tolerance).
+///
+/// # Safety
+/// As [`prep`], with `prep_shared_bytes(8)` of shared memory and `input` in place of the
+/// input blocks (its `ld` a multiple of 2, its blocks 16-byte aligned).
+pub unsafe fn prep_rounding(args: &TiledArgs<f32>, input: &RoundingInput) {
+    // SAFETY: the caller's contract.
+    unsafe { prep_from::<f32, f64>(args, input.diag, input.sub, input.ld as usize) }
+}
+
+/// [`prep`] reading the input blocks (of element type `S`, leading dimension `ld_in`) from
+/// `diag_in` and `sub_in` and writing `T`s.
+#[inline(always)]
+unsafe fn prep_from<T: Real, S: Real>(args: &TiledArgs<T>, diag_in: *const S, sub_in: *const S, ld_in: usize) {
     let a = *args;
     let (n, ld, nb) = (a.n(), a.ld(), a.nblocks as usize);
+    let round = |v: S| T::from_f64(v.to_f64());
+    let sym_tol = S::from_f64(a.sym_tol.to_f64());
     let bx = block_idx_x() as usize;
     let (s, b) = (bx / nb, bx % nb);
     let c0 = block_idx_y() as usize * TILE;
     let w = TILE.min(n - c0);
     let tid = thread_idx_x() as usize;
-    let sld = stage_ld(T::BYTES);
-    let (_, area) = shared_areas::<T>();
+    let sld = stage_ld(S::BYTES);
+    let (_, area) = shared_areas::<S>();
     // SAFETY (all pointer arithmetic): blocks of system `s` inside the arrays, entries
-    // (r, c) with r < n, c < n at leading dimension ld; shared areas as sized.
+    // (r, c) with r < n, c < n at leading dimension ld (ld_in for the input); shared areas
+    // as sized.
     let (own, far) = (area, unsafe { area.add(TILE * sld) });
     let (dr, dc) = unsafe { (area.add(2 * TILE * sld), area.add(2 * TILE * sld + TILE)) };
-    let blk = ld * n;
+    let blk_in = ld_in * n;
     let mut bad = u32::MAX;
-    let din = unsafe { a.diag_in.add((s * nb + b) * blk) };
+    let din = unsafe { diag_in.add((s * nb + b) * blk_in) };
     let d = unsafe { a.block(a.diag, s, b) };
     for r0 in (0..n).step_by(TILE) {
         let h = TILE.min(n - r0);
@@ -117,28 +154,30 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
         // D(c0 + cl, r0 + rl) at far[rl sld + cl] (column r0 + rl of D, rows c0..), so
         // that the symmetry check reads nothing strided from global memory.
         unsafe {
-            stage_region(din, ld, (r0, h), (c0, w), own);
-            stage_region(din, ld, (c0, w), (r0, h), far);
+            stage_region(din, ld_in, (r0, h), (c0, w), own);
+            stage_region(din, ld_in, (c0, w), (r0, h), far);
         }
         if tid < h {
-            unsafe { *dr.add(tid) = *din.add((r0 + tid) * ld + r0 + tid) };
+            unsafe { *dr.add(tid) = *din.add((r0 + tid) * ld_in + r0 + tid) };
         }
         if tid < w {
-            unsafe { *dc.add(tid) = *din.add((c0 + tid) * ld + c0 + tid) };
+            unsafe { *dc.add(tid) = *din.add((c0 + tid) * ld_in + c0 + tid) };
         }
         wait_copies(Block);
         for_share(tid, (h, w), |rl, cl| {
             let (r, c) = (r0 + rl, c0 + cl);
             let v = unsafe { *own.add(cl * sld + rl) };
-            unsafe { *d.add(c * ld + r) = if r >= c { v } else { T::ZERO } };
+            let vt = round(v);
+            unsafe { *d.add(c * ld + r) = if r >= c { vt } else { T::ZERO } };
             // Below the diagonal, the mirror is the only read of its upper-triangle value:
             // it is checked for finiteness here too.
-            let m = if r > c { unsafe { *far.add(rl * sld + cl) } } else { T::ZERO };
+            let m = if r > c { unsafe { *far.add(rl * sld + cl) } } else { S::ZERO };
             let (drr, dcc) = unsafe { (*dr.add(rl), *dc.add(cl)) };
             let diff = v - m;
             // False for NaN; on and above the diagonal only finiteness is checked.
-            let symmetric = r <= c || diff * diff <= a.sym_tol * a.sym_tol * (drr * dcc).abs();
-            let code = if !v.is_finite() || !m.is_finite() {
+            let symmetric = r <= c || diff * diff <= sym_tol * sym_tol * (drr * dcc).abs();
+            // The written value's finiteness: an input outside `T`'s range is non-finite.
+            let code = if !vt.is_finite() || !m.is_finite() {
                 InfoCode::NonFinite as u32
             } else if !symmetric {
                 InfoCode::NotSymmetric as u32
@@ -159,7 +198,7 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
     if b % 2 != 0 {
         return;
     }
-    let sub = |j: usize| unsafe { a.sub.add((s * (nb - 1) + j) * blk) };
+    let sub = |j: usize| unsafe { sub_in.add((s * (nb - 1) + j) * blk_in) };
     let (has_right, has_left) = (b + 1 < nb, b >= 1);
     let (right, left) = unsafe { (a.block(a.right, s, b), a.block(a.left, s, b)) };
     let mut finite = true;
@@ -168,21 +207,21 @@ pub unsafe fn prep<T: Real>(args: &TiledArgs<T>) {
         // right[b] = sub[b]: tile (r0, c0) into `own`. left[b](r, c) = sub[b-1](c, r):
         // rows c0.. of columns r0.. of sub[b-1] into `far`, read back transposed.
         if has_right {
-            unsafe { stage_region(sub(b), ld, (r0, h), (c0, w), own) };
+            unsafe { stage_region(sub(b), ld_in, (r0, h), (c0, w), own) };
         }
         if has_left {
-            unsafe { stage_region(sub(b - 1), ld, (c0, w), (r0, h), far) };
+            unsafe { stage_region(sub(b - 1), ld_in, (c0, w), (r0, h), far) };
         }
         wait_copies(Block);
         for_share(tid, (h, w), |rl, cl| {
             let at = (c0 + cl) * ld + r0 + rl;
             if has_right {
-                let v = unsafe { *own.add(cl * sld + rl) };
+                let v = round(unsafe { *own.add(cl * sld + rl) });
                 finite &= v.is_finite();
                 unsafe { *right.add(at) = v };
             }
             if has_left {
-                let v = unsafe { *far.add(rl * sld + cl) };
+                let v = round(unsafe { *far.add(rl * sld + cl) });
                 finite &= v.is_finite();
                 unsafe { *left.add(at) = v };
             }

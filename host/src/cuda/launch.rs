@@ -42,6 +42,8 @@ unsafe impl<T: Copy> KernelParam for blocktri_device::tridiag::TridiagArgs<T> {}
 // SAFETY: as above.
 unsafe impl<T: Copy> KernelParam for blocktri_device::tiled::TiledArgs<T> {}
 // SAFETY: as above.
+unsafe impl KernelParam for blocktri_device::tiled::factor::RoundingInput {}
+// SAFETY: as above.
 unsafe impl<T: Copy> KernelParam for blocktri_device::batched::PotrfBatchedArgs<T> {}
 // SAFETY: as above.
 unsafe impl<T: Copy> KernelParam for blocktri_device::logdet::LogDetArgs<T> {}

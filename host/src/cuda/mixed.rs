@@ -3,14 +3,14 @@
 //! (`blocktri_device::refine`), falling back to an `f64` factorization when the refinement
 //! does not converge.
 
-use super::cholesky::{F32Products, GpuCholesky, GpuOptions};
+use super::cholesky::{F32Products, GpuCholesky, GpuOptions, RoundingSource};
 use super::context::Gpu;
 use super::launch::{Kernel, LaunchConfig};
 use super::memory::DeviceBuffer;
 use crate::error::{Error, Result, shape_err};
 use crate::matrix::{BlockTridiag, BlockVec, Shape};
 use blocktri_device::kernels::{kernel_name, names};
-use blocktri_device::refine::{REFINE_THREADS, RESIDUAL_SHARED_BYTES, RefineArgs};
+use blocktri_device::refine::{REFINE_THREADS, RESIDUAL_SHARED_BYTES, ROWS_PER_LANE, RefineArgs, residual_rows_per_lane};
 use cudarc::driver::CudaStream;
 use std::sync::Arc;
 
@@ -60,6 +60,8 @@ pub struct RefineReport {
 struct Kernels {
     demote_matrix: Kernel,
     residual: Kernel,
+    /// The residual with 128-row passes (block sizes up to 128).
+    residual128: Kernel,
     residual_sum: Kernel,
     demote_rhs: Kernel,
     promote: Kernel,
@@ -130,6 +132,7 @@ impl MixedCholesky {
         let kernels = Kernels {
             demote_matrix: k(names::REFINE_DEMOTE_MATRIX)?,
             residual: k(names::REFINE_RESIDUAL)?,
+            residual128: k(names::REFINE_RESIDUAL_128)?,
             residual_sum: k(names::REFINE_RESIDUAL_SUM)?,
             demote_rhs: k(names::REFINE_DEMOTE_RHS)?,
             promote: k(names::REFINE_PROMOTE)?,
@@ -192,11 +195,18 @@ impl MixedCholesky {
         Ok(())
     }
 
-    /// Rounds the uploaded `f64` matrix into the `f32` plan's input (enqueued).
+    /// Rounds the uploaded `f64` matrix into the `f32` plan's input (enqueued); on the
+    /// tiled engine the `f32` plan's `prep` does it instead, reading `A` where the `f64`
+    /// plan holds it (one read of `A` instead of a read, a write and a read of the rounded
+    /// copy; `docs/perf-notes.md`, entry 86).
     fn demote_matrix(&mut self) -> Result<()> {
         let shape = self.shape.ok_or(Error::NotFactored)?;
         self.fallback = None;
         let (diag, sub, ld) = self.high.input_buffers(shape)?;
+        let from = RoundingSource { diag: diag.addr(), sub: sub.addr(), ld };
+        if self.low.round_input_from(shape, from)? {
+            return Ok(());
+        }
         let (low_diag, low_sub, low_ld) = self.low.input_buffers(shape)?;
         let args = RefineArgs::<f32> {
             diag: diag.as_ptr(),
@@ -497,8 +507,10 @@ impl MixedCholesky {
     /// `args` as built by [`Self::refine`] for the uploaded shape.
     unsafe fn residual(&self, args: RefineArgs<f32>, launches: Launches) -> Result<()> {
         // SAFETY: the caller's contract; both kernels take the row launch shape.
+        let kernel =
+            if residual_rows_per_lane(args.n as usize) < ROWS_PER_LANE { &self.kernels.residual128 } else { &self.kernels.residual };
         unsafe {
-            self.kernels.residual.launch(&self.stream, launches.rows, (args,))?;
+            kernel.launch(&self.stream, launches.rows, (args,))?;
             self.kernels.residual_sum.launch(&self.stream, launches.rows, (args,))
         }
     }

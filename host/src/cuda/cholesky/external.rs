@@ -73,6 +73,7 @@ impl<T: Scalar> GpuCholesky<T> {
         let (s, nb, n) = (shape.batch, shape.nblocks, shape.block);
         check_block_arrays(shape, n, diag.len(), sub.len())?;
         self.ensure_plan(shape)?;
+        self.set_rounding(None);
         self.factored = false;
         let plan = self.plan.as_ref().expect("plan exists");
         let b = &plan.bufs;
@@ -99,6 +100,7 @@ impl<T: Scalar> GpuCholesky<T> {
     /// for the arrays' producers) and left unchanged until the factorization has run.
     pub unsafe fn upload_device(&mut self, shape: Shape, diag: DeviceArray, sub: DeviceArray) -> Result<()> {
         self.ensure_plan(shape)?;
+        self.set_rounding(None);
         self.factored = false;
         let b = &self.plan.as_ref().expect("plan exists").bufs;
         let (s, nb, n) = (shape.batch, shape.nblocks, shape.block);

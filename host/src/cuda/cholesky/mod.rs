@@ -250,6 +250,18 @@ pub(super) struct Buffers<T> {
     solve_info: DeviceBuffer<u64>,
     /// Per system `(m, e)` of `prod diag(L) = m 2^e` ([`GpuCholesky::log_determinant`]).
     logdet: DeviceBuffer<f64>,
+    /// An `f64` matrix that the tiled `prep` of an `f32` plan rounds instead of reading
+    /// `diag_in` / `sub_in` ([`GpuCholesky::round_input_from`]).
+    rounding: Option<RoundingSource>,
+}
+
+/// Device addresses of an `f64` matrix at leading dimension `ld`: `S N` diagonal and
+/// `S (N - 1)` sub-diagonal blocks, laid out as a plan's input buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RoundingSource {
+    pub diag: u64,
+    pub sub: u64,
+    pub ld: usize,
 }
 
 impl<T: Scalar> Buffers<T> {
@@ -675,6 +687,7 @@ impl<T: Scalar> GpuCholesky<T> {
             info: DeviceBuffer::poisoned(st, factor_status_words(shape))?,
             solve_info: DeviceBuffer::poisoned(st, solve_status_words(shape))?,
             logdet: DeviceBuffer::poisoned(st, 2 * s)?,
+            rounding: None,
         };
         self.plan = Some(Plan {
             bufs,
@@ -813,6 +826,7 @@ impl<T: Scalar> GpuCholesky<T> {
     /// `wait` only from [`Self::with_inputs`] (page-locked sources are read after return).
     fn upload_systems(&mut self, plan_shape: Shape, ld: usize, diag: &[T], sub: &[T], systems: usize, wait: bool) -> Result<()> {
         self.ensure_plan(plan_shape)?;
+        self.set_rounding(None);
         self.factored = false;
         let plan = self.plan.as_ref().expect("plan exists");
         let n = plan_shape.block;
@@ -835,9 +849,40 @@ impl<T: Scalar> GpuCholesky<T> {
     /// this solver's stream) then calls [`Self::factor_uploaded`].
     pub(crate) fn input_buffers(&mut self, shape: Shape) -> Result<(DevicePtr<T>, DevicePtr<T>, usize)> {
         self.ensure_plan(shape)?;
+        self.set_rounding(None);
         self.factored = false;
         let bufs = &self.plan.as_ref().expect("plan exists").bufs;
         Ok((bufs.diag_in.ptr(), bufs.sub_in.ptr(), bufs.ld))
+    }
+
+    /// Makes the plan for `shape` factor the `f64` matrix at `from` (a mixed-precision
+    /// solver's, which keeps it on the device) instead of its own input buffers, rounding
+    /// each value to `T` in the tiled engine's `prep`: the matrix is then read once, with
+    /// no rounded copy written and read back. Returns whether the plan does so: only an
+    /// `f32` plan on the tiled engine can; otherwise nothing changes and the caller writes
+    /// the rounded matrix into [`Self::input_buffers`] as before. While set, the plan's own
+    /// input buffers are not read; the factorization reads `from`, which must stay valid
+    /// and hold the matrix when [`Self::factor_uploaded`] or a factor + solve runs.
+    pub(crate) fn round_input_from(&mut self, shape: Shape, from: RoundingSource) -> Result<bool> {
+        self.ensure_plan(shape)?;
+        if T::BYTES != 4 || !matches!(self.plan.as_ref().expect("plan exists").engine, Engine::Tiled(_)) {
+            return Ok(false);
+        }
+        self.set_rounding(Some(from));
+        self.factored = false;
+        Ok(true)
+    }
+
+    /// Where the plan's factorization reads its matrix: `from` (rounded by `prep`) or,
+    /// with `None`, its own input buffers, which every other writer of the input fills
+    /// (so each of them calls this first). The factorization graphs bake `prep`'s
+    /// arguments in: they are dropped when the source changes.
+    fn set_rounding(&mut self, from: Option<RoundingSource>) {
+        if let Some(plan) = self.plan.as_mut().filter(|p| p.bufs.rounding != from) {
+            plan.bufs.rounding = from;
+            plan.factor_graph = None;
+            plan.factor_solve_graph.clear();
+        }
     }
 
     /// The device right-hand-side buffer for `k` columns (allocated when needed) and the

@@ -13,14 +13,18 @@ use crate::error::Result;
 use crate::scalar::Scalar;
 use blocktri_device::level::{FactorArgs, SolveArgs};
 use blocktri_device::tiled::TiledArgs;
+use blocktri_device::tiled::factor::RoundingInput;
 use cudarc::driver::{CudaStream, result};
 
-/// The argument struct of a launch (each kernel takes one by value).
+/// The arguments of a launch (an argument struct by value, with a second one for the
+/// rounding `prep`).
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Args<T> {
     Factor(FactorArgs<T>),
     Solve(SolveArgs<T>),
     Tiled(TiledArgs<T>),
+    /// The tiled `prep` of an `f32` plan that rounds an `f64` matrix (mixed precision).
+    TiledRounding(TiledArgs<T>, RoundingInput),
 }
 
 /// One stream operation of a schedule.
@@ -79,6 +83,7 @@ impl<T: Scalar> Step<'_, T> {
                     Args::Factor(a) => kernel.launch(stream, cfg, (a,)),
                     Args::Solve(a) => kernel.launch(stream, cfg, (a,)),
                     Args::Tiled(a) => kernel.launch(stream, cfg, (a,)),
+                    Args::TiledRounding(a, input) => kernel.launch(stream, cfg, (a, input)),
                 }
             },
             Step::ResetStatus { addr, systems } => {

@@ -24,8 +24,8 @@ use crate::scalar::Scalar;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::tiled::factor::{
-    ColumnUpdate, WIDE_THREADS, column_update, neighbour_blocks, neighbour_sides, panel_blocks, potrf_shared_bytes, prep_shared_bytes,
-    product_kernel_shared_bytes, shape_kernel_shared_bytes,
+    ColumnUpdate, RoundingInput, WIDE_THREADS, column_update, neighbour_blocks, neighbour_sides, panel_blocks, potrf_shared_bytes,
+    prep_shared_bytes, product_kernel_shared_bytes, shape_kernel_shared_bytes,
 };
 use blocktri_device::tiled::solve::{
     BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, couple_threads, diag_solve_shared_bytes, node_walk_chunk,
@@ -198,6 +198,8 @@ pub(super) fn dinv_len(batch: usize, nblocks: usize, n: usize) -> usize {
 #[derive(Debug)]
 pub(super) struct Tiled {
     prep: Kernel,
+    /// `prep` from an `f64` matrix (`f32` plans; [`Buffers::rounding`]).
+    prep_rounding: Option<Kernel>,
     potrf: Kernel,
     trsm: Kernel,
     update: ProductKernel,
@@ -284,6 +286,7 @@ impl Tiled {
         };
         Ok(Tiled {
             prep: k(names::TILED_PREP)?,
+            prep_rounding: if is_f64 { None } else { Some(gpu.kernel(&format!("{}_f32", names::TILED_PREP_ROUNDING))?) },
             potrf: k(names::TILED_POTRF)?,
             trsm: product(names::TILED_TRSM)?,
             update,
@@ -368,10 +371,20 @@ impl Tiled {
             args: Args::Tiled(Self::args_from(b, level, step, side, from_col, None)),
         };
         let launch = |kernel, level, grid, threads, smem, step, side| launch_from(kernel, level, grid, threads, smem, step, side, 0);
-        let mut steps = vec![
-            Step::ResetStatus { addr: b.info.ptr().addr(), systems: shape.batch },
-            launch(&self.prep, 0, (s * nb, nt as u32), WIDE_THREADS, prep_shared_bytes(T::BYTES) as u32, 0, 0),
-        ];
+        let prep = match (b.rounding, &self.prep_rounding) {
+            // The f32 plan of a mixed-precision solver: `prep` rounds the f64 matrix.
+            (Some(from), Some(kernel)) => Step::Launch {
+                kernel,
+                level: 0,
+                cfg: LaunchConfig { grid: (s * nb, nt as u32, 1), block: (WIDE_THREADS, 1, 1), shared_bytes: prep_shared_bytes(8) as u32 },
+                args: Args::TiledRounding(
+                    Self::args(b, 0, 0, 0, None),
+                    RoundingInput { diag: from.diag as *const f64, sub: from.sub as *const f64, ld: from.ld as u32 },
+                ),
+            },
+            _ => launch(&self.prep, 0, (s * nb, nt as u32), WIDE_THREADS, prep_shared_bytes(T::BYTES) as u32, 0, 0),
+        };
+        let mut steps = vec![Step::ResetStatus { addr: b.info.ptr().addr(), systems: shape.batch }, prep];
         let top = levels(nb);
         for m in 0..top {
             let nodes = s * nodes_in_level(nb, m);
