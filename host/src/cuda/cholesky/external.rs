@@ -72,9 +72,7 @@ impl<T: Scalar> GpuCholesky<T> {
     pub fn upload_row_major(&mut self, shape: Shape, diag: &[T], sub: &[T]) -> Result<()> {
         let (s, nb, n) = (shape.batch, shape.nblocks, shape.block);
         check_block_arrays(shape, n, diag.len(), sub.len())?;
-        self.ensure_plan(shape)?;
-        self.set_rounding(None);
-        self.factored = false;
+        self.plan_for_input(shape, None)?;
         let plan = self.plan.as_ref().expect("plan exists");
         let b = &plan.bufs;
         // The factor's working blocks serve as the landing area: the next factorization
@@ -99,9 +97,7 @@ impl<T: Scalar> GpuCholesky<T> {
     /// GPU holding a `T`, ready in the order of [`Self::stream`] (make that stream wait
     /// for the arrays' producers) and left unchanged until the factorization has run.
     pub unsafe fn upload_device(&mut self, shape: Shape, diag: DeviceArray, sub: DeviceArray) -> Result<()> {
-        self.ensure_plan(shape)?;
-        self.set_rounding(None);
-        self.factored = false;
+        self.plan_for_input(shape, None)?;
         let b = &self.plan.as_ref().expect("plan exists").bufs;
         let (s, nb, n) = (shape.batch, shape.nblocks, shape.block);
         for (src, blocks, dst) in [(diag, nb, &b.diag_in), (sub, nb - 1, &b.sub_in)] {

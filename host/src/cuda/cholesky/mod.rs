@@ -825,9 +825,7 @@ impl<T: Scalar> GpuCholesky<T> {
     /// [`BlockTridiag`] with leading dimension `ld`) into a plan for `plan_shape`; without
     /// `wait` only from [`Self::with_inputs`] (page-locked sources are read after return).
     fn upload_systems(&mut self, plan_shape: Shape, ld: usize, diag: &[T], sub: &[T], systems: usize, wait: bool) -> Result<()> {
-        self.ensure_plan(plan_shape)?;
-        self.set_rounding(None);
-        self.factored = false;
+        self.plan_for_input(plan_shape, None)?;
         let plan = self.plan.as_ref().expect("plan exists");
         let n = plan_shape.block;
         let cols = |blocks: usize| systems * blocks * n;
@@ -848,9 +846,7 @@ impl<T: Scalar> GpuCholesky<T> {
     /// [`BlockTridiag`] at that leading dimension. Whoever writes the matrices there (on
     /// this solver's stream) then calls [`Self::factor_uploaded`].
     pub(crate) fn input_buffers(&mut self, shape: Shape) -> Result<(DevicePtr<T>, DevicePtr<T>, usize)> {
-        self.ensure_plan(shape)?;
-        self.set_rounding(None);
-        self.factored = false;
+        self.plan_for_input(shape, None)?;
         let bufs = &self.plan.as_ref().expect("plan exists").bufs;
         Ok((bufs.diag_in.ptr(), bufs.sub_in.ptr(), bufs.ld))
     }
@@ -868,21 +864,25 @@ impl<T: Scalar> GpuCholesky<T> {
         if T::BYTES != 4 || !matches!(self.plan.as_ref().expect("plan exists").engine, Engine::Tiled(_)) {
             return Ok(false);
         }
-        self.set_rounding(Some(from));
-        self.factored = false;
+        self.plan_for_input(shape, Some(from))?;
         Ok(true)
     }
 
-    /// Where the plan's factorization reads its matrix: `from` (rounded by `prep`) or,
-    /// with `None`, its own input buffers, which every other writer of the input fills
-    /// (so each of them calls this first). The factorization graphs bake `prep`'s
+    /// The plan for `shape` (created when the shape is new), about to get a new matrix:
+    /// not factored, and its factorization reading `rounding` (rounded by `prep`) or, with
+    /// `None`, its own input buffers, which every other writer of the input fills. Every
+    /// writer of the input calls this first. The factorization graphs bake `prep`'s
     /// arguments in: they are dropped when the source changes.
-    fn set_rounding(&mut self, from: Option<RoundingSource>) {
-        if let Some(plan) = self.plan.as_mut().filter(|p| p.bufs.rounding != from) {
-            plan.bufs.rounding = from;
+    fn plan_for_input(&mut self, shape: Shape, rounding: Option<RoundingSource>) -> Result<()> {
+        self.ensure_plan(shape)?;
+        self.factored = false;
+        let plan = self.plan.as_mut().expect("plan exists");
+        if plan.bufs.rounding != rounding {
+            plan.bufs.rounding = rounding;
             plan.factor_graph = None;
             plan.factor_solve_graph.clear();
         }
+        Ok(())
     }
 
     /// The device right-hand-side buffer for `k` columns (allocated when needed) and the
