@@ -15,8 +15,9 @@ use blocktri_device::tiled::factor::{
 };
 use blocktri_device::tiled::product::{ACC, CopyPlan, Panel, product_nt_planned, product_shared_bytes};
 use blocktri_device::tiled::solve::{
-    BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, backward_couple, backward_diag, backward_node, couple_shared_bytes, couple_threads,
-    diag_solve_shared_bytes, forward_couple, forward_diag, forward_node, node_walk_chunk, node_walk_shared_bytes, walks_nodes,
+    BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, backward_couple, backward_diag, backward_node, backward_split, couple_shared_bytes,
+    couple_sides, couple_threads, diag_solve_shared_bytes, forward_couple, forward_diag, forward_node, forward_split, node_walk_chunk,
+    node_walk_shared_bytes, split_flag_offset, split_flag_words, split_walk_chunk, split_walk_shared_bytes, splits_walks, walks_nodes,
 };
 use blocktri_device::tiled::{
     Narrow, Native, PRODUCT_THREADS, ProductShape, TILE, Tall, Tf32, Tf32x3, TileMac, TiledArgs, WIDE_PRODUCT_THREADS, WIDE_TILE, Wide,
@@ -79,6 +80,7 @@ fn args<T: Scalar>(
         dinv: d.dinv.as_mut_ptr(),
         info: if solve.is_some() { d.solve_info.as_mut_ptr() } else { d.info.as_mut_ptr() },
         rhs: d.rhs.as_mut_ptr(),
+        flags: std::ptr::null_mut(),
         sym_tol: T::symmetry_tolerance(),
         ld: d.ld as u32,
         n: shape.block as u32,
@@ -203,22 +205,52 @@ const EMULATED_SHARED: usize = 232_448;
 fn run_solve<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk: usize, sms: u32) {
     let n = a.shape().block;
     let walk = node_walk_chunk(n, chunk, T::BYTES, EMULATED_SHARED);
-    run_solve_with(d, a, k, chunk, sms, |nodes| if walks_nodes(n, nodes, sms) { walk } else { 0 })
+    let split = split_walk_chunk(n, chunk, T::BYTES, EMULATED_SHARED);
+    let walk = |nodes| if walks_nodes(n, nodes, sms) { walk } else { 0 };
+    run_solve_forms(d, a, k, chunk, sms, walk, |nodes| if splits_walks(n, nodes, sms) { split } else { 0 }, couple_sides(false))
 }
 
 /// [`run_solve`] with the diagonal solves of a level of `nodes` nodes as node walks of
 /// `walk(nodes)` columns per pass, or one launch per tile step where that is 0.
 fn run_solve_with<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk: usize, sms: u32, walk: impl Fn(u32) -> usize) {
+    run_solve_forms(d, a, k, chunk, sms, walk, |_| 0, couple_sides(false))
+}
+
+/// [`run_solve_with`], with the diagonal solves of a level as split walks of
+/// `split(nodes)` columns per pass where that is not 0 (each sweep's flags zeroed first,
+/// as the executor's `ClearFlags` step does), and the forward couplings in one launch per
+/// side of `sides`.
+#[allow(clippy::too_many_arguments)] // the solve's shape and one choice per kind of launch
+fn run_solve_forms<T: Scalar>(
+    d: &mut Device<T>,
+    a: &BlockTridiag<T>,
+    k: usize,
+    chunk: usize,
+    sms: u32,
+    walk: impl Fn(u32) -> usize,
+    split: impl Fn(u32) -> usize,
+    sides: &[u32],
+) {
     let shape = a.shape();
     let (n, nb, s) = (shape.block, shape.nblocks as u32, shape.batch as u32);
     let nt = tiles(n) as u32;
     let e = T::BYTES;
     let top = levels(nb);
     let diag_smem = diag_solve_shared_bytes(e);
+    let sweep_words = split_flag_words(shape.batch, shape.nblocks, n);
+    let mut flags = vec![0u32; 2 * sweep_words];
+    let split_args = |d: &mut Device<T>, flags: &mut [u32], m: u32, sweep: usize, cols: usize| TiledArgs {
+        flags: flags[sweep * sweep_words + split_flag_offset(shape.batch, shape.nblocks, n, m)..].as_mut_ptr(),
+        ..args(d, a, m, 0, 0, Some((k, cols)))
+    };
     for m in 0..top {
         let nodes = s * nodes_in_level(nb, m);
         let (walk, walk_smem) = (walk(nodes), node_walk_shared_bytes(n, walk(nodes), e));
-        if walk == 0 {
+        if split(nodes) > 0 {
+            let x = split_args(d, &mut flags, m, 0, split(nodes));
+            let smem = split_walk_shared_bytes(n, split(nodes), e);
+            unsafe { emu::launch_unchecked(nodes * nt, SOLVE_THREADS, smem, || forward_split(&x)) };
+        } else if walk == 0 {
             for t in 0..nt {
                 let x = args(d, a, m, t, 0, Some((k, chunk)));
                 unsafe { emu::launch_unchecked(nodes * (nt - t), SOLVE_THREADS, diag_smem, || forward_diag(&x)) };
@@ -228,7 +260,7 @@ fn run_solve_with<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, c
             unsafe { emu::launch_unchecked(nodes, SOLVE_THREADS, walk_smem, || forward_node(&x)) };
         }
         if m + 1 < top {
-            for side in 0..2 {
+            for &side in sides {
                 let x = args(d, a, m, 0, side, Some((k, chunk)));
                 unsafe {
                     emu::launch_unchecked(nodes * nt, couple_threads(nodes * nt, sms), couple_shared_bytes(e), || forward_couple(&x))
@@ -243,7 +275,11 @@ fn run_solve_with<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, c
             let x = args(d, a, m, 0, 0, Some((k, chunk)));
             unsafe { emu::launch_unchecked(nodes * nt * BACKWARD_ROW_GROUPS, SOLVE_THREADS, 0, || backward_couple(&x)) };
         }
-        if walk == 0 {
+        if split(nodes) > 0 {
+            let x = split_args(d, &mut flags, m, 1, split(nodes));
+            let smem = split_walk_shared_bytes(n, split(nodes), e);
+            unsafe { emu::launch_unchecked(nodes * nt, SOLVE_THREADS, smem, || backward_split(&x)) };
+        } else if walk == 0 {
             for t in (0..nt).rev() {
                 let x = args(d, a, m, t, 0, Some((k, chunk)));
                 unsafe { emu::launch_unchecked(nodes * (t + 1), SOLVE_THREADS, diag_smem, || backward_diag(&x)) };
@@ -253,6 +289,77 @@ fn run_solve_with<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, c
             unsafe { emu::launch_unchecked(nodes, SOLVE_THREADS, walk_smem, || backward_node(&x)) };
         }
     }
+    // Every split level's blocks took their tickets and published every tile row.
+    for sweep in 0..2 {
+        for m in 0..top {
+            let nodes = s * nodes_in_level(nb, m);
+            if split(nodes) > 0 {
+                let level = &flags[sweep * sweep_words + split_flag_offset(shape.batch, shape.nblocks, n, m)..];
+                assert_eq!(level[0], nodes * nt, "level {m}: tickets taken");
+                assert!(level[1..=(nodes * nt) as usize].iter().all(|&f| f == 1), "level {m}: a tile row never published");
+            }
+        }
+    }
+}
+
+/// The split walks (one block per tile row of each node) at every level against the node
+/// walks, bit for bit, and against the dense reference: two to five tiles with partial
+/// last tiles (down to one row), batches, and more columns than one pass takes (9, with
+/// 8 per pass, and 5 with 2 per pass).
+#[test]
+fn emulated_tiled_split_walks_match_the_node_walks_bit_for_bit() {
+    let seed = fresh_seed();
+    for (i, &(s, nb, n, k, cols)) in
+        [(1, 3, 130, 1, 1), (2, 5, 200, 3, 3), (1, 4, 257, 9, 8), (3, 2, 100, 5, 2), (1, 1, 128, 2, 2)].iter().enumerate()
+    {
+        let (a, b) = problem::<f64>(s, nb, n, k, seed + i as u64);
+        let factored = factored(&a, &b);
+        let walk = factored.solved(|e| run_solve_with(e, &a, k, cols, EMULATED_SMS, |_| cols));
+        let split = factored.solved(|e| run_solve_forms(e, &a, k, cols, EMULATED_SMS, |_| cols, |_| cols, couple_sides(false)));
+        assert!(split.solve_info.iter().all(|&x| x == INFO_OK), "S={s} N={nb} n={n}: {:?}", split.solve_info);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&walk.rhs), bits(&split.rhs), "S={s} N={nb} n={n} k={k}: the split walks change the bits");
+        let x = BlockVec::from_vec(a.shape(), k, split.rhs).unwrap();
+        let err = error_vs_reference(&x, &dense_solution(&a, &b));
+        assert!(err < 1e-11, "S={s} N={nb} n={n} k={k}: {err:e} (seed {seed})");
+    }
+}
+
+/// The forward couplings of both sides in one launch per level (each target tile in one
+/// block: the term of the node beyond it, then this node's) against one launch per side,
+/// bit for bit, on chains whose last separator has a node beyond it or not (N = 6, 7, 8),
+/// a batch, several passes of columns, one to three tiles.
+#[test]
+fn emulated_tiled_couplings_of_both_sides_in_one_launch_match_one_launch_per_side_bit_for_bit() {
+    let seed = fresh_seed();
+    for (i, &(s, nb, n, k)) in [(1, 6, 70, 1), (2, 7, 33, 3), (1, 8, 130, 9), (1, 5, 64, 2)].iter().enumerate() {
+        let (a, b) = problem::<f64>(s, nb, n, k, seed + i as u64);
+        let factored = factored(&a, &b);
+        let chunk = k.min(MAX_CHUNK);
+        let walk = node_walk_chunk(n, chunk, 8, EMULATED_SHARED);
+        let solve = |sides: &[u32]| factored.solved(|e| run_solve_forms(e, &a, k, chunk, EMULATED_SMS, |_| walk, |_| 0, sides)).rhs;
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let (both, per_side) = (solve(couple_sides(false)), solve(couple_sides(true)));
+        assert_eq!(bits(&both), bits(&per_side), "S={s} N={nb} n={n} k={k}: one launch changes the bits");
+        let x = BlockVec::from_vec(a.shape(), k, both).unwrap();
+        let err = error_vs_reference(&x, &dense_solution(&a, &b));
+        assert!(err < 1e-11, "S={s} N={nb} n={n} k={k}: {err:e} (seed {seed})");
+    }
+}
+
+/// A non-finite solution from a split backward walk is reported with its system and
+/// block, as the node walk reports it.
+#[test]
+fn emulated_tiled_split_walks_report_a_non_finite_solution() {
+    let (a, mut b) = problem::<f64>(2, 3, 130, 1, fresh_seed());
+    // System 1, block 2 (the top node of N = 3): an infinite right-hand side.
+    let idx = b.as_slice().len() / 2 + 2 * 130 + 70;
+    b.as_mut_slice()[idx] = f64::INFINITY;
+    let factored = factored(&a, &b);
+    let e = factored.solved(|e| run_solve_forms(e, &a, 1, 1, EMULATED_SMS, |_| 1, |_| 1, couple_sides(false)));
+    assert_eq!(e.solve_info[0], INFO_OK);
+    // It reaches every block of the system; the lowest level's lowest block is kept.
+    assert_eq!(decode_info(e.solve_info[1]), Some((0, InfoCode::NonFiniteSolution as u32, 0)));
 }
 
 fn check<T: Scalar, M: TileMac<T>>(cases: &[(usize, usize, usize, usize)], tol: f64) {

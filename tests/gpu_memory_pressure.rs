@@ -27,9 +27,13 @@ fn with_room<R>(g: &Gpu, room: usize, then: impl FnOnce() -> R) -> Option<R> {
 /// The segment path keeps its second lane's plan for its next call (about half the
 /// memory). A problem that fits once that plan goes must then still run in one piece, and
 /// the segment path must run again after it.
+/// The tests of this file one at a time: each needs the device's memory to itself.
+static DEVICE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn the_segment_paths_second_lane_makes_way_for_a_plan_that_fits_without_it() {
     let Some(g) = gpu() else { return };
+    let _alone = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
     let seed = fresh_seed();
     let room = 1usize << 30;
     let per_block = GpuCholesky::<f64>::required_memory(Shape::new(1, 1000, 16).unwrap(), 1) / 1000;
@@ -52,4 +56,32 @@ fn the_segment_paths_second_lane_makes_way_for_a_plan_that_fits_without_it() {
         let again = solver.factor_solve(&a, &b).unwrap();
         assert!(residual::accuracy(&a, &again, &b).unwrap().relative_residual < 1e-12, "seed {seed}");
     });
+}
+
+/// A mixed-precision solver's `f32` plan on the tiled engine rounds the `f64` plan's
+/// matrix in its `prep` and allocates no input buffers of its own: what the solver holds
+/// on the device (the driver's count, the memory pool's reserve included) stays below the
+/// two plans' sizes by at least half of those buffers (512 MiB at N = 1024, n = 256).
+#[test]
+fn a_mixed_solvers_f32_plan_needs_no_input_buffers_of_its_own() {
+    let Some(g) = gpu() else { return };
+    let _alone = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+    let seed = fresh_seed();
+    let shape = Shape::new(1, 1024, 256).unwrap();
+    let (a, b) = problem::<f64>(shape.batch, shape.nblocks, shape.block, 1, seed);
+    let f32_input = (2 * shape.nblocks - 1) * shape.block * shape.block * 4;
+    let (high, low) = (GpuCholesky::<f64>::required_memory(shape, 1), GpuCholesky::<f32>::required_memory(shape, 1));
+    g.stream().synchronize().unwrap();
+    let free = g.free_memory().unwrap();
+    if free < 2 * (high + low) {
+        eprintln!("skipping: {free} bytes free");
+        return;
+    }
+    let mut mixed = blocktri::cuda::MixedCholesky::with_gpu(g.clone(), Default::default()).unwrap();
+    let x = mixed.factor_solve(&a, &b).unwrap();
+    assert!(mixed.report().fallback.is_none(), "the f32 factor failed (seed {seed})");
+    assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12, "seed {seed}");
+    mixed.stream().synchronize().unwrap();
+    let held = free.saturating_sub(g.free_memory().unwrap());
+    assert!(held < high + low - f32_input / 2, "the mixed solver holds {held} bytes; its plans with input buffers {}", high + low);
 }

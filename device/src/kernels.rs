@@ -177,6 +177,10 @@ pub mod names {
     pub const TILED_FORWARD_NODE: &str = "tiled_forward_node";
     /// [`crate::tiled::solve::backward_node`].
     pub const TILED_BACKWARD_NODE: &str = "tiled_backward_node";
+    /// [`crate::tiled::solve::forward_split`].
+    pub const TILED_FORWARD_SPLIT: &str = "tiled_forward_split";
+    /// [`crate::tiled::solve::backward_split`].
+    pub const TILED_BACKWARD_SPLIT: &str = "tiled_backward_split";
     /// [`crate::batched::potrf_batched`].
     pub const POTRF_BATCHED: &str = "potrf_batched";
     /// [`crate::logdet::log_det_parts`].
@@ -550,6 +554,8 @@ mod entry {
     kernel!(tiled_backward_diag_f64, tiled_backward_diag_f32, ts::backward_diag, TiledArgs);
     kernel!(tiled_forward_node_f64, tiled_forward_node_f32, ts::forward_node, TiledArgs);
     kernel!(tiled_backward_node_f64, tiled_backward_node_f32, ts::backward_node, TiledArgs);
+    kernel!(tiled_forward_split_f64, tiled_forward_split_f32, ts::forward_split, TiledArgs);
+    kernel!(tiled_backward_split_f64, tiled_backward_split_f32, ts::backward_split, TiledArgs);
     kernel!(arrow_border_columns_f64, arrow_border_columns_f32, border_columns, ArrowArgs);
     kernel!(arrow_border_products_f64, arrow_border_products_f32, border_products, ArrowArgs);
     kernel!(arrow_border_correct_f64, arrow_border_correct_f32, border_correct, ArrowArgs);

@@ -128,7 +128,7 @@ pub fn upward_deps(m: u32, t: u32, nblocks: u32, first: u32) -> [u32; 2] {
 /// # Safety
 /// `counter` is a valid global word that only tickets touch during the launch.
 #[inline(always)]
-unsafe fn take_ticket(counter: *mut u32) -> u32 {
+pub(crate) unsafe fn take_ticket(counter: *mut u32) -> u32 {
     let slot = static_shared!(u32, 1);
     if thread_idx_x() == 0 {
         // SAFETY: the caller's counter; `slot` is this block's shared word.
@@ -145,7 +145,7 @@ unsafe fn take_ticket(counter: *mut u32) -> u32 {
 /// # Safety
 /// Each non-null pointer is a flag of this launch set by a block of a lower ticket.
 #[inline(always)]
-unsafe fn wait_for(deps: [*const u32; 3]) {
+pub(crate) unsafe fn wait_for(deps: [*const u32; 3]) {
     if thread_idx_x() == 0 {
         for flag in deps {
             if flag.is_null() {
@@ -170,7 +170,7 @@ unsafe fn wait_for(deps: [*const u32; 3]) {
 /// # Safety
 /// `flag` is this node's flag of the launch.
 #[inline(always)]
-unsafe fn publish(flag: *mut u32) {
+pub(crate) unsafe fn publish(flag: *mut u32) {
     sync_threads();
     if thread_idx_x() == 0 {
         // SAFETY: the caller's flag.

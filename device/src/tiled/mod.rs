@@ -63,6 +63,9 @@ pub struct TiledArgs<T> {
     pub info: *mut u64,
     /// Right-hand sides, per system `nblocks * n` rows by `nrhs` columns (solves).
     pub rhs: *mut T,
+    /// The split walks' ticket counter and completion flags of this level
+    /// ([`solve::split_flag_offset`]; solves, null elsewhere).
+    pub flags: *mut u32,
     /// Symmetry tolerance of the input check.
     pub sym_tol: T,
     /// Leading dimension of every block.

@@ -1,7 +1,7 @@
 //! Solve kernels of the tiled engine. Per level, forward (levels upward):
 //! [`forward_node`] (`y_i = L_ii^-1 b_i`, one block per node walking its diagonal tiles
-//! with their inverses), then [`forward_couple`] twice (`side` 0: `b_l -= L_li y_i`,
-//! `side` 1: `b_r -= L_ri y_i`; one writer per target, no atomics). Backward (levels
+//! with their inverses), then [`forward_couple`] (`b_l -= L_li y_i`, `b_r -= L_ri y_i`,
+//! both sides in one launch, each target tile in one block; no atomics). Backward (levels
 //! downward): [`backward_couple`] (`z_i = y_i - L_li^T x_l - L_ri^T x_r`), then
 //! [`backward_node`] (`x_i = L_ii^-T z_i`).
 //!
@@ -9,7 +9,9 @@
 //! [`forward_diag`] / [`backward_diag`] are the same diagonal solves split into one launch
 //! per tile step with one block per tile of the node: a launch per tile, but the reads of
 //! `L_ii` spread over more SMs. [`walks_nodes`] picks per level (`docs/perf-notes.md`,
-//! entries 21 and 47).
+//! entries 21 and 47). [`forward_split`] / [`backward_split`] split each node's walk over
+//! one block per tile row in one launch, the rows ordered by completion flags; they run
+//! where [`splits_walks`] says (the top levels, entry 87) and give the walks' bits.
 //!
 //! Right-hand sides are processed `chunk` columns per pass (at most [`MAX_CHUNK`], held in
 //! registers by the coupling kernels). The factor is read from global memory (it is
@@ -17,9 +19,11 @@
 
 use super::rem_div;
 use super::{TILE, TiledArgs, tile_rows, tiles};
+use crate::layout::{levels, nodes_in_level};
+use crate::level::dataflow::{publish, take_ticket, wait_for};
 use crate::level::{InfoCode, info_key};
 use blocktri_prims::index::opaque_u32;
-use blocktri_prims::memory::{copy_async_commit, copy_async_wait};
+use blocktri_prims::memory::{copy_async_commit, copy_async_wait, load_coherent};
 use blocktri_prims::{Real, atomic, block_dim_x, shared, sync_threads, thread_idx_x};
 
 /// Right-hand-side columns per pass, at most.
@@ -58,9 +62,18 @@ pub const fn couple_threads(blocks: u32, multiprocessors: u32) -> u32 {
 /// waits for one row's loads, not for eight rows' one after the other.
 pub const BACKWARD_ROW_GROUPS: u32 = (TILE / WARPS) as u32;
 
-/// Shared memory of [`forward_couple`].
+/// Shared memory of [`forward_couple`] (room for the partial sums of both sides' terms).
 pub const fn couple_shared_bytes(elem_bytes: usize) -> usize {
-    COUPLE_GROUPS * TILE * MAX_CHUNK * elem_bytes
+    2 * COUPLE_GROUPS * TILE * MAX_CHUNK * elem_bytes
+}
+
+/// [`forward_couple`]'s `side` that does both sides in one launch (see there).
+pub const BOTH_SIDES: u32 = 2;
+
+/// The `side`s of a level's [`forward_couple`] launches, in order: [`BOTH_SIDES`] alone,
+/// or with `split` one launch per side (0, then 1).
+pub const fn couple_sides(split: bool) -> &'static [u32] {
+    if split { &[0, 1] } else { &[BOTH_SIDES] }
 }
 
 /// The right-hand sides of system `s`: `(first row of block 0, rows per column)`.
@@ -406,12 +419,19 @@ pub unsafe fn forward_diag<T: Real>(args: &TiledArgs<T>) {
 
 /// `b_nbr -= L_{nbr,i} y_i` for the neighbour on `side` (0 left, 1 right) of every node:
 /// grid `x` = `systems * nodes * tiles`, one block per row tile of the neighbour's. Each
-/// block: 64 rows, the sum over `L`'s columns split into `COUPLE_THREADS / 64` partial
-/// sums (one per thread group, or several), reduced in shared memory in a fixed order.
+/// block: 64 rows, the sum over `L`'s columns split into `COUPLE_GROUPS` partial sums (one
+/// per thread group, or several), reduced in shared memory in a fixed order.
+///
+/// `side` [`BOTH_SIDES`] does both in one launch, on `side` 1's grid, as the factor's
+/// neighbour products do: the block of a row tile of `b_r` (`r` this node's right
+/// neighbour) subtracts the term of the level's node `c = r + 2^level` beyond `r` (if it
+/// exists: its left neighbour is `r`), then this node's. Every separator is some node's
+/// right neighbour, so every target gets both terms, in the order of the two launches:
+/// the same bits, one launch and one pass over `b_r` less per level.
 ///
 /// # Safety
 /// A multiple of 64 threads, at most [`COUPLE_THREADS`]; [`couple_shared_bytes`]; after
-/// [`forward_diag`] of the level.
+/// the diagonal solves of the level.
 pub unsafe fn forward_couple<T: Real>(args: &TiledArgs<T>) {
     let a = *args;
     let (nd, tile) = a.node_and_tile(tiles(a.n()));
@@ -423,23 +443,36 @@ pub unsafe fn forward_couple<T: Real>(args: &TiledArgs<T>) {
     let groups = block_dim_x() as usize / TILE;
     let r0 = tile * TILE;
     let h = TILE.min(n - r0);
-    let lmat = unsafe { a.block(if a.side == 0 { a.left } else { a.right }, nd.s, nd.b) } as *const T;
     let (bsys, ldb) = unsafe { system_rhs(&a, nd.s) };
+    // The terms in the order they are subtracted: (L_{target,j}, block j).
+    let own = (if a.side == 0 { a.left } else { a.right }, nd.b);
+    let beyond = target + (1usize << a.level);
+    let (first, terms) = match a.side == BOTH_SIDES && beyond < a.nblocks as usize {
+        true => ((a.left, beyond), 2),
+        false => (own, 1),
+    };
+    let term = |q: usize| {
+        let (slot, j) = if q + 1 < terms { first } else { own };
+        // SAFETY: block j of system s, a node of this level.
+        (unsafe { a.block(slot, nd.s, j) } as *const T, j)
+    };
     let red = shared::dynamic_shared::<T>();
     let mut c0 = 0;
     while c0 < k {
         let kc = chunk.min(k - c0);
-        let (y, dst) = unsafe { (bsys.add(c0 * ldb + nd.b * n), bsys.add(c0 * ldb + target * n + r0)) };
-        // Always COUPLE_GROUPS partial sums (a group of threads takes several when the
-        // block is narrower), added in a fixed order: the result's bits do not depend on
-        // the launch width, which the host picks from the batch size (a chunked batch gives
-        // the same bits as the whole).
+        let dst = unsafe { bsys.add(c0 * ldb + target * n + r0) };
+        // Always COUPLE_GROUPS partial sums per term (a group of threads takes several when
+        // the block is narrower), added in a fixed order: the result's bits do not depend
+        // on the launch width, which the host picks from the batch size (a chunked batch
+        // gives the same bits as the whole).
         let mut part = grp;
-        while part < COUPLE_GROUPS {
+        while part < terms * COUPLE_GROUPS {
+            let (lmat, j) = term(part / COUPLE_GROUPS);
             let mut acc = [T::ZERO; MAX_CHUNK];
             if rl < h {
-                // Row r0 + rl of L_{nbr,i} (stride ld), against y_i.
-                unsafe { strided_dot(lmat.add(r0 + rl), ld, y, ldb, part, COUPLE_GROUPS, n, kc, &mut acc) };
+                // Row r0 + rl of L_{target,j} (stride ld), against y_j.
+                let y = unsafe { bsys.add(c0 * ldb + j * n) };
+                unsafe { strided_dot(lmat.add(r0 + rl), ld, y, ldb, part % COUPLE_GROUPS, COUPLE_GROUPS, n, kc, &mut acc) };
             }
             for c in 0..MAX_CHUNK {
                 unsafe { *red.add((part * TILE + rl) * MAX_CHUNK + c) = acc[c] };
@@ -449,11 +482,15 @@ pub unsafe fn forward_couple<T: Real>(args: &TiledArgs<T>) {
         sync_threads();
         if grp == 0 && rl < h {
             for c in 0..kc {
-                let mut total = T::ZERO;
-                for g in 0..COUPLE_GROUPS {
-                    total += unsafe { *red.add((g * TILE + rl) * MAX_CHUNK + c) };
+                let mut value = unsafe { *dst.add(c * ldb + rl) };
+                for q in 0..terms {
+                    let mut total = T::ZERO;
+                    for g in 0..COUPLE_GROUPS {
+                        total += unsafe { *red.add(((q * COUPLE_GROUPS + g) * TILE + rl) * MAX_CHUNK + c) };
+                    }
+                    value -= total;
                 }
-                unsafe { *dst.add(c * ldb + rl) -= total };
+                unsafe { *dst.add(c * ldb + rl) = value };
             }
         }
         sync_threads();
@@ -558,18 +595,80 @@ const WALK_ROWS: usize = TILE * WALK_LANES / THREADS;
 /// tiles, the node's right-hand-side rows (`chunk` columns of `tiles(n) 64`), and the
 /// forward walk's partial sums.
 pub const fn node_walk_shared_bytes(n: usize, chunk: usize, elem_bytes: usize) -> usize {
-    super::factor::FLAG_BYTES + (WALK_STAGES * TILE * WALK_LD + (tiles(n) * TILE + WALK_GROUPS * TILE) * chunk) * elem_bytes
+    walk_shared_bytes(WALK_STAGES, n, chunk, elem_bytes)
+}
+
+/// Shared memory of a walk that stages `stages` tiles: the flag words, the staged tiles,
+/// the node's right-hand-side rows and the forward walk's partial sums.
+const fn walk_shared_bytes(stages: usize, n: usize, chunk: usize, elem_bytes: usize) -> usize {
+    super::factor::FLAG_BYTES + (stages * TILE * WALK_LD + (tiles(n) * TILE + WALK_GROUPS * TILE) * chunk) * elem_bytes
 }
 
 /// Right-hand-side columns per pass of a node walk: the most, up to `chunk`, whose
 /// [`node_walk_shared_bytes`] fit in `smem`; 0 when not even one does (the diagonal
 /// solves then go one launch per tile step).
 pub const fn node_walk_chunk(n: usize, chunk: usize, elem_bytes: usize, smem: usize) -> usize {
+    walk_chunk(WALK_STAGES, n, chunk, elem_bytes, smem)
+}
+
+/// The most columns, up to `chunk` and [`MAX_CHUNK`], whose [`walk_shared_bytes`] fit in
+/// `smem`.
+const fn walk_chunk(stages: usize, n: usize, chunk: usize, elem_bytes: usize, smem: usize) -> usize {
     let mut c = if chunk < MAX_CHUNK { chunk } else { MAX_CHUNK };
-    while c > 0 && node_walk_shared_bytes(n, c, elem_bytes) > smem {
+    while c > 0 && walk_shared_bytes(stages, n, c, elem_bytes) > smem {
         c -= 1;
     }
     c
+}
+
+/// Shared memory of [`forward_split`] / [`backward_split`]: as a node walk's, with room
+/// for all `tiles(n)` tiles of a tile row (or column) staged at once.
+pub const fn split_walk_shared_bytes(n: usize, chunk: usize, elem_bytes: usize) -> usize {
+    walk_shared_bytes(tiles(n), n, chunk, elem_bytes)
+}
+
+/// Right-hand-side columns per pass of the split walks: the most, up to `chunk`, whose
+/// [`split_walk_shared_bytes`] fit in `smem`; 0 when not even one does (the level then
+/// runs the node walks or the per-step launches).
+pub const fn split_walk_chunk(n: usize, chunk: usize, elem_bytes: usize, smem: usize) -> usize {
+    walk_chunk(tiles(n), n, chunk, elem_bytes, smem)
+}
+
+/// Whether the diagonal solves of a level of `level_nodes` nodes (all systems) split each
+/// node's walk over one block per tile row ([`forward_split`], [`backward_split`]), on a
+/// device with `multiprocessors` SMs, where the split fits in shared memory
+/// ([`split_walk_chunk`]): for nodes of two to [`SPLIT_MAX_TILES`] tiles on levels whose
+/// blocks, one per tile row, all have an SM of their own. There a node walk reads its tiles one after
+/// the other from one SM (~20 GB/s, `walks_nodes`), while the split blocks load theirs
+/// all at once and wait only for the solutions of the tiles before theirs.
+pub const fn splits_walks(n: usize, level_nodes: u32, multiprocessors: u32) -> bool {
+    let nt = tiles(n);
+    nt >= 2 && nt <= SPLIT_MAX_TILES && level_nodes as usize * nt <= multiprocessors as usize
+}
+
+/// Most tiles per block for which the diagonal solves split the walks: each tile row
+/// waits for the one before it through global memory (~4-5 µs per tile row on the H200,
+/// `docs/perf-notes.md` entry 87), so at 8 tiles (f32, n = 512) the chain cost more than
+/// the per-step launches it replaced.
+pub const SPLIT_MAX_TILES: usize = 4;
+
+/// Flag words of one sweep of split walks over every level of `systems` systems of
+/// `nblocks` blocks of size `n`: per level a ticket counter, then one completion flag per
+/// tile row of each node ([`split_flag_offset`]).
+pub const fn split_flag_words(systems: usize, nblocks: usize, n: usize) -> usize {
+    levels(nblocks as u32) as usize + systems * nblocks * tiles(n)
+}
+
+/// The first flag word of `level` within a sweep's [`split_flag_words`]: the levels below
+/// it come first, each `1 + systems * nodes * tiles(n)` words.
+pub const fn split_flag_offset(systems: usize, nblocks: usize, n: usize, level: u32) -> usize {
+    let mut offset = 0;
+    let mut m = 0;
+    while m < level {
+        offset += 1 + systems * nodes_in_level(nblocks as u32, m) as usize * tiles(n);
+        m += 1;
+    }
+    offset
 }
 
 /// Most tiles per block for which the diagonal solves walk the nodes on every level.
@@ -696,6 +795,106 @@ unsafe fn move_node_rhs<T: Real>(g: *mut T, ldb: usize, ys: *mut T, n: usize, np
     sync_threads();
 }
 
+/// Forward walks' product: row `tid % 64` of the staged tile (leading dimension
+/// `WALK_LD`) times rows `16 (tid / 64) ..` of the right-hand-side tile `v` (columns `np`
+/// apart), added to `acc` column by column.
+///
+/// # Safety
+/// `tile` is a staged tile in shared memory, `v` 64 rows of `kc <= MAX_CHUNK` columns.
+#[inline(always)]
+unsafe fn walk_row_times<T: Real>(tile: *const T, v: *const T, np: usize, kc: usize, acc: &mut [T; MAX_CHUNK]) {
+    let tid = thread_idx_x() as usize;
+    let (r, grp) = (tid % TILE, tid / TILE);
+    // Four terms per pass of a loop that stays a loop: unrolled whole, the loads of all
+    // sixteen were hoisted and took every register.
+    let (passes, per) = (opaque_u32(4) as usize, TILE / WALK_GROUPS / 4);
+    for pass in 0..passes {
+        for i in 0..per {
+            let p = grp * (TILE / WALK_GROUPS) + pass * per + i;
+            // SAFETY: inside the stage and the right-hand-side rows.
+            let m = unsafe { *tile.add(p * WALK_LD + r) };
+            for (c, acc_c) in acc.iter_mut().enumerate() {
+                if c < kc {
+                    *acc_c = m.mul_add(unsafe { *v.add(c * np + p) }, *acc_c);
+                }
+            }
+        }
+    }
+}
+
+/// The forward walks' quarters' sums of row `tid % 64` in a fixed order (the bits do not
+/// depend on timing), valid in the threads of group 0 (`tid < 64`), through `red`
+/// (`WALK_GROUPS * chunk` columns of 64). Every thread calls it; the barrier after the
+/// callers' use of the sums is theirs.
+///
+/// # Safety
+/// `red` is shared memory that no thread reads or writes otherwise until that barrier.
+#[inline(always)]
+unsafe fn walk_row_sums<T: Real>(red: *mut T, chunk: usize, acc: &[T; MAX_CHUNK], kc: usize) -> [T; MAX_CHUNK] {
+    let tid = thread_idx_x() as usize;
+    let (r, grp) = (tid % TILE, tid / TILE);
+    for (c, &v) in acc.iter().enumerate() {
+        if c < kc {
+            unsafe { *red.add((grp * chunk + c) * TILE + r) = v };
+        }
+    }
+    sync_threads();
+    core::array::from_fn(|c| {
+        let mut total = T::ZERO;
+        if grp == 0 && c < kc {
+            for g in 0..WALK_GROUPS {
+                total += unsafe { *red.add((g * chunk + c) * TILE + r) };
+            }
+        }
+        total
+    })
+}
+
+/// Backward walks' product: columns `tid / 8` and `tid / 8 + 32` of the staged tile times
+/// the right-hand-side tile `v` (columns `np` apart), over this lane's terms `tid % 8`,
+/// `+ 8`, ..., added to `acc`.
+///
+/// # Safety
+/// As [`walk_row_times`].
+#[inline(always)]
+unsafe fn walk_col_times<T: Real>(tile: *const T, v: *const T, np: usize, kc: usize, acc: &mut [[T; MAX_CHUNK]; WALK_ROWS]) {
+    let tid = thread_idx_x() as usize;
+    let (pl, rr) = (tid % WALK_LANES, tid / WALK_LANES);
+    // As in the forward walk: a loop of two passes of four terms.
+    let (passes, per) = (opaque_u32(2) as usize, TILE / WALK_LANES / 2);
+    for pass in 0..passes {
+        for i in 0..per {
+            let p = pl + (pass * per + i) * WALK_LANES;
+            for (u, acc_u) in acc.iter_mut().enumerate() {
+                // SAFETY: inside the stage and the right-hand-side rows.
+                let m = unsafe { *tile.add((rr + u * (TILE / WALK_ROWS)) * WALK_LD + p) };
+                for (c, acc_c) in acc_u.iter_mut().enumerate() {
+                    if c < kc {
+                        *acc_c = m.mul_add(unsafe { *v.add(c * np + p) }, *acc_c);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The backward walks' eight lanes' sums of each column (butterfly: a fixed order), then
+/// in every lane of the eight.
+#[inline(always)]
+fn walk_col_sums<T: Real>(acc: &mut [[T; MAX_CHUNK]; WALK_ROWS], kc: usize) {
+    for acc_u in acc.iter_mut() {
+        for (c, v) in acc_u.iter_mut().enumerate() {
+            if c < kc {
+                let mut m = 1;
+                while m < WALK_LANES as u32 {
+                    *v += v.shfl_xor(m);
+                    m *= 2;
+                }
+            }
+        }
+    }
+}
+
 /// `y_i = L_ii^-1 b_i` for every node of the level in one launch, in place: grid `x` =
 /// `systems * nodes`, one block per node walking its diagonal tiles in order
 /// (left-looking): `y_t = W_t (b_t - L[t, 0..t] y_{0..t})`, `W_t = dinv[b][t]`.
@@ -737,44 +936,9 @@ pub unsafe fn forward_node<T: Real>(args: &TiledArgs<T>) {
             }
         }
     };
-    // Row r of the staged tile times rows 16 grp .. of the right-hand-side tile `v`.
-    let row_times = |tile: *const T, v: *const T, kc: usize, acc: &mut [T; MAX_CHUNK]| {
-        // Four terms per pass of a loop that stays a loop: unrolled whole, the loads of all
-        // sixteen were hoisted and took every register.
-        let (passes, per) = (opaque_u32(4) as usize, TILE / WALK_GROUPS / 4);
-        for pass in 0..passes {
-            for i in 0..per {
-                let p = grp * (TILE / WALK_GROUPS) + pass * per + i;
-                // SAFETY: inside the stage and the right-hand-side rows.
-                let m = unsafe { *tile.add(p * WALK_LD + r) };
-                for (c, acc_c) in acc.iter_mut().enumerate() {
-                    if c < kc {
-                        *acc_c = m.mul_add(unsafe { *v.add(c * np + p) }, *acc_c);
-                    }
-                }
-            }
-        }
-    };
-    // The quarters' sums of row r in a fixed order (the bits do not depend on timing),
-    // valid in the threads of group 0; every thread calls it, the barrier after the
-    // callers' use of the sums is theirs.
-    let reduce = |acc: &[T; MAX_CHUNK], kc: usize| -> [T; MAX_CHUNK] {
-        for (c, &v) in acc.iter().enumerate() {
-            if c < kc {
-                unsafe { *red.add((grp * chunk + c) * TILE + r) = v };
-            }
-        }
-        sync_threads();
-        core::array::from_fn(|c| {
-            let mut total = T::ZERO;
-            if grp == 0 && c < kc {
-                for g in 0..WALK_GROUPS {
-                    total += unsafe { *red.add((g * chunk + c) * TILE + r) };
-                }
-            }
-            total
-        })
-    };
+    // SAFETY (both): inside the staged tile, the node's right-hand-side rows and `red`.
+    let row_times = |tile: *const T, v: *const T, kc: usize, acc: &mut [T; MAX_CHUNK]| unsafe { walk_row_times(tile, v, np, kc, acc) };
+    let reduce = |acc: &[T; MAX_CHUNK], kc: usize| unsafe { walk_row_sums(red, chunk, acc, kc) };
     let mut c0 = 0;
     while c0 < k {
         let kc = chunk.min(k - c0);
@@ -863,41 +1027,10 @@ pub unsafe fn backward_node<T: Real>(args: &TiledArgs<T>) {
             }
         }
     };
-    // Columns rr and rr + 32 of the staged tile times the right-hand-side tile `v`, over
-    // this lane's terms pl, pl + 8, ...
-    let col_times = |tile: *const T, v: *const T, kc: usize, acc: &mut [[T; MAX_CHUNK]; WALK_ROWS]| {
-        // As in the forward walk: a loop of two passes of four terms.
-        let (passes, per) = (opaque_u32(2) as usize, TILE / WALK_LANES / 2);
-        for pass in 0..passes {
-            for i in 0..per {
-                let p = pl + (pass * per + i) * WALK_LANES;
-                for (u, acc_u) in acc.iter_mut().enumerate() {
-                    // SAFETY: inside the stage and the right-hand-side rows.
-                    let m = unsafe { *tile.add((rr + u * (TILE / WALK_ROWS)) * WALK_LD + p) };
-                    for (c, acc_c) in acc_u.iter_mut().enumerate() {
-                        if c < kc {
-                            *acc_c = m.mul_add(unsafe { *v.add(c * np + p) }, *acc_c);
-                        }
-                    }
-                }
-            }
-        }
-    };
-    // The eight lanes' sums of each column (butterfly: a fixed order), then in every
-    // lane of the eight.
-    let reduce = |acc: &mut [[T; MAX_CHUNK]; WALK_ROWS], kc: usize| {
-        for acc_u in acc.iter_mut() {
-            for (c, v) in acc_u.iter_mut().enumerate() {
-                if c < kc {
-                    let mut m = 1;
-                    while m < WALK_LANES as u32 {
-                        *v += v.shfl_xor(m);
-                        m *= 2;
-                    }
-                }
-            }
-        }
-    };
+    // SAFETY: inside the staged tile and the node's right-hand-side rows.
+    let col_times =
+        |tile: *const T, v: *const T, kc: usize, acc: &mut [[T; MAX_CHUNK]; WALK_ROWS]| unsafe { walk_col_times(tile, v, np, kc, acc) };
+    let reduce = walk_col_sums::<T>;
     let mut finite = true;
     let mut c0 = 0;
     while c0 < k {
@@ -954,6 +1087,271 @@ pub unsafe fn backward_node<T: Real>(args: &TiledArgs<T>) {
         unsafe { move_node_rhs(g, ldb, xs, n, np, kc, false) };
         c0 += kc;
     }
+    if !finite {
+        unsafe { atomic::atomic_min_u64(a.info.add(nd.s), info_key(a.level, InfoCode::NonFiniteSolution, nd.b as u32)) };
+    }
+}
+
+/// One right-hand-side tile of the node: `rows` rows of columns `0..kc` at `src` (leading
+/// dimension `ldb`) into `dst` (columns `np` apart), zero from row `rows` to 64; through
+/// L2 when `coherent` (values that other blocks of the launch wrote). No barrier.
+///
+/// # Safety
+/// `src` holds `rows` rows of `kc` columns; `dst` 64 rows of `kc` columns in shared memory.
+#[inline(always)]
+unsafe fn load_rhs_tile<T: Real>(src: *const T, ldb: usize, dst: *mut T, np: usize, rows: usize, kc: usize, coherent: bool) {
+    super::batched::<T, 8>(
+        TILE * kc,
+        THREADS,
+        |e| {
+            let (r, c) = (e % TILE, e / TILE);
+            // SAFETY: row r < rows, column c < kc.
+            match (r < rows, coherent) {
+                (false, _) => T::ZERO,
+                (true, true) => unsafe { load_coherent(src.add(c * ldb + r)) },
+                (true, false) => unsafe { *src.add(c * ldb + r) },
+            }
+        },
+        |e, value| unsafe { *dst.add((e / TILE) * np + e % TILE) = value },
+    );
+}
+
+/// The split walks' block: its ticket's node and tile row (`reverse`: tile rows last
+/// first, for the backward sweep), the flag of each tile row of that node, and where its
+/// data lie.
+struct SplitBlock<T> {
+    nd: super::Node,
+    t: usize,
+    /// Rows of tile row `t`.
+    w: usize,
+    flags: *mut u32,
+    /// The staged tiles (shared memory, `TILE x WALK_LD` each).
+    stages: *mut T,
+    /// The node's right-hand-side rows in shared memory (`np` per column), then the
+    /// forward walk's partial sums.
+    rows: *mut T,
+    /// The system's right-hand sides and their leading dimension.
+    rhs: (*mut T, usize),
+    /// The node's diagonal block `L_ii`.
+    l: *const T,
+}
+
+impl<T: Real> SplitBlock<T> {
+    /// Takes the block's ticket (a barrier; every thread calls it).
+    ///
+    /// # Safety
+    /// `a.flags` is this launch's ticket counter, zero before the launch, followed by one
+    /// zero flag per tile row of each node of the level; the launch's shared memory is
+    /// [`split_walk_shared_bytes`]`(n, chunk)`.
+    #[inline(always)]
+    unsafe fn take(a: &TiledArgs<T>, reverse: bool) -> Self {
+        let nt = tiles(a.n());
+        let ticket = unsafe { take_ticket(a.flags) } as usize;
+        let (node, u) = (ticket / nt, ticket % nt);
+        let t = if reverse { nt - 1 - u } else { u };
+        let nd = a.node_at(node as u32);
+        let (_, sh) = super::factor::shared_areas::<T>();
+        SplitBlock {
+            nd,
+            t,
+            w: tile_rows(a.n(), t),
+            flags: a.flags.wrapping_add(1 + node * nt),
+            stages: sh,
+            // SAFETY: inside split_walk_shared_bytes(n, chunk).
+            rows: unsafe { sh.add(nt * TILE * WALK_LD) },
+            rhs: unsafe { system_rhs(a, nd.s) },
+            // SAFETY: block b of system s.
+            l: unsafe { a.block(a.diag, nd.s, nd.b) } as *const T,
+        }
+    }
+
+    /// Staged tile `q` of this block.
+    #[inline(always)]
+    fn stage(&self, q: usize) -> *mut T {
+        self.stages.wrapping_add(q * TILE * WALK_LD)
+    }
+
+    /// The completion flag of tile row `j` of this block's node.
+    #[inline(always)]
+    fn flag(&self, j: usize) -> *mut u32 {
+        self.flags.wrapping_add(j)
+    }
+}
+
+/// [`forward_node`] with each node's walk split over one block per tile row: grid `x` =
+/// `systems * nodes * tiles(n)`. The block of tile row `t` stages all of its tiles
+/// (`L[t, 0..t]`, `W_t`) at once, then adds `L[t, j] y_j` as the solution of each tile
+/// row `j < t` is published, and publishes `y_t = W_t (b_t - L[t, 0..t] y_{0..t})`. The
+/// products and sums are the node walk's, in the same order: the bits are the same.
+///
+/// Tiles rows take tickets in order (a completion flag per tile row, `args.flags`), so a
+/// block only waits for blocks that are running or done (the reasoning of
+/// [`crate::level::dataflow`]).
+///
+/// # Safety
+/// [`SOLVE_THREADS`] threads, [`split_walk_shared_bytes`]`(n, chunk)`; `args.flags` as
+/// [`split_flag_offset`] of this level, zeroed before the launch; otherwise as
+/// [`forward_node`].
+pub unsafe fn forward_split<T: Real>(args: &TiledArgs<T>) {
+    let a = *args;
+    let (n, ld, k, chunk) = (a.n(), a.ld(), a.nrhs as usize, a.chunk as usize);
+    let np = tiles(n) * TILE;
+    let block = unsafe { SplitBlock::take(&a, false) };
+    let (nd, t, w, l, ys, (bsys, ldb)) = (block.nd, block.t, block.w, block.l, block.rows, block.rhs);
+    let stage = |q| block.stage(q);
+    let tid = thread_idx_x() as usize;
+    let (r, grp) = (tid % TILE, tid / TILE);
+    // SAFETY: inside split_walk_shared_bytes(n, chunk).
+    let red = unsafe { ys.add(np * chunk) };
+    // SAFETY (the tiles): of block b and its dinv (t < tiles(n)).
+    for q in 0..=t {
+        let (panel, cols) = if q < t {
+            (super::product::Panel { ptr: unsafe { l.add(q * TILE * ld + t * TILE) }, ld, rows: w }, TILE)
+        } else {
+            (super::product::Panel { ptr: unsafe { a.dinv_tile(nd.s, nd.b, t) } as *const T, ld: TILE, rows: w }, w)
+        };
+        unsafe { super::product::issue_tile::<T, THREADS>(stage(q), WALK_LD, &panel, cols, tid) };
+    }
+    copy_async_commit();
+    let mut c0 = 0;
+    while c0 < k {
+        let kc = chunk.min(k - c0);
+        // SAFETY: the node's rows of columns c0 .. c0 + kc.
+        let g = unsafe { bsys.add(c0 * ldb + nd.b * n) };
+        unsafe { load_rhs_tile(g.add(t * TILE), ldb, ys.add(t * TILE), np, w, kc, false) };
+        let yt = unsafe { ys.add(t * TILE) };
+        if t > 0 {
+            let mut acc = [T::ZERO; MAX_CHUNK];
+            for j in 0..t {
+                if c0 == 0 {
+                    unsafe { wait_for([block.flag(j), core::ptr::null(), core::ptr::null()]) };
+                }
+                // y_j, full rows (only the last tile row is partial).
+                unsafe { load_rhs_tile(g.add(j * TILE), ldb, ys.add(j * TILE), np, TILE, kc, true) };
+                copy_async_wait::<0>();
+                sync_threads();
+                unsafe { walk_row_times(stage(j), ys.add(j * TILE), np, kc, &mut acc) };
+            }
+            // z_t = b_t - L[t, 0..t] y_{0..t}, in place.
+            let total = unsafe { walk_row_sums(red, chunk, &acc, kc) };
+            if grp == 0 && r < w {
+                for (c, &v) in total.iter().enumerate() {
+                    if c < kc {
+                        unsafe { *yt.add(c * np + r) -= v };
+                    }
+                }
+            }
+        }
+        copy_async_wait::<0>();
+        sync_threads();
+        let mut acc = [T::ZERO; MAX_CHUNK];
+        unsafe { walk_row_times(stage(t), yt, np, kc, &mut acc) };
+        // y_t = W_t z_t, straight to the right-hand sides.
+        let total = unsafe { walk_row_sums(red, chunk, &acc, kc) };
+        if grp == 0 && r < w {
+            for (c, &v) in total.iter().enumerate() {
+                if c < kc {
+                    unsafe { *g.add(c * ldb + t * TILE + r) = v };
+                }
+            }
+        }
+        // The next pass rewrites `ys` and `red`.
+        sync_threads();
+        c0 += kc;
+    }
+    unsafe { publish(block.flag(t)) };
+}
+
+/// [`backward_node`] with each node's walk split over one block per tile row: grid `x` =
+/// `systems * nodes * tiles(n)`. The block of tile row `t` stages `L[t+1.., t]` and `W_t`
+/// at once, then adds `L[j, t]^T x_j` for `j = t + 1, ..` as each is published, and
+/// publishes `x_t = W_t^T (z_t - L[t+1.., t]^T x_{t+1..})`; the node walk's products and
+/// sums in its order (the same bits, so the tiles wait for `x_{t+1}` first, the last to
+/// be solved: what the split saves is the walk's one-at-a-time loads). Records
+/// `info_key(level, NonFiniteSolution, b)` as [`backward_node`] does.
+///
+/// # Safety
+/// As [`forward_split`], after [`backward_couple`] of the level.
+pub unsafe fn backward_split<T: Real>(args: &TiledArgs<T>) {
+    let a = *args;
+    let (n, ld, k, chunk) = (a.n(), a.ld(), a.nrhs as usize, a.chunk as usize);
+    let (nt, np) = (tiles(n), tiles(n) * TILE);
+    let block = unsafe { SplitBlock::take(&a, true) };
+    let (nd, t, w, l, xs, (bsys, ldb)) = (block.nd, block.t, block.w, block.l, block.rows, block.rhs);
+    let stage = |q| block.stage(q);
+    let tid = thread_idx_x() as usize;
+    let (pl, rr) = (tid % WALK_LANES, tid / WALK_LANES);
+    // SAFETY (the tiles): of block b and its dinv (t < j < tiles(n)).
+    let below = nt - 1 - t;
+    for q in 0..=below {
+        let (panel, cols) = if q < below {
+            let j = t + 1 + q;
+            (super::product::Panel { ptr: unsafe { l.add(t * TILE * ld + j * TILE) }, ld, rows: tile_rows(n, j) }, TILE)
+        } else {
+            (super::product::Panel { ptr: unsafe { a.dinv_tile(nd.s, nd.b, t) } as *const T, ld: TILE, rows: w }, w)
+        };
+        unsafe { super::product::issue_tile::<T, THREADS>(stage(q), WALK_LD, &panel, cols, tid) };
+    }
+    copy_async_commit();
+    let mut finite = true;
+    let mut c0 = 0;
+    while c0 < k {
+        let kc = chunk.min(k - c0);
+        // SAFETY: the node's rows of columns c0 .. c0 + kc.
+        let g = unsafe { bsys.add(c0 * ldb + nd.b * n) };
+        unsafe { load_rhs_tile(g.add(t * TILE), ldb, xs.add(t * TILE), np, w, kc, false) };
+        let xt = unsafe { xs.add(t * TILE) };
+        if below > 0 {
+            // x_{t+1} is published last: the blocks of tile rows t + 2 .. published before
+            // it did (it waited for them), so one wait covers them all and their loads go
+            // out together.
+            if c0 == 0 {
+                unsafe { wait_for([block.flag(t + 1), core::ptr::null(), core::ptr::null()]) };
+            }
+            for j in t + 1..nt {
+                unsafe { load_rhs_tile(g.add(j * TILE), ldb, xs.add(j * TILE), np, tile_rows(n, j), kc, true) };
+            }
+            copy_async_wait::<0>();
+            sync_threads();
+            let mut acc = [[T::ZERO; MAX_CHUNK]; WALK_ROWS];
+            for q in 0..below {
+                unsafe { walk_col_times(stage(q), xs.add((t + 1 + q) * TILE), np, kc, &mut acc) };
+            }
+            walk_col_sums(&mut acc, kc);
+            // z_t - L[t+1.., t]^T x_{t+1..}, in place (read behind the barrier below).
+            for (u, acc_u) in acc.iter().enumerate() {
+                let row = rr + u * (TILE / WALK_ROWS);
+                if pl == 0 && row < w {
+                    for (c, &v) in acc_u.iter().enumerate() {
+                        if c < kc {
+                            unsafe { *xt.add(c * np + row) -= v };
+                        }
+                    }
+                }
+            }
+        }
+        copy_async_wait::<0>();
+        sync_threads();
+        let mut acc = [[T::ZERO; MAX_CHUNK]; WALK_ROWS];
+        unsafe { walk_col_times(stage(below), xt, np, kc, &mut acc) };
+        walk_col_sums(&mut acc, kc);
+        // x_t = W_t^T z_t, straight to the right-hand sides.
+        for (u, acc_u) in acc.iter().enumerate() {
+            let row = rr + u * (TILE / WALK_ROWS);
+            if pl == 0 && row < w {
+                for (c, &v) in acc_u.iter().enumerate() {
+                    if c < kc {
+                        finite &= v.is_finite();
+                        unsafe { *g.add(c * ldb + t * TILE + row) = v };
+                    }
+                }
+            }
+        }
+        // The next pass rewrites `xs`.
+        sync_threads();
+        c0 += kc;
+    }
+    unsafe { publish(block.flag(t)) };
     if !finite {
         unsafe { atomic::atomic_min_u64(a.info.add(nd.s), info_key(a.level, InfoCode::NonFiniteSolution, nd.b as u32)) };
     }

@@ -41,6 +41,7 @@ use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::round_up;
 use blocktri_device::level::{FactorArgs, InfoCode, SolveArgs, decode_info, factor_flag_words, solve_flag_words};
 use blocktri_device::logdet::{LOGDET_SHARED_BYTES, LOGDET_THREADS, LogDetArgs};
+use blocktri_device::tiled::solve::split_flag_words;
 use chain::Chain;
 use chunked::Deferred;
 use cudarc::driver::CudaStream;
@@ -230,9 +231,11 @@ fn factor_status_words(shape: Shape) -> usize {
 }
 
 /// Words of a solve's status buffer: one status word per system, then the flags of a
-/// single-launch solve.
+/// single-launch solve, or of the tiled engine's split walks (both sweeps), whichever
+/// is longer.
 fn solve_status_words(shape: Shape) -> usize {
-    shape.batch + solve_flag_words(shape.batch, shape.nblocks).div_ceil(2)
+    let split = 2 * split_flag_words(shape.batch, shape.nblocks, shape.block);
+    shape.batch + solve_flag_words(shape.batch, shape.nblocks).max(split).div_ceil(2)
 }
 
 /// The device buffers of a plan, shared by every engine.
@@ -501,6 +504,13 @@ fn plan_bytes<T: Scalar>(shape: Shape, nrhs: usize, tiled: bool) -> usize {
     blocks * blk + dinv + shape.batch * shape.dim() * nrhs * T::BYTES + status + 16 * shape.batch
 }
 
+/// Device bytes of a plan's input buffers (`2N - 1` blocks per system), part of
+/// [`plan_bytes`].
+fn input_bytes<T: Scalar>(shape: Shape) -> usize {
+    let blk = GpuCholesky::<T>::padded_ld(shape.block) * shape.block * T::BYTES;
+    (shape.batch * (2 * shape.nblocks - 1) * blk).max(T::BYTES)
+}
+
 impl<T: Scalar> GpuCholesky<T> {
     /// A solver on the shared device ([`Gpu::shared`]) with a stream of its own.
     pub fn new() -> Result<Self> {
@@ -638,7 +648,8 @@ impl<T: Scalar> GpuCholesky<T> {
     fn plan_footprint(&self) -> usize {
         let own = self.plan.as_ref().map_or(0, |p| {
             let tiled = matches!(p.engine, Engine::Tiled(_));
-            plan_bytes::<T>(p.bufs.shape, p.rhs_cols.max(1), tiled)
+            let unallocated_input = if p.bufs.diag_in.len() > 1 { 0 } else { input_bytes::<T>(p.bufs.shape) };
+            plan_bytes::<T>(p.bufs.shape, p.rhs_cols.max(1), tiled) - unallocated_input
         });
         own + self.partner.as_ref().map_or(0, |p| p.plan_footprint())
     }
@@ -670,7 +681,8 @@ impl<T: Scalar> GpuCholesky<T> {
         if tiled && shape.batch * shape.nblocks.div_ceil(2) * (nt * (nt + 1) / 2 + nt * nt) > i32::MAX as usize {
             shape_err!("{shape}: too many tiles for one launch grid of the tiled kernels");
         }
-        self.make_room(plan_bytes::<T>(shape, 1, tiled))?;
+        // The input buffers are checked when they are allocated (`ensure_input_buffers`).
+        self.make_room(plan_bytes::<T>(shape, 1, tiled) - input_bytes::<T>(shape))?;
         let ld = Self::padded_ld(shape.block);
         let blk = ld * shape.block;
         let (s, nb) = (shape.batch, shape.nblocks);
@@ -678,8 +690,10 @@ impl<T: Scalar> GpuCholesky<T> {
         let bufs = Buffers {
             shape,
             ld,
-            diag_in: DeviceBuffer::poisoned(st, s * nb * blk)?,
-            sub_in: DeviceBuffer::poisoned(st, (s * (nb - 1) * blk).max(1))?,
+            // The input buffers come with the first writer of the input (`plan_for_input`):
+            // a plan that rounds another solver's matrix never needs them.
+            diag_in: DeviceBuffer::poisoned(st, 1)?,
+            sub_in: DeviceBuffer::poisoned(st, 1)?,
             diag: DeviceBuffer::poisoned(st, s * nb * blk)?,
             left: DeviceBuffer::poisoned(st, s * nb * blk)?,
             right: DeviceBuffer::poisoned(st, s * nb * blk)?,
@@ -876,6 +890,9 @@ impl<T: Scalar> GpuCholesky<T> {
     fn plan_for_input(&mut self, shape: Shape, rounding: Option<RoundingSource>) -> Result<()> {
         self.ensure_plan(shape)?;
         self.factored = false;
+        if rounding.is_none() {
+            self.ensure_input_buffers()?;
+        }
         let plan = self.plan.as_mut().expect("plan exists");
         if plan.bufs.rounding != rounding {
             plan.bufs.rounding = rounding;
@@ -883,6 +900,36 @@ impl<T: Scalar> GpuCholesky<T> {
             plan.factor_solve_graph.clear();
         }
         Ok(())
+    }
+
+    /// Allocates the plan's own input buffers where it has none yet: a plan gets them from
+    /// the first writer of its input, so that a plan whose `prep` rounds another solver's
+    /// matrix ([`Self::round_input_from`]) holds none (a sixth of a mixed-precision
+    /// solver's device memory). When they cannot be had, the plan goes too: nothing can
+    /// then factor from input that was never written.
+    fn ensure_input_buffers(&mut self) -> Result<()> {
+        let bufs = &self.plan.as_ref().expect("plan exists").bufs;
+        let (shape, blk) = (bufs.shape, bufs.ld * bufs.shape.block);
+        let diag = shape.batch * shape.nblocks * blk;
+        let sub = (shape.batch * (shape.nblocks - 1) * blk).max(1);
+        if bufs.diag_in.len() >= diag {
+            return Ok(());
+        }
+        let allocated = self.make_room(input_bytes::<T>(shape)).and_then(|()| {
+            let st = &self.stream;
+            Ok((DeviceBuffer::poisoned(st, diag)?, DeviceBuffer::poisoned(st, sub)?))
+        });
+        match allocated {
+            Ok((diag_in, sub_in)) => {
+                let bufs = &mut self.plan.as_mut().expect("plan exists").bufs;
+                (bufs.diag_in, bufs.sub_in) = (diag_in, sub_in);
+                Ok(())
+            }
+            Err(e) => {
+                self.plan = None;
+                Err(e)
+            }
+        }
     }
 
     /// The device right-hand-side buffer for `k` columns (allocated when needed) and the

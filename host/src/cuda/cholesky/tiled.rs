@@ -8,9 +8,11 @@
 //! columns from step 6 on every other step, `column_update`); then the neighbour
 //! products, both sides in one launch (not on the top level, whose node has no
 //! neighbours). Solve:
-//! per level upward `forward_node` + two `forward_couple`; downward `backward_couple` +
-//! `backward_node` (the diagonal solves, one block per node; at levels with few nodes of
-//! more than 4 tiles one launch per tile step instead: `forward_diag`, `backward_diag`).
+//! per level upward `forward_node` + `forward_couple` (both sides in one launch); downward `backward_couple` +
+//! `backward_node` (the diagonal solves, one block per node; on levels whose nodes' tile
+//! rows all fit on the SMs at once one block per tile row, `forward_split` and
+//! `backward_split`; at levels with few nodes of more than 4 tiles where those do not fit
+//! in shared memory one launch per tile step: `forward_diag`, `backward_diag`).
 //! Factor + solve: each level's forward sweep on a side stream beside the factorization
 //! of the levels above, then the backward sweep.
 
@@ -28,8 +30,9 @@ use blocktri_device::tiled::factor::{
     prep_shared_bytes, product_kernel_shared_bytes, shape_kernel_shared_bytes,
 };
 use blocktri_device::tiled::solve::{
-    BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, couple_threads, diag_solve_shared_bytes, node_walk_chunk,
-    node_walk_shared_bytes, walks_nodes,
+    BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, couple_sides, couple_threads, diag_solve_shared_bytes,
+    node_walk_chunk, node_walk_shared_bytes, split_flag_offset, split_flag_words, split_walk_chunk, split_walk_shared_bytes, splits_walks,
+    walks_nodes,
 };
 use blocktri_device::tiled::{
     Narrow, Native, PRODUCT_THREADS, ProductShape, TILE, Tall, TiledArgs, Wide, Wide16, WideTf32, WideTf32x3, dinv_elems, tiles,
@@ -220,6 +223,10 @@ pub(super) struct Tiled {
     /// `backward_node`), or one launch per tile step (`forward_diag`, `backward_diag`).
     forward_node: Kernel,
     backward_node: Kernel,
+    /// The diagonal solves with one block per tile row of each node (`forward_split`,
+    /// `backward_split`) on the levels [`splits_walks`] picks, unless
+    /// `BLOCKTRI_SPLIT_WALKS=off` (for measurements: `docs/perf-notes.md`, entry 87).
+    split: Option<(Kernel, Kernel)>,
     forward_diag: Kernel,
     backward_diag: Kernel,
     diag_solve: DiagSolveChoice,
@@ -231,6 +238,9 @@ pub(super) struct Tiled {
     /// or `BLOCKTRI_NEIGHBOURS=split`, for measurements, one launch per side.
     neighbour_sides: &'static [u32],
     forward_couple: Kernel,
+    /// The forward couplings' sides per level ([`couple_sides`]): both in one launch, or
+    /// `BLOCKTRI_COUPLE=split`, for measurements, one launch per side (entry 87).
+    couple_sides: &'static [u32],
     backward_couple: Kernel,
     /// SMs of the device (the forward coupling's block width depends on the grid).
     multiprocessors: u32,
@@ -296,12 +306,17 @@ impl Tiled {
             fused_update,
             forward_node: k(names::TILED_FORWARD_NODE)?,
             backward_node: k(names::TILED_BACKWARD_NODE)?,
+            split: match std::env::var("BLOCKTRI_SPLIT_WALKS").as_deref() {
+                Ok("off") => None,
+                _ => Some((k(names::TILED_FORWARD_SPLIT)?, k(names::TILED_BACKWARD_SPLIT)?)),
+            },
             forward_diag: k(names::TILED_FORWARD_DIAG)?,
             backward_diag: k(names::TILED_BACKWARD_DIAG)?,
             diag_solve: DiagSolveChoice::from_env(),
             forward_beside: std::env::var("BLOCKTRI_FORWARD_BESIDE").as_deref() != Ok("off"),
             neighbour_sides: neighbour_sides(std::env::var("BLOCKTRI_NEIGHBOURS").as_deref() == Ok("split")),
             forward_couple: k(names::TILED_FORWARD_COUPLE)?,
+            couple_sides: couple_sides(std::env::var("BLOCKTRI_COUPLE").as_deref() == Ok("split")),
             backward_couple: k(names::TILED_BACKWARD_COUPLE)?,
             multiprocessors: gpu.info().multiprocessors,
             max_shared: smem as usize,
@@ -335,6 +350,7 @@ impl Tiled {
             dinv: b.dinv.as_ref().map_or(std::ptr::null_mut(), |d| d.ptr().as_mut_ptr()),
             info: target.map_or(b.info.ptr().as_mut_ptr(), |(t, _)| t.info),
             rhs: target.map_or(std::ptr::null_mut(), |(t, _)| t.rhs),
+            flags: std::ptr::null_mut(),
             sym_tol: T::symmetry_tolerance(),
             ld: b.ld as u32,
             n: b.shape.block as u32,
@@ -460,15 +476,18 @@ impl Tiled {
     }
 
     pub(super) fn solve_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>) -> Vec<Step<'k, T>> {
-        let mut steps = self.sweep_steps(b, target, Sweep::Forward);
-        steps.extend(self.sweep_steps(b, target, Sweep::Backward).into_iter().skip(1)); // one status reset
+        let sweeps = SweepLaunches::new(self, b, target);
+        let mut steps = sweeps.reset();
+        let top = levels(b.shape.nblocks as u32);
+        (0..top).for_each(|m| steps.extend(sweeps.forward_level(m)));
+        (0..top).rev().for_each(|m| steps.extend(sweeps.backward_level(m)));
         steps
     }
 
     /// One sweep of the solve (each starts with a reset of the status words).
     pub(super) fn sweep_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>, sweep: Sweep) -> Vec<Step<'k, T>> {
         let sweeps = SweepLaunches::new(self, b, target);
-        let mut steps = vec![sweeps.reset_status()];
+        let mut steps = sweeps.reset();
         let top = levels(b.shape.nblocks as u32);
         match sweep {
             Sweep::Forward => (0..top).for_each(|m| steps.extend(sweeps.forward_level(m))),
@@ -489,7 +508,7 @@ impl Tiled {
             return steps;
         }
         let sweeps = SweepLaunches::new(self, b, target);
-        let mut steps = vec![sweeps.reset_status()];
+        let mut steps = sweeps.reset();
         steps.extend(self.factor_steps_with(b, |m, steps| {
             steps.push(Step::Fork);
             steps.extend(sweeps.forward_level(m).into_iter().map(|s| Step::Side(Box::new(s))));
@@ -510,18 +529,47 @@ struct SweepLaunches<'k, 'b, T> {
     /// Columns per pass of the node walks (they keep the node's rows of them in shared
     /// memory); 0 where not even one fits.
     walk: usize,
+    /// Columns per pass of the split walks; 0 where not even one fits or they are off.
+    split: usize,
 }
 
 impl<'k, 'b, T: Scalar> SweepLaunches<'k, 'b, T> {
     fn new(tiled: &'k Tiled, bufs: &'b Buffers<T>, target: &'b SolveTarget<T>) -> Self {
         let chunk = Tiled::chunk(target.k);
         let walk = node_walk_chunk(bufs.shape.block, chunk, T::BYTES, tiled.max_shared);
-        SweepLaunches { tiled, bufs, target, chunk, walk }
+        let split = tiled.split.as_ref().map_or(0, |_| split_walk_chunk(bufs.shape.block, chunk, T::BYTES, tiled.max_shared));
+        SweepLaunches { tiled, bufs, target, chunk, walk, split }
     }
 
-    /// Sets the solve's status words.
-    fn reset_status(&self) -> Step<'k, T> {
-        Step::ResetStatus { addr: self.target.info as u64, systems: self.bufs.shape.batch }
+    /// Sets the solve's status words, and clears the split walks' flags of both sweeps
+    /// where a level runs them.
+    fn reset(&self) -> Vec<Step<'k, T>> {
+        let shape = self.bufs.shape;
+        let mut steps = vec![Step::ResetStatus { addr: self.target.info as u64, systems: shape.batch }];
+        if (0..levels(shape.nblocks as u32)).any(|m| self.splits(m)) {
+            let words = 2 * split_flag_words(shape.batch, shape.nblocks, shape.block);
+            steps.push(Step::ClearFlags { addr: self.target.flags as u64, words });
+        }
+        steps
+    }
+
+    /// Whether `level`'s diagonal solves are split walks.
+    fn splits(&self, level: u32) -> bool {
+        self.split > 0 && splits_walks(self.bufs.shape.block, self.nodes(level), self.tiled.multiprocessors)
+    }
+
+    /// A split walk over `level` (one block per tile row of each node), with the flags of
+    /// `sweep` (the forward sweep's words first, then the backward sweep's).
+    fn split_launch(&self, kernel: &'k Kernel, level: u32, sweep: Sweep) -> Step<'k, T> {
+        let shape = self.bufs.shape;
+        let smem = split_walk_shared_bytes(shape.block, self.split, T::BYTES) as u32;
+        let mut step = self.launch(kernel, level, self.tiles(), SOLVE_THREADS, smem, 0, 0, self.split);
+        let sweep_words = if sweep == Sweep::Forward { 0 } else { split_flag_words(shape.batch, shape.nblocks, shape.block) };
+        let offset = sweep_words + split_flag_offset(shape.batch, shape.nblocks, shape.block, level);
+        if let Step::Launch { args: Args::Tiled(a), .. } = &mut step {
+            a.flags = self.target.flags.wrapping_add(offset);
+        }
+        step
     }
 
     /// Nodes of `level`, all systems.
@@ -580,14 +628,15 @@ impl<'k, 'b, T: Scalar> SweepLaunches<'k, 'b, T> {
     fn forward_level(&self, m: u32) -> Vec<Step<'k, T>> {
         let (t, nt) = (self.tiled, self.tiles());
         let diag_smem = diag_solve_shared_bytes(T::BYTES) as u32;
-        let mut steps = match self.walks(m) {
-            true => vec![self.walk_launch(&t.forward_node, m)],
-            false => (0..nt).map(|k| self.step_launch(&t.forward_diag, m, nt - k, diag_smem, k, 0)).collect(),
+        let mut steps = match (&t.split, self.walks(m)) {
+            (Some((forward, _)), _) if self.splits(m) => vec![self.split_launch(forward, m, Sweep::Forward)],
+            (_, true) => vec![self.walk_launch(&t.forward_node, m)],
+            (_, false) => (0..nt).map(|k| self.step_launch(&t.forward_diag, m, nt - k, diag_smem, k, 0)).collect(),
         };
         if !self.is_top(m) {
             let threads = couple_threads(self.nodes(m) * nt, t.multiprocessors);
             let smem = couple_shared_bytes(T::BYTES) as u32;
-            steps.extend((0..2).map(|side| self.launch(&t.forward_couple, m, nt, threads, smem, 0, side, self.chunk)));
+            steps.extend(t.couple_sides.iter().map(|&side| self.launch(&t.forward_couple, m, nt, threads, smem, 0, side, self.chunk)));
         }
         steps
     }
@@ -600,9 +649,10 @@ impl<'k, 'b, T: Scalar> SweepLaunches<'k, 'b, T> {
         if !self.is_top(m) {
             steps.push(self.step_launch(&t.backward_couple, m, nt * BACKWARD_ROW_GROUPS, 0, 0, 0));
         }
-        match self.walks(m) {
-            true => steps.push(self.walk_launch(&t.backward_node, m)),
-            false => {
+        match (&t.split, self.walks(m)) {
+            (Some((_, backward)), _) if self.splits(m) => steps.push(self.split_launch(backward, m, Sweep::Backward)),
+            (_, true) => steps.push(self.walk_launch(&t.backward_node, m)),
+            (_, false) => {
                 let diag_smem = diag_solve_shared_bytes(T::BYTES) as u32;
                 steps.extend((0..nt).rev().map(|k| self.step_launch(&t.backward_diag, m, k + 1, diag_smem, k, 0)));
             }
