@@ -268,6 +268,12 @@ pub(crate) struct RoundingSource {
 }
 
 impl<T: Scalar> Buffers<T> {
+    /// Whether the plan's own input buffers are allocated (a plan is created with
+    /// one-element stand-ins, `GpuCholesky::ensure_input_buffers`).
+    fn has_input(&self) -> bool {
+        self.diag_in.len() > 1
+    }
+
     /// The arguments of the fused and chain factor kernels for `level`, with `rhs` for
     /// an interlaced forward substitution.
     fn factor_args(&self, level: u32, rhs: Option<&SolveTarget<T>>) -> FactorArgs<T> {
@@ -504,11 +510,17 @@ fn plan_bytes<T: Scalar>(shape: Shape, nrhs: usize, tiled: bool) -> usize {
     blocks * blk + dinv + shape.batch * shape.dim() * nrhs * T::BYTES + status + 16 * shape.batch
 }
 
-/// Device bytes of a plan's input buffers (`2N - 1` blocks per system), part of
-/// [`plan_bytes`].
+/// Elements of a plan's input buffers: `S N` diagonal and `S (N - 1)` sub-diagonal
+/// blocks (at least one element each).
+fn input_lens<T: Scalar>(shape: Shape) -> (usize, usize) {
+    let blk = GpuCholesky::<T>::padded_ld(shape.block) * shape.block;
+    (shape.batch * shape.nblocks * blk, (shape.batch * (shape.nblocks - 1) * blk).max(1))
+}
+
+/// Device bytes of a plan's input buffers ([`input_lens`]), part of [`plan_bytes`].
 fn input_bytes<T: Scalar>(shape: Shape) -> usize {
-    let blk = GpuCholesky::<T>::padded_ld(shape.block) * shape.block * T::BYTES;
-    (shape.batch * (2 * shape.nblocks - 1) * blk).max(T::BYTES)
+    let (diag, sub) = input_lens::<T>(shape);
+    (diag + sub) * T::BYTES
 }
 
 impl<T: Scalar> GpuCholesky<T> {
@@ -648,7 +660,7 @@ impl<T: Scalar> GpuCholesky<T> {
     fn plan_footprint(&self) -> usize {
         let own = self.plan.as_ref().map_or(0, |p| {
             let tiled = matches!(p.engine, Engine::Tiled(_));
-            let unallocated_input = if p.bufs.diag_in.len() > 1 { 0 } else { input_bytes::<T>(p.bufs.shape) };
+            let unallocated_input = if p.bufs.has_input() { 0 } else { input_bytes::<T>(p.bufs.shape) };
             plan_bytes::<T>(p.bufs.shape, p.rhs_cols.max(1), tiled) - unallocated_input
         });
         own + self.partner.as_ref().map_or(0, |p| p.plan_footprint())
@@ -909,12 +921,11 @@ impl<T: Scalar> GpuCholesky<T> {
     /// then factor from input that was never written.
     fn ensure_input_buffers(&mut self) -> Result<()> {
         let bufs = &self.plan.as_ref().expect("plan exists").bufs;
-        let (shape, blk) = (bufs.shape, bufs.ld * bufs.shape.block);
-        let diag = shape.batch * shape.nblocks * blk;
-        let sub = (shape.batch * (shape.nblocks - 1) * blk).max(1);
-        if bufs.diag_in.len() >= diag {
+        if bufs.has_input() {
             return Ok(());
         }
+        let shape = bufs.shape;
+        let (diag, sub) = input_lens::<T>(shape);
         let allocated = self.make_room(input_bytes::<T>(shape)).and_then(|()| {
             let st = &self.stream;
             Ok((DeviceBuffer::poisoned(st, diag)?, DeviceBuffer::poisoned(st, sub)?))

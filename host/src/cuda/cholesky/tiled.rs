@@ -478,9 +478,8 @@ impl Tiled {
     pub(super) fn solve_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>) -> Vec<Step<'k, T>> {
         let sweeps = SweepLaunches::new(self, b, target);
         let mut steps = sweeps.reset();
-        let top = levels(b.shape.nblocks as u32);
-        (0..top).for_each(|m| steps.extend(sweeps.forward_level(m)));
-        (0..top).rev().for_each(|m| steps.extend(sweeps.backward_level(m)));
+        steps.extend(sweeps.sweep(Sweep::Forward));
+        steps.extend(sweeps.sweep(Sweep::Backward));
         steps
     }
 
@@ -488,11 +487,7 @@ impl Tiled {
     pub(super) fn sweep_steps<'k, T: Scalar>(&'k self, b: &Buffers<T>, target: &SolveTarget<T>, sweep: Sweep) -> Vec<Step<'k, T>> {
         let sweeps = SweepLaunches::new(self, b, target);
         let mut steps = sweeps.reset();
-        let top = levels(b.shape.nblocks as u32);
-        match sweep {
-            Sweep::Forward => (0..top).for_each(|m| steps.extend(sweeps.forward_level(m))),
-            Sweep::Backward => (0..top).rev().for_each(|m| steps.extend(sweeps.backward_level(m))),
-        }
+        steps.extend(sweeps.sweep(sweep));
         steps
     }
 
@@ -514,7 +509,7 @@ impl Tiled {
             steps.extend(sweeps.forward_level(m).into_iter().map(|s| Step::Side(Box::new(s))));
         }));
         steps.push(Step::Join);
-        (0..levels(b.shape.nblocks as u32)).rev().for_each(|m| steps.extend(sweeps.backward_level(m)));
+        steps.extend(sweeps.sweep(Sweep::Backward));
         steps
     }
 }
@@ -551,6 +546,16 @@ impl<'k, 'b, T: Scalar> SweepLaunches<'k, 'b, T> {
             steps.push(Step::ClearFlags { addr: self.target.flags as u64, words });
         }
         steps
+    }
+
+    /// The launches of one sweep over every level: upward for the forward sweep, downward
+    /// for the backward one.
+    fn sweep(&self, sweep: Sweep) -> Vec<Step<'k, T>> {
+        let top = levels(self.bufs.shape.nblocks as u32);
+        match sweep {
+            Sweep::Forward => (0..top).flat_map(|m| self.forward_level(m)).collect(),
+            Sweep::Backward => (0..top).rev().flat_map(|m| self.backward_level(m)).collect(),
+        }
     }
 
     /// Whether `level`'s diagonal solves are split walks.
