@@ -317,11 +317,7 @@ fn emulated_tiled_split_walks_match_the_node_walks_bit_for_bit() {
         let walk = factored.solved(|e| run_solve_with(e, &a, k, cols, EMULATED_SMS, |_| cols));
         let split = factored.solved(|e| run_solve_forms(e, &a, k, cols, EMULATED_SMS, |_| cols, |_| cols, couple_sides(false)));
         assert!(split.solve_info.iter().all(|&x| x == INFO_OK), "S={s} N={nb} n={n}: {:?}", split.solve_info);
-        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&walk.rhs), bits(&split.rhs), "S={s} N={nb} n={n} k={k}: the split walks change the bits");
-        let x = BlockVec::from_vec(a.shape(), k, split.rhs).unwrap();
-        let err = error_vs_reference(&x, &dense_solution(&a, &b));
-        assert!(err < 1e-11, "S={s} N={nb} n={n} k={k}: {err:e} (seed {seed})");
+        factored.assert_same_solutions(k, &split.rhs, &walk.rhs, &format!("S={s} N={nb} n={n} k={k} (seed {seed}), split walks"));
     }
 }
 
@@ -338,12 +334,8 @@ fn emulated_tiled_couplings_of_both_sides_in_one_launch_match_one_launch_per_sid
         let chunk = k.min(MAX_CHUNK);
         let walk = node_walk_chunk(n, chunk, 8, EMULATED_SHARED);
         let solve = |sides: &[u32]| factored.solved(|e| run_solve_forms(e, &a, k, chunk, EMULATED_SMS, |_| walk, |_| 0, sides)).rhs;
-        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         let (both, per_side) = (solve(couple_sides(false)), solve(couple_sides(true)));
-        assert_eq!(bits(&both), bits(&per_side), "S={s} N={nb} n={n} k={k}: one launch changes the bits");
-        let x = BlockVec::from_vec(a.shape(), k, both).unwrap();
-        let err = error_vs_reference(&x, &dense_solution(&a, &b));
-        assert!(err < 1e-11, "S={s} N={nb} n={n} k={k}: {err:e} (seed {seed})");
+        factored.assert_same_solutions(k, &both, &per_side, &format!("S={s} N={nb} n={n} k={k} (seed {seed}), couplings in one launch"));
     }
 }
 
@@ -418,6 +410,17 @@ impl Factored<'_> {
         solve(&mut e);
         e
     }
+
+    /// Asserts that `x` (`k` columns, from one form of the solve) has the bits of `other`
+    /// (another form's) and solves the problem (against the dense reference); `what` names
+    /// the case.
+    fn assert_same_solutions(&self, k: usize, x: &[f64], other: &[f64], what: &str) {
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(x), bits(other), "{what}: the bits differ");
+        let x = BlockVec::from_vec(self.a.shape(), k, x.to_vec()).unwrap();
+        let err = error_vs_reference(&x, &dense_solution(self.a, self.b));
+        assert!(err < 1e-11, "{what}: error {err:e}");
+    }
 }
 
 /// The forward coupling's launch width follows the number of blocks per SM (the batch
@@ -471,11 +474,7 @@ fn emulated_tiled_node_walks_in_several_passes_match_the_dense_reference() {
             e.rhs
         };
         let (one_pass, rhs) = (solve(k), solve(2));
-        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&one_pass), bits(&rhs), "S={s} N={nb} n={n} k={k}: the passes change the bits");
-        let x = BlockVec::from_vec(a.shape(), k, rhs).unwrap();
-        let err = error_vs_reference(&x, &dense_solution(&a, &b));
-        assert!(err < 1e-11, "S={s} N={nb} n={n} k={k}: {err:e} (seed {seed})");
+        factored.assert_same_solutions(k, &rhs, &one_pass, &format!("S={s} N={nb} n={n} k={k} (seed {seed}), two columns per pass"));
     }
 }
 

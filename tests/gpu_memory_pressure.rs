@@ -5,13 +5,16 @@
 
 mod common;
 
+use blocktri::cuda::MixedCholesky;
 use blocktri::cuda::{DeviceBuffer, Gpu, GpuCholesky};
-use blocktri::{Factorization, Shape, residual};
+use blocktri::{Error, Factorization, Shape, residual};
 use common::{fresh_seed, gpu, problem};
 
 /// Runs `then` with about `room` bytes of the device left free (the rest held by a buffer
 /// of this test); `None` when the device has too little memory to leave just that.
 fn with_room<R>(g: &Gpu, room: usize, then: impl FnOnce() -> R) -> Option<R> {
+    // What earlier work freed goes back to the driver when the device gets there.
+    g.context().synchronize().unwrap();
     let free = g.free_memory().unwrap();
     if free < room + (1 << 30) {
         eprintln!("skipping: {free} bytes free, too few to leave {room}");
@@ -21,6 +24,7 @@ fn with_room<R>(g: &Gpu, room: usize, then: impl FnOnce() -> R) -> Option<R> {
     g.stream().synchronize().unwrap();
     let out = then();
     drop(hog);
+    g.context().synchronize().unwrap();
     Some(out)
 }
 
@@ -84,4 +88,65 @@ fn a_mixed_solvers_f32_plan_needs_no_input_buffers_of_its_own() {
     mixed.stream().synchronize().unwrap();
     let held = free.saturating_sub(g.free_memory().unwrap());
     assert!(held < high + low - f32_input / 2, "the mixed solver holds {held} bytes; its plans with input buffers {}", high + low);
+}
+
+/// Too little device memory is an [`Error::OutOfMemory`] (or a result that solves), never
+/// another error or a panic, at every margin from below the size check's need to above
+/// it: there what a solver holds beyond its plans' byte counts (the memory pool's
+/// granularity, the refinement's vectors) can exhaust the device after the check passed.
+/// Both the `f64` solver (which runs a chain that does not fit in segments) and the
+/// mixed-precision one, whose `f32` plan comes second; the mixed solver is refused at the
+/// small margins and solves at the large ones.
+#[test]
+fn too_little_device_memory_is_an_out_of_memory_error_at_every_margin() {
+    let Some(g) = gpu() else { return };
+    let _alone = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+    let seed = fresh_seed();
+    let shape = Shape::new(1, 200, 256).unwrap();
+    let (a, b) = problem::<f64>(shape.batch, shape.nblocks, shape.block, 1, seed);
+    let need = GpuCholesky::<f64>::required_memory(shape, 1) + GpuCholesky::<f32>::required_memory(shape, 1);
+    let (mut solved, mut refused) = (0, 0);
+    // One mixed solver throughout: refused at the small margins, it must solve at the
+    // large ones (a refusal loses nothing). Whether it solved, margin by margin:
+    let mut mixed_solved = Vec::new();
+    let mut mixed = MixedCholesky::with_gpu(g.clone(), Default::default()).unwrap();
+    for step in 0..16 {
+        // 0.40 .. 1.30 times both plans' bytes: below the f64 plan's need, between it and
+        // the mixed solver's, above both.
+        let room = need / 100 * (40 + 6 * step);
+        // Made before the device fills (its kernels load once per context).
+        let mut plain = GpuCholesky::<f64>::with_gpu(g.clone(), Default::default()).unwrap();
+        let outcomes = with_room(&g, room, || {
+            let first = plain.factor_solve(&a, &b);
+            drop(plain); // its plan makes way for the mixed solver's
+            [first, mixed.factor_solve(&a, &b)]
+        });
+        let Some(outcomes) = outcomes else { return };
+        let mut line = format!("room {room} of {need}:");
+        for (which, outcome) in ["f64", "mixed"].iter().zip(outcomes) {
+            let ok = match outcome {
+                Ok(x) => {
+                    let r = residual::accuracy(&a, &x, &b).unwrap().relative_residual;
+                    assert!(r < 1e-12, "{which}, room {room}: residual {r:e} (seed {seed})");
+                    solved += 1;
+                    line += &format!(" {which} solved ({r:.1e});");
+                    true
+                }
+                Err(e @ Error::OutOfMemory { .. }) => {
+                    refused += 1;
+                    line += &format!(" {which} refused ({e});");
+                    false
+                }
+                Err(e) => panic!("{which}, room {room} of {need}: {e}"),
+            };
+            if *which == "mixed" {
+                mixed_solved.push(ok);
+            }
+        }
+        eprintln!("{line}");
+    }
+    eprintln!("{solved} solved, {refused} refused for lack of device memory");
+    assert!(refused > 0 && solved > 0, "the margins did not reach both sides of the need: {solved} solved, {refused} refused");
+    assert!(!mixed_solved[0] && mixed_solved[mixed_solved.len() - 1], "the mixed solver, by margin: {mixed_solved:?}");
+    assert!(mixed.report().fallback.is_none(), "the mixed solver fell back to f64: {:?}", mixed.report());
 }

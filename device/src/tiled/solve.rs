@@ -895,6 +895,63 @@ fn walk_col_sums<T: Real>(acc: &mut [[T; MAX_CHUNK]; WALK_ROWS], kc: usize) {
     }
 }
 
+/// Tile `(row, col)` of a node's factor `L_ii` at `l` (`col < row`), as the walks stage
+/// it: its rows, and 64 columns.
+///
+/// # Safety
+/// `l` is the node's diagonal block (`n x n`, leading dimension `ld`); `row < tiles(n)`.
+#[inline(always)]
+unsafe fn factor_tile<T: Real>(l: *const T, ld: usize, n: usize, row: usize, col: usize) -> (super::product::Panel<T>, usize) {
+    // SAFETY: inside the block (the caller's contract).
+    let ptr = unsafe { l.add(col * TILE * ld + row * TILE) };
+    (super::product::Panel { ptr, ld, rows: tile_rows(n, row) }, TILE)
+}
+
+/// The inverse `W_t = dinv[b][t]` of diagonal tile `t` of node `nd`, as the walks stage it:
+/// `w x w` with `w` the tile's rows.
+///
+/// # Safety
+/// `t < tiles(n)`; `nd` is a node of the launch's systems.
+#[inline(always)]
+unsafe fn dinv_panel<T: Real>(a: &TiledArgs<T>, nd: super::Node, t: usize) -> (super::product::Panel<T>, usize) {
+    let w = tile_rows(a.n(), t);
+    // SAFETY: dinv tile t of block b (the caller's contract).
+    (super::product::Panel { ptr: unsafe { a.dinv_tile(nd.s, nd.b, t) } as *const T, ld: TILE, rows: w }, w)
+}
+
+/// Calls `f(column, row, sum)` for the forward walks' sums ([`walk_row_sums`]) that this
+/// thread holds: group 0, rows below `w`, columns below `kc`.
+#[inline(always)]
+fn each_row_sum<T: Real>(total: &[T; MAX_CHUNK], kc: usize, w: usize, mut f: impl FnMut(usize, usize, T)) {
+    let tid = thread_idx_x() as usize;
+    let (r, grp) = (tid % TILE, tid / TILE);
+    if grp == 0 && r < w {
+        for (c, &v) in total.iter().enumerate() {
+            if c < kc {
+                f(c, r, v);
+            }
+        }
+    }
+}
+
+/// Calls `f(column, row, sum)` for the backward walks' sums ([`walk_col_sums`]) that this
+/// thread holds: lane 0 of its eight, rows below `w`, columns below `kc`.
+#[inline(always)]
+fn each_col_sum<T: Real>(acc: &[[T; MAX_CHUNK]; WALK_ROWS], kc: usize, w: usize, mut f: impl FnMut(usize, usize, T)) {
+    let tid = thread_idx_x() as usize;
+    let (pl, rr) = (tid % WALK_LANES, tid / WALK_LANES);
+    for (u, acc_u) in acc.iter().enumerate() {
+        let row = rr + u * (TILE / WALK_ROWS);
+        if pl == 0 && row < w {
+            for (c, &v) in acc_u.iter().enumerate() {
+                if c < kc {
+                    f(c, row, v);
+                }
+            }
+        }
+    }
+}
+
 /// `y_i = L_ii^-1 b_i` for every node of the level in one launch, in place: grid `x` =
 /// `systems * nodes`, one block per node walking its diagonal tiles in order
 /// (left-looking): `y_t = W_t (b_t - L[t, 0..t] y_{0..t})`, `W_t = dinv[b][t]`.
@@ -915,8 +972,6 @@ pub unsafe fn forward_node<T: Real>(args: &TiledArgs<T>) {
     let nd = a.node();
     let (n, ld, k, chunk) = (a.n(), a.ld(), a.nrhs as usize, a.chunk as usize);
     let (nt, np) = (tiles(n), tiles(n) * TILE);
-    let tid = thread_idx_x() as usize;
-    let (r, grp) = (tid % TILE, tid / TILE);
     let (_, sh) = super::factor::shared_areas::<T>();
     // SAFETY (all shared pointers): inside node_walk_shared_bytes(n, chunk).
     let (stages, ys) = (sh, unsafe { sh.add(WALK_STAGES * TILE * WALK_LD) });
@@ -926,15 +981,8 @@ pub unsafe fn forward_node<T: Real>(args: &TiledArgs<T>) {
     let l = unsafe { a.block(a.diag, nd.s, nd.b) } as *const T;
     let source = |q: usize| {
         let (t, j) = super::lower_pair(q);
-        let rows = tile_rows(n, t);
-        // SAFETY: tiles of block b and its dinv (t, j < tiles(n)).
-        unsafe {
-            if j < t {
-                (super::product::Panel { ptr: l.add(j * TILE * ld + t * TILE), ld, rows }, TILE)
-            } else {
-                (super::product::Panel { ptr: a.dinv_tile(nd.s, nd.b, t) as *const T, ld: TILE, rows }, rows)
-            }
-        }
+        // SAFETY: tiles of block b and its dinv (j <= t < tiles(n)).
+        unsafe { if j < t { factor_tile(l, ld, n, t, j) } else { dinv_panel(&a, nd, t) } }
     };
     // SAFETY (both): inside the staged tile, the node's right-hand-side rows and `red`.
     let row_times = |tile: *const T, v: *const T, kc: usize, acc: &mut [T; MAX_CHUNK]| unsafe { walk_row_times(tile, v, np, kc, acc) };
@@ -956,28 +1004,14 @@ pub unsafe fn forward_node<T: Real>(args: &TiledArgs<T>) {
                     row_times(tile, unsafe { ys.add(j * TILE) }, kc, &mut acc);
                 }
                 // z_t = b_t - L[t, 0..t] y_{0..t}, in place.
-                let total = reduce(&acc, kc);
-                if grp == 0 && r < w {
-                    for (c, &v) in total.iter().enumerate() {
-                        if c < kc {
-                            unsafe { *yt.add(c * np + r) -= v };
-                        }
-                    }
-                }
+                each_row_sum(&reduce(&acc, kc), kc, w, |c, r, v| unsafe { *yt.add(c * np + r) -= v });
                 // Read after the ring's next barrier.
             }
             let tile = unsafe { ring.next() };
             let mut acc = [T::ZERO; MAX_CHUNK];
             row_times(tile, yt, kc, &mut acc);
-            // y_t = W_t z_t (rows from w of W_t are zero: y_t's stay zero).
-            let total = reduce(&acc, kc);
-            if grp == 0 {
-                for (c, &v) in total.iter().enumerate() {
-                    if c < kc {
-                        unsafe { *yt.add(c * np + r) = v };
-                    }
-                }
-            }
+            // y_t = W_t z_t (y_t's rows from w stay zero, as loaded).
+            each_row_sum(&reduce(&acc, kc), kc, w, |c, r, v| unsafe { *yt.add(c * np + r) = v });
             // Read after the ring's next barrier (or the one below).
         }
         ring.finish();
@@ -1004,8 +1038,6 @@ pub unsafe fn backward_node<T: Real>(args: &TiledArgs<T>) {
     let nd = a.node();
     let (n, ld, k, chunk) = (a.n(), a.ld(), a.nrhs as usize, a.chunk as usize);
     let (nt, np) = (tiles(n), tiles(n) * TILE);
-    let tid = thread_idx_x() as usize;
-    let (pl, rr) = (tid % WALK_LANES, tid / WALK_LANES);
     let (_, sh) = super::factor::shared_areas::<T>();
     // SAFETY (all shared pointers): inside node_walk_shared_bytes(n, chunk).
     let (stages, xs) = (sh, unsafe { sh.add(WALK_STAGES * TILE * WALK_LD) });
@@ -1016,16 +1048,8 @@ pub unsafe fn backward_node<T: Real>(args: &TiledArgs<T>) {
         // Sequence pair (u, i): t = nt - 1 - u; i < u is L[t + 1 + i, t], i = u is W_t.
         let (u, i) = super::lower_pair(q);
         let t = nt - 1 - u;
-        // SAFETY: tiles of block b and its dinv (t < j < tiles(n)).
-        unsafe {
-            if i < u {
-                let j = t + 1 + i;
-                (super::product::Panel { ptr: l.add(t * TILE * ld + j * TILE), ld, rows: tile_rows(n, j) }, TILE)
-            } else {
-                let w = tile_rows(n, t);
-                (super::product::Panel { ptr: a.dinv_tile(nd.s, nd.b, t) as *const T, ld: TILE, rows: w }, w)
-            }
-        }
+        // SAFETY: tiles of block b and its dinv (t < t + 1 + i < tiles(n)).
+        unsafe { if i < u { factor_tile(l, ld, n, t + 1 + i, t) } else { dinv_panel(&a, nd, t) } }
     };
     // SAFETY: inside the staged tile and the node's right-hand-side rows.
     let col_times =
@@ -1051,16 +1075,7 @@ pub unsafe fn backward_node<T: Real>(args: &TiledArgs<T>) {
                 // z_t - L[t+1.., t]^T x_{t+1..}, in place (nobody reads z_t before the
                 // ring's next barrier).
                 reduce(&mut acc, kc);
-                for (u, acc_u) in acc.iter().enumerate() {
-                    let row = rr + u * (TILE / WALK_ROWS);
-                    if pl == 0 && row < w {
-                        for (c, &v) in acc_u.iter().enumerate() {
-                            if c < kc {
-                                unsafe { *xt.add(c * np + row) -= v };
-                            }
-                        }
-                    }
-                }
+                each_col_sum(&acc, kc, w, |c, row, v| unsafe { *xt.add(c * np + row) -= v });
             }
             let tile = unsafe { ring.next() };
             let mut acc = [[T::ZERO; MAX_CHUNK]; WALK_ROWS];
@@ -1068,18 +1083,11 @@ pub unsafe fn backward_node<T: Real>(args: &TiledArgs<T>) {
             reduce(&mut acc, kc);
             // Every lane has read z_t before x_t replaces it.
             sync_threads();
-            // x_t = W_t^T z_t (columns from w of W_t are zero: x_t's rows from w stay zero).
-            for (u, acc_u) in acc.iter().enumerate() {
-                let row = rr + u * (TILE / WALK_ROWS);
-                if pl == 0 {
-                    for (c, &v) in acc_u.iter().enumerate() {
-                        if c < kc {
-                            finite &= v.is_finite();
-                            unsafe { *xt.add(c * np + row) = v };
-                        }
-                    }
-                }
-            }
+            // x_t = W_t^T z_t (x_t's rows from w stay zero, as loaded).
+            each_col_sum(&acc, kc, w, |c, row, v| {
+                finite &= v.is_finite();
+                unsafe { *xt.add(c * np + row) = v };
+            });
             // Read after the ring's next barrier (or the one below).
         }
         ring.finish();
@@ -1200,16 +1208,11 @@ pub unsafe fn forward_split<T: Real>(args: &TiledArgs<T>) {
     let (nd, t, w, l, ys, (bsys, ldb)) = (block.nd, block.t, block.w, block.l, block.rows, block.rhs);
     let stage = |q| block.stage(q);
     let tid = thread_idx_x() as usize;
-    let (r, grp) = (tid % TILE, tid / TILE);
     // SAFETY: inside split_walk_shared_bytes(n, chunk).
     let red = unsafe { ys.add(np * chunk) };
-    // SAFETY (the tiles): of block b and its dinv (t < tiles(n)).
     for q in 0..=t {
-        let (panel, cols) = if q < t {
-            (super::product::Panel { ptr: unsafe { l.add(q * TILE * ld + t * TILE) }, ld, rows: w }, TILE)
-        } else {
-            (super::product::Panel { ptr: unsafe { a.dinv_tile(nd.s, nd.b, t) } as *const T, ld: TILE, rows: w }, w)
-        };
+        // SAFETY: tiles of block b and its dinv (q <= t < tiles(n)).
+        let (panel, cols) = unsafe { if q < t { factor_tile(l, ld, n, t, q) } else { dinv_panel(&a, nd, t) } };
         unsafe { super::product::issue_tile::<T, THREADS>(stage(q), WALK_LD, &panel, cols, tid) };
     }
     copy_async_commit();
@@ -1234,13 +1237,7 @@ pub unsafe fn forward_split<T: Real>(args: &TiledArgs<T>) {
             }
             // z_t = b_t - L[t, 0..t] y_{0..t}, in place.
             let total = unsafe { walk_row_sums(red, chunk, &acc, kc) };
-            if grp == 0 && r < w {
-                for (c, &v) in total.iter().enumerate() {
-                    if c < kc {
-                        unsafe { *yt.add(c * np + r) -= v };
-                    }
-                }
-            }
+            each_row_sum(&total, kc, w, |c, r, v| unsafe { *yt.add(c * np + r) -= v });
         }
         copy_async_wait::<0>();
         sync_threads();
@@ -1248,13 +1245,7 @@ pub unsafe fn forward_split<T: Real>(args: &TiledArgs<T>) {
         unsafe { walk_row_times(stage(t), yt, np, kc, &mut acc) };
         // y_t = W_t z_t, straight to the right-hand sides.
         let total = unsafe { walk_row_sums(red, chunk, &acc, kc) };
-        if grp == 0 && r < w {
-            for (c, &v) in total.iter().enumerate() {
-                if c < kc {
-                    unsafe { *g.add(c * ldb + t * TILE + r) = v };
-                }
-            }
-        }
+        each_row_sum(&total, kc, w, |c, r, v| unsafe { *g.add(c * ldb + t * TILE + r) = v });
         // The next pass rewrites `ys` and `red`.
         sync_threads();
         c0 += kc;
@@ -1280,16 +1271,10 @@ pub unsafe fn backward_split<T: Real>(args: &TiledArgs<T>) {
     let (nd, t, w, l, xs, (bsys, ldb)) = (block.nd, block.t, block.w, block.l, block.rows, block.rhs);
     let stage = |q| block.stage(q);
     let tid = thread_idx_x() as usize;
-    let (pl, rr) = (tid % WALK_LANES, tid / WALK_LANES);
-    // SAFETY (the tiles): of block b and its dinv (t < j < tiles(n)).
     let below = nt - 1 - t;
     for q in 0..=below {
-        let (panel, cols) = if q < below {
-            let j = t + 1 + q;
-            (super::product::Panel { ptr: unsafe { l.add(t * TILE * ld + j * TILE) }, ld, rows: tile_rows(n, j) }, TILE)
-        } else {
-            (super::product::Panel { ptr: unsafe { a.dinv_tile(nd.s, nd.b, t) } as *const T, ld: TILE, rows: w }, w)
-        };
+        // SAFETY: tiles of block b and its dinv (t < t + 1 + q < tiles(n)).
+        let (panel, cols) = unsafe { if q < below { factor_tile(l, ld, n, t + 1 + q, t) } else { dinv_panel(&a, nd, t) } };
         unsafe { super::product::issue_tile::<T, THREADS>(stage(q), WALK_LD, &panel, cols, tid) };
     }
     copy_async_commit();
@@ -1319,16 +1304,7 @@ pub unsafe fn backward_split<T: Real>(args: &TiledArgs<T>) {
             }
             walk_col_sums(&mut acc, kc);
             // z_t - L[t+1.., t]^T x_{t+1..}, in place (read behind the barrier below).
-            for (u, acc_u) in acc.iter().enumerate() {
-                let row = rr + u * (TILE / WALK_ROWS);
-                if pl == 0 && row < w {
-                    for (c, &v) in acc_u.iter().enumerate() {
-                        if c < kc {
-                            unsafe { *xt.add(c * np + row) -= v };
-                        }
-                    }
-                }
-            }
+            each_col_sum(&acc, kc, w, |c, row, v| unsafe { *xt.add(c * np + row) -= v });
         }
         copy_async_wait::<0>();
         sync_threads();
@@ -1336,17 +1312,10 @@ pub unsafe fn backward_split<T: Real>(args: &TiledArgs<T>) {
         unsafe { walk_col_times(stage(below), xt, np, kc, &mut acc) };
         walk_col_sums(&mut acc, kc);
         // x_t = W_t^T z_t, straight to the right-hand sides.
-        for (u, acc_u) in acc.iter().enumerate() {
-            let row = rr + u * (TILE / WALK_ROWS);
-            if pl == 0 && row < w {
-                for (c, &v) in acc_u.iter().enumerate() {
-                    if c < kc {
-                        finite &= v.is_finite();
-                        unsafe { *g.add(c * ldb + t * TILE + row) = v };
-                    }
-                }
-            }
-        }
+        each_col_sum(&acc, kc, w, |c, row, v| {
+            finite &= v.is_finite();
+            unsafe { *g.add(c * ldb + t * TILE + row) = v };
+        });
         // The next pass rewrites `xs`.
         sync_threads();
         c0 += kc;

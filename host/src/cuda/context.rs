@@ -179,10 +179,23 @@ impl Gpu {
     pub fn set_memory_limit(&self, bytes: Option<usize>) {
         self.memory_limit.store(bytes.unwrap_or(usize::MAX), Ordering::Relaxed);
     }
-    /// Fails with [`Error::OutOfMemory`] unless `bytes` (plus a 5% margin) are free.
+    /// Fails with [`Error::OutOfMemory`] unless `bytes` (plus a 5% margin) are free. Where
+    /// they are not at first, it waits for the device (every stream of the context) and
+    /// looks again: buffers freed on a stream, by this process's dropped solvers too, go
+    /// back to the driver only at a synchronization.
+    ///
+    /// ```no_run
+    /// let gpu = blocktri::cuda::Gpu::new().unwrap();
+    /// assert!(gpu.check_memory(usize::MAX / 2).is_err());
+    /// ```
     pub fn check_memory(&self, bytes: usize) -> Result<()> {
+        let margin = bytes.saturating_add(bytes / 20);
+        if margin <= self.free_memory()? {
+            return Ok(());
+        }
+        self.ctx.synchronize()?;
         let free = self.free_memory()?;
-        if bytes + bytes / 20 > free {
+        if margin > free {
             return Err(Error::OutOfMemory { needed: bytes, free });
         }
         Ok(())

@@ -2,7 +2,7 @@
 
 use super::launch::DevicePtr;
 use crate::error::{Error, Result};
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr as _, DeviceRepr, result, sys};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr as _, DeviceRepr, DriverError, result, sys};
 use std::sync::Arc;
 
 /// An owned device array of `T`, freed (stream-ordered) on drop.
@@ -15,9 +15,22 @@ pub struct DeviceBuffer<T> {
 impl<T: DeviceRepr> DeviceBuffer<T> {
     /// `len` elements filled with `0xff` bytes (NaN for floats): never-written results show
     /// up as NaN instead of stale values.
+    ///
+    /// Fails with [`Error::OutOfMemory`] when the device has no room for them, also after
+    /// the pending stream-ordered frees of the device have run.
     pub fn poisoned(stream: &Arc<CudaStream>, len: usize) -> Result<Self> {
+        let bytes = len.max(1).saturating_mul(std::mem::size_of::<T>());
         // SAFETY: the memory is initialized right below, before any read.
-        let slice = unsafe { stream.alloc::<T>(len.max(1)) }.map_err(|e| Error::Cuda(format!("allocating {len} elements: {e}")))?;
+        let alloc = || unsafe { stream.alloc::<T>(len.max(1)) };
+        let slice = match alloc() {
+            Err(e) if is_out_of_memory(e) => {
+                // Buffers freed on a stream return to the driver when the stream gets there.
+                stream.context().synchronize()?;
+                alloc()
+            }
+            first => first,
+        };
+        let slice = slice.map_err(|e| allocation_error(e, bytes, || stream.context().mem_get_info().map_or(0, |(free, _)| free)))?;
         let buf = DeviceBuffer { slice, stream: stream.clone() };
         buf.fill_bytes(0xff)?;
         Ok(buf)
@@ -104,6 +117,23 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 pub(crate) enum Loc<'a, T> {
     Host(&'a [T]),
     Device(u64),
+}
+
+fn is_out_of_memory(e: DriverError) -> bool {
+    e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY
+}
+
+/// The error of a failed device allocation of `bytes`: [`Error::OutOfMemory`] (with the
+/// device's free bytes from `free`) when the driver ran out of memory, [`Error::Cuda`]
+/// otherwise. The size checks keep a margin, but what a solver holds beyond its plans'
+/// byte counts (a memory pool's granularity, graphs, another process) can still exhaust
+/// the device after they passed.
+fn allocation_error(e: DriverError, bytes: usize, free: impl FnOnce() -> usize) -> Error {
+    if is_out_of_memory(e) {
+        Error::OutOfMemory { needed: bytes, free: free() }
+    } else {
+        Error::Cuda(format!("allocating {bytes} bytes: {e}"))
+    }
 }
 
 /// A 2-D copy (`cuMemcpy2DAsync`): `height` columns of `width` elements, source pitch
@@ -210,4 +240,18 @@ pub(crate) unsafe fn copy_2d_bytes(
     // SAFETY: the caller's contract.
     let r = unsafe { sys::cuMemcpy2DAsync_v2(&p, stream.cu_stream()) };
     r.result().map_err(|e| Error::Cuda(format!("2-D copy: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Error, allocation_error, is_out_of_memory};
+    use cudarc::driver::{DriverError, sys::CUresult};
+
+    #[test]
+    fn a_driver_out_of_memory_is_an_out_of_memory_error() {
+        let oom = allocation_error(DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY), 1 << 20, || 4096);
+        assert!(matches!(oom, Error::OutOfMemory { needed: 1048576, free: 4096 }), "{oom}");
+        // (Formatting another error asks the driver for its text: not here, without one.)
+        assert!(!is_out_of_memory(DriverError(CUresult::CUDA_ERROR_INVALID_VALUE)));
+    }
 }

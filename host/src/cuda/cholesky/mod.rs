@@ -758,18 +758,13 @@ impl<T: Scalar> GpuCholesky<T> {
     /// copy of its own may still use a caller's buffers; the chunk path allocates only
     /// before its first chunk, when the partner is idle).
     fn make_room(&mut self, bytes: usize) -> Result<()> {
-        if self.gpu.check_memory(bytes).is_ok() {
-            return Ok(());
-        }
-        // Stream-ordered frees (of a plan just replaced) go back to the driver at a
-        // synchronization.
-        self.stream.synchronize()?;
+        // (The check waits for the device's pending frees before it fails: of a plan just
+        // replaced, of solvers dropped meanwhile.)
         let fits = self.gpu.check_memory(bytes);
         if fits.is_ok() || self.partner.as_ref().is_none_or(|p| p.batch_in_flight) {
             return fits;
         }
         self.partner = None;
-        self.stream.synchronize()?;
         self.gpu.check_memory(bytes)
     }
 

@@ -568,13 +568,10 @@ impl<'k, 'b, T: Scalar> SweepLaunches<'k, 'b, T> {
     fn split_launch(&self, kernel: &'k Kernel, level: u32, sweep: Sweep) -> Step<'k, T> {
         let shape = self.bufs.shape;
         let smem = split_walk_shared_bytes(shape.block, self.split, T::BYTES) as u32;
-        let mut step = self.launch(kernel, level, self.tiles(), SOLVE_THREADS, smem, 0, 0, self.split);
         let sweep_words = if sweep == Sweep::Forward { 0 } else { split_flag_words(shape.batch, shape.nblocks, shape.block) };
         let offset = sweep_words + split_flag_offset(shape.batch, shape.nblocks, shape.block, level);
-        if let Step::Launch { args: Args::Tiled(a), .. } = &mut step {
-            a.flags = self.target.flags.wrapping_add(offset);
-        }
-        step
+        let args = TiledArgs { flags: self.target.flags.wrapping_add(offset), ..self.args(level, 0, 0, self.split) };
+        self.launch(kernel, level, self.tiles(), SOLVE_THREADS, smem, args)
     }
 
     /// Nodes of `level`, all systems.
@@ -582,37 +579,31 @@ impl<'k, 'b, T: Scalar> SweepLaunches<'k, 'b, T> {
         self.bufs.shape.batch as u32 * nodes_in_level(self.bufs.shape.nblocks as u32, level)
     }
 
-    /// A launch of `per_node` blocks per node of `level` (tiles fastest) on `chunk`
+    /// The solve kernels' arguments for `level`, `step` and `side` on `chunk`
     /// right-hand-side columns per pass.
-    #[allow(clippy::too_many_arguments)]
-    fn launch(
-        &self,
-        kernel: &'k Kernel,
-        level: u32,
-        per_node: u32,
-        threads: u32,
-        smem: u32,
-        step: u32,
-        side: u32,
-        chunk: usize,
-    ) -> Step<'k, T> {
+    fn args(&self, level: u32, step: u32, side: u32, chunk: usize) -> TiledArgs<T> {
+        Tiled::args(self.bufs, level, step, side, Some((self.target, chunk)))
+    }
+
+    /// A launch of `per_node` blocks per node of `level` (tiles fastest).
+    fn launch(&self, kernel: &'k Kernel, level: u32, per_node: u32, threads: u32, smem: u32, args: TiledArgs<T>) -> Step<'k, T> {
         Step::Launch {
             kernel,
             level,
             cfg: LaunchConfig { grid: (self.nodes(level) * per_node, 1, 1), block: (threads, 1, 1), shared_bytes: smem },
-            args: Args::Tiled(Tiled::args(self.bufs, level, step, side, Some((self.target, chunk)))),
+            args: Args::Tiled(args),
         }
     }
 
     /// The per-step kernels' launch (`SOLVE_THREADS`, `chunk` columns per pass).
     fn step_launch(&self, kernel: &'k Kernel, level: u32, per_node: u32, smem: u32, step: u32, side: u32) -> Step<'k, T> {
-        self.launch(kernel, level, per_node, SOLVE_THREADS, smem, step, side, self.chunk)
+        self.launch(kernel, level, per_node, SOLVE_THREADS, smem, self.args(level, step, side, self.chunk))
     }
 
     /// A node walk over `level` (one block per node).
     fn walk_launch(&self, kernel: &'k Kernel, level: u32) -> Step<'k, T> {
         let smem = node_walk_shared_bytes(self.bufs.shape.block, self.walk, T::BYTES) as u32;
-        self.launch(kernel, level, 1, SOLVE_THREADS, smem, 0, 0, self.walk)
+        self.launch(kernel, level, 1, SOLVE_THREADS, smem, self.args(level, 0, 0, self.walk))
     }
 
     /// Whether `level`'s diagonal solves are node walks.
@@ -641,7 +632,9 @@ impl<'k, 'b, T: Scalar> SweepLaunches<'k, 'b, T> {
         if !self.is_top(m) {
             let threads = couple_threads(self.nodes(m) * nt, t.multiprocessors);
             let smem = couple_shared_bytes(T::BYTES) as u32;
-            steps.extend(t.couple_sides.iter().map(|&side| self.launch(&t.forward_couple, m, nt, threads, smem, 0, side, self.chunk)));
+            steps.extend(
+                t.couple_sides.iter().map(|&side| self.launch(&t.forward_couple, m, nt, threads, smem, self.args(m, 0, side, self.chunk))),
+            );
         }
         steps
     }
