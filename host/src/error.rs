@@ -99,7 +99,10 @@ pub enum Error {
     #[error("{0}")]
     Unsupported(String),
 
-    /// Not enough GPU memory.
+    /// Not enough GPU memory: a size check (which keeps a 5 % margin) failed, or the
+    /// driver refused an allocation. In the second case `free` may exceed `needed`: the
+    /// free bytes are not all usable in one piece (the memory pool's granularity,
+    /// fragmentation). The solver keeps what it had and takes its next call.
     #[error("not enough GPU memory: need {needed} bytes, {free} bytes free")]
     OutOfMemory {
         /// Bytes needed.
