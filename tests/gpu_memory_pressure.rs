@@ -5,17 +5,24 @@
 
 mod common;
 
-use blocktri::cuda::MixedCholesky;
-use blocktri::cuda::{DeviceBuffer, Gpu, GpuCholesky};
+use blocktri::cuda::{DeviceBuffer, Gpu, GpuCholesky, MixedCholesky};
 use blocktri::{Error, Factorization, Shape, residual};
 use common::{fresh_seed, gpu, problem};
+
+/// The tests of this file one at a time: each needs the device's memory to itself.
+static DEVICE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The device's free bytes once all its work is done: what earlier work freed (on any
+/// stream) goes back to the driver only when the device gets there.
+fn settled_free(g: &Gpu) -> usize {
+    g.context().synchronize().unwrap();
+    g.free_memory().unwrap()
+}
 
 /// Runs `then` with about `room` bytes of the device left free (the rest held by a buffer
 /// of this test); `None` when the device has too little memory to leave just that.
 fn with_room<R>(g: &Gpu, room: usize, then: impl FnOnce() -> R) -> Option<R> {
-    // What earlier work freed goes back to the driver when the device gets there.
-    g.context().synchronize().unwrap();
-    let free = g.free_memory().unwrap();
+    let free = settled_free(g);
     if free < room + (1 << 30) {
         eprintln!("skipping: {free} bytes free, too few to leave {room}");
         return None;
@@ -24,16 +31,12 @@ fn with_room<R>(g: &Gpu, room: usize, then: impl FnOnce() -> R) -> Option<R> {
     g.stream().synchronize().unwrap();
     let out = then();
     drop(hog);
-    g.context().synchronize().unwrap();
     Some(out)
 }
 
 /// The segment path keeps its second lane's plan for its next call (about half the
 /// memory). A problem that fits once that plan goes must then still run in one piece, and
 /// the segment path must run again after it.
-/// The tests of this file one at a time: each needs the device's memory to itself.
-static DEVICE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 #[test]
 fn the_segment_paths_second_lane_makes_way_for_a_plan_that_fits_without_it() {
     let Some(g) = gpu() else { return };
@@ -75,18 +78,16 @@ fn a_mixed_solvers_f32_plan_needs_no_input_buffers_of_its_own() {
     let (a, b) = problem::<f64>(shape.batch, shape.nblocks, shape.block, 1, seed);
     let f32_input = (2 * shape.nblocks - 1) * shape.block * shape.block * 4;
     let (high, low) = (GpuCholesky::<f64>::required_memory(shape, 1), GpuCholesky::<f32>::required_memory(shape, 1));
-    g.stream().synchronize().unwrap();
-    let free = g.free_memory().unwrap();
+    let free = settled_free(&g);
     if free < 2 * (high + low) {
         eprintln!("skipping: {free} bytes free");
         return;
     }
-    let mut mixed = blocktri::cuda::MixedCholesky::with_gpu(g.clone(), Default::default()).unwrap();
+    let mut mixed = MixedCholesky::with_gpu(g.clone(), Default::default()).unwrap();
     let x = mixed.factor_solve(&a, &b).unwrap();
     assert!(mixed.report().fallback.is_none(), "the f32 factor failed (seed {seed})");
     assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12, "seed {seed}");
-    mixed.stream().synchronize().unwrap();
-    let held = free.saturating_sub(g.free_memory().unwrap());
+    let held = free.saturating_sub(settled_free(&g));
     assert!(held < high + low - f32_input / 2, "the mixed solver holds {held} bytes; its plans with input buffers {}", high + low);
 }
 

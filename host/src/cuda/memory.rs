@@ -19,17 +19,18 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Fails with [`Error::OutOfMemory`] when the device has no room for them, also after
     /// the pending stream-ordered frees of the device have run.
     pub fn poisoned(stream: &Arc<CudaStream>, len: usize) -> Result<Self> {
-        let bytes = len.max(1).saturating_mul(std::mem::size_of::<T>());
+        let elems = len.max(1);
         // SAFETY: the memory is initialized right below, before any read.
-        let alloc = || unsafe { stream.alloc::<T>(len.max(1)) };
+        let alloc = || unsafe { stream.alloc::<T>(elems) };
         let slice = match alloc() {
             Err(e) if is_out_of_memory(e) => {
-                // Buffers freed on a stream return to the driver when the stream gets there.
+                // Buffers freed on any stream return to the driver when the device gets there.
                 stream.context().synchronize()?;
                 alloc()
             }
             first => first,
         };
+        let bytes = elems.saturating_mul(std::mem::size_of::<T>());
         let slice = slice.map_err(|e| allocation_error(e, bytes, || stream.context().mem_get_info().map_or(0, |(free, _)| free)))?;
         let buf = DeviceBuffer { slice, stream: stream.clone() };
         buf.fill_bytes(0xff)?;
