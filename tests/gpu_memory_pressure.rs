@@ -65,6 +65,37 @@ fn the_segment_paths_second_lane_makes_way_for_a_plan_that_fits_without_it() {
     });
 }
 
+/// A batch that fits once a solver dropped just before has given its memory back runs in
+/// one piece, not in chunks: the dropped solver's buffers are freed on its own stream and
+/// go back to the driver only at a synchronization, which the chunk planner waits for
+/// before it cuts a batch (it used to cut it by what was free at first).
+#[test]
+fn a_batch_that_fits_after_a_dropped_solver_runs_in_one_piece() {
+    let Some(g) = gpu() else { return };
+    let _alone = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+    let seed = fresh_seed();
+    let room = 1usize << 30;
+    let (nblocks, n) = (1000, 16);
+    let per_system = GpuCholesky::<f64>::required_memory(Shape::new(1, nblocks, n).unwrap(), 1);
+    // Each solver's plan takes 60 % of the room: the second one fits only once the first
+    // one's memory is back.
+    let systems = 6 * room / 10 / per_system;
+    let (a, b) = problem::<f64>(systems, nblocks, n, 1, seed);
+    with_room(&g, room, || {
+        for round in 0..3 {
+            let mut first = GpuCholesky::<f64>::with_gpu(g.clone(), Default::default()).unwrap();
+            let x = first.factor_solve(&a, &b).unwrap();
+            assert_eq!(first.shape(), Some(a.shape()), "round {round}: the first solver chunked S = {systems} (seed {seed})");
+            assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12, "seed {seed}");
+            drop(first);
+            let mut second = GpuCholesky::<f64>::with_gpu(g.clone(), Default::default()).unwrap();
+            let y = second.factor_solve(&a, &b).unwrap();
+            assert_eq!(second.shape(), Some(a.shape()), "round {round}: S = {systems} ran in chunks after a drop (seed {seed})");
+            assert!(residual::accuracy(&a, &y, &b).unwrap().relative_residual < 1e-12, "seed {seed}");
+        }
+    });
+}
+
 /// A mixed-precision solver's `f32` plan on the tiled engine rounds the `f64` plan's
 /// matrix in its `prep` and allocates no input buffers of its own: what the solver holds
 /// on the device (the driver's count, the memory pool's reserve included) stays below the

@@ -389,6 +389,8 @@ fn cli_reports_bad_input_in_one_line_without_a_panic() {
         (&["solve", "--generate", "10,4", "--precision", "f16"], "f16"),
         (&["solve", "--generate", "10,4", "--backend", "tpu"], "tpu"),
         (&["bench", "--out-dir", under_a_file], "rhs.npy"),
+        (&["bench", "--refine-tolerances", "1e-12,2"], "between 0 and 1"),
+        (&["bench", "--refine-tolerances", "tiny"], "not a number"),
     ];
     for (args, needle) in cases {
         let (ok, stdout, stderr) = blocktri(args);

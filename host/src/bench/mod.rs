@@ -127,6 +127,11 @@ pub struct Config {
     pub f32_products: crate::cuda::F32Products,
     /// Sizes that replace the suites' own lists (`None`: the suite's list).
     pub sizes: Sizes,
+    /// Stopping tolerances of the mixed-precision rows (`blocktri-gpu-mixed`), one set of
+    /// rows each; empty: the library's default ([`crate::cuda::RefineOptions`]). A
+    /// tolerance other than the default is named in the method, e.g.
+    /// `blocktri-gpu-mixed-tol1e-12`.
+    pub refine_tolerances: Vec<f64>,
 }
 
 /// Size lists given on the command line; each replaces the matching list of the suites
@@ -168,6 +173,7 @@ impl Config {
             kernels: crate::cuda::KernelFamily::Auto,
             f32_products: crate::cuda::F32Products::Fma,
             sizes: Sizes::default(),
+            refine_tolerances: Vec::new(),
         }
     }
 
@@ -448,7 +454,11 @@ fn bench_methods<T: vendor::VendorScalar>(
         // Mixed precision answers f64 problems; it is opt-in (named explicitly).
         if T::PRECISION == crate::scalar::Precision::F64 && config.methods.iter().any(|m| m == "blocktri-gpu-mixed") {
             let as_f64 = |i: usize| problem(i).map(|(a, b)| (a.cast::<f64>(), b.cast::<f64>()));
-            emit(ours::bench_mixed(config, suite, cfg, g, peaks, &as_f64)?);
+            let default = [crate::cuda::RefineOptions::default().tolerance];
+            let tolerances = if config.refine_tolerances.is_empty() { &default[..] } else { &config.refine_tolerances[..] };
+            for &tolerance in tolerances {
+                emit(ours::bench_mixed(config, suite, cfg, g, peaks, tolerance, &as_f64)?);
+            }
         }
         vendor_state.bench::<T>(config, suite, cfg, g, peaks, problem, emit)?;
     }

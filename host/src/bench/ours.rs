@@ -210,13 +210,16 @@ pub fn bench<T: Scalar>(
 /// `factor` (rounding to f32 on the GPU + the f32 factorization), `solve` (the refinement
 /// to `f64` accuracy, host synchronizations between passes included), `factor+solve` (one
 /// [`crate::cuda::MixedCholesky::factor_solve_uploaded`]); the
-/// note gives the solves taken and any fallback. Device-resident, one input copy.
+/// note gives the solves taken and any fallback. The refinement stops at `tolerance`
+/// ([`crate::cuda::RefineOptions::tolerance`]; one other than the default is named in the
+/// method). Device-resident, one input copy.
 pub fn bench_mixed(
     config: &Config,
     suite: &str,
     cfg: (usize, usize, usize, usize),
     gpu: &Arc<Gpu>,
     peaks: &Peaks,
+    tolerance: f64,
     problem: Problem<'_, f64>,
 ) -> Result<Vec<Row>> {
     use crate::cuda::{MixedCholesky, RefineOptions};
@@ -224,7 +227,10 @@ pub fn bench_mixed(
     let (s, nb, n, k) = cfg;
     let shape = Shape::new(s, nb, n)?;
     let products = config.f32_products;
-    let name = method_name("blocktri-gpu-mixed", products);
+    let mut name = method_name("blocktri-gpu-mixed", products);
+    if tolerance != RefineOptions::default().tolerance {
+        name = format!("{name}-tol{tolerance:e}");
+    }
     let row = |phase: &str| Row::new(suite, &name, Precision::F64, cfg, phase);
     let phases = ["factor", "solve", "factor+solve"];
     let bytes =
@@ -233,7 +239,7 @@ pub fn bench_mixed(
         return Ok(phases.iter().map(|p| row(p).skipped(format!("needs {:.1} GB", bytes as f64 / 1e9))).collect());
     }
     let (a, b) = problem(0)?;
-    let mut mixed = MixedCholesky::with_gpu(gpu.clone(), RefineOptions { products, ..RefineOptions::default() })?;
+    let mut mixed = MixedCholesky::with_gpu(gpu.clone(), RefineOptions { products, tolerance, ..RefineOptions::default() })?;
     match mixed.upload(&a) {
         Err(Error::Unsupported(why)) => return Ok(phases.iter().map(|p| row(p).skipped(why.clone())).collect()),
         other => other?,

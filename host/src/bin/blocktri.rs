@@ -256,6 +256,10 @@ struct BenchArgs {
     /// Right-hand-side columns k of the block-tridiagonal sweeps, comma-separated (default 1).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
     nrhs: Vec<u32>,
+    /// Stopping tolerances of the blocktri-gpu-mixed rows (max |b - A x| / max |b|),
+    /// comma-separated, one set of rows each (default: the library's, 1e-13).
+    #[arg(long, value_delimiter = ',', value_parser = parse_tolerance)]
+    refine_tolerances: Vec<f64>,
 }
 
 fn parse_precision(s: &str) -> Result<Precision> {
@@ -291,6 +295,15 @@ fn parse_products(s: &str) -> Result<blocktri::cuda::F32Products> {
         "tf32" => Ok(F32Products::Tf32),
         "tf32x3" => Ok(F32Products::Tf32x3),
         other => Err(Error::Shape(format!("unknown f32 products {other:?} (auto, fma, tf32, tf32x3)"))),
+    }
+}
+
+/// A refinement tolerance: a finite number in (0, 1).
+fn parse_tolerance(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if t > 0.0 && t < 1.0 => Ok(t),
+        Ok(t) => Err(format!("a refinement tolerance is between 0 and 1 (exclusive), not {t}")),
+        Err(e) => Err(format!("{s:?} is not a number: {e}")),
     }
 }
 
@@ -605,6 +618,7 @@ fn bench_cmd(args: &BenchArgs) -> Result<()> {
         tridiag: list(&args.tridiag_sizes),
         nrhs: list(&args.nrhs),
     };
+    config.refine_tolerances = args.refine_tolerances.clone();
     let bar = indicatif::ProgressBar::new(1);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),

@@ -166,6 +166,15 @@ impl Gpu {
         Ok((self.ctx.mem_get_info()?.0 + held).min(self.memory_limit.load(Ordering::Relaxed)))
     }
 
+    /// [`Self::room_with`] after waiting for the device (every stream of the context), for
+    /// a caller that found too little room at first: buffers freed on a stream, a dropped
+    /// solver's too, go back to the driver only at a synchronization (as in
+    /// [`Self::check_memory`]).
+    pub(crate) fn settled_room_with(&self, held: usize) -> Result<usize> {
+        self.ctx.synchronize()?;
+        self.room_with(held)
+    }
+
     /// Caps the free memory the size checks see (`None`: the device's own). Batches
     /// larger than the cap then run in chunks; a single system that does not fit gets
     /// [`Error::OutOfMemory`]. Also set by the environment variable

@@ -106,8 +106,16 @@ impl<T: Scalar> GpuCholesky<T> {
         }
         let one = Shape { batch: 1, ..shape };
         let tiled = self.is_tiled(shape.block)?;
-        let free = self.gpu.room_with(self.plan_footprint())?;
-        plan_chunks(shape.batch, plan_bytes::<T>(one, k, tiled), free, self.options.chunk_systems)
+        let per_system = plan_bytes::<T>(one, k, tiled);
+        let plan = plan_chunks(shape.batch, per_system, self.gpu.room_with(self.plan_footprint())?, self.options.chunk_systems);
+        // Short of room for the whole batch: memory freed on other streams (a solver dropped
+        // just before) may still be held until the device synchronizes, and cutting the
+        // batch for it would cost every chunk's launches and transfers, so look again
+        // after waiting. (A cap below the batch cuts it anyway: no wait.)
+        if !uncapped || plan.as_ref().is_ok_and(|p| p.chunks == 1) {
+            return plan;
+        }
+        plan_chunks(shape.batch, per_system, self.gpu.settled_room_with(self.plan_footprint())?, self.options.chunk_systems)
     }
 
     /// Blocks per segment for one chain too long for the device (see `segmented.rs`): the
