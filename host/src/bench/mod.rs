@@ -128,8 +128,8 @@ pub struct Config {
     /// Sizes that replace the suites' own lists (`None`: the suite's list).
     pub sizes: Sizes,
     /// Stopping tolerances of the mixed-precision rows (`blocktri-gpu-mixed`), one set of
-    /// rows each; empty: the library's default ([`crate::cuda::RefineOptions`]). A
-    /// tolerance other than the default is named in the method, e.g.
+    /// rows each (default: the library's, [`crate::cuda::RefineOptions`]). A tolerance
+    /// other than the library's default is named in the method, e.g.
     /// `blocktri-gpu-mixed-tol1e-12`.
     pub refine_tolerances: Vec<f64>,
 }
@@ -173,7 +173,7 @@ impl Config {
             kernels: crate::cuda::KernelFamily::Auto,
             f32_products: crate::cuda::F32Products::Fma,
             sizes: Sizes::default(),
-            refine_tolerances: Vec::new(),
+            refine_tolerances: vec![crate::cuda::RefineOptions::default().tolerance],
         }
     }
 
@@ -454,9 +454,7 @@ fn bench_methods<T: vendor::VendorScalar>(
         // Mixed precision answers f64 problems; it is opt-in (named explicitly).
         if T::PRECISION == crate::scalar::Precision::F64 && config.methods.iter().any(|m| m == "blocktri-gpu-mixed") {
             let as_f64 = |i: usize| problem(i).map(|(a, b)| (a.cast::<f64>(), b.cast::<f64>()));
-            let default = [crate::cuda::RefineOptions::default().tolerance];
-            let tolerances = if config.refine_tolerances.is_empty() { &default[..] } else { &config.refine_tolerances[..] };
-            for &tolerance in tolerances {
+            for &tolerance in &config.refine_tolerances {
                 emit(ours::bench_mixed(config, suite, cfg, g, peaks, tolerance, &as_f64)?);
             }
         }

@@ -618,7 +618,9 @@ fn bench_cmd(args: &BenchArgs) -> Result<()> {
         tridiag: list(&args.tridiag_sizes),
         nrhs: list(&args.nrhs),
     };
-    config.refine_tolerances = args.refine_tolerances.clone();
+    if !args.refine_tolerances.is_empty() {
+        config.refine_tolerances = args.refine_tolerances.clone();
+    }
     let bar = indicatif::ProgressBar::new(1);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
