@@ -49,6 +49,10 @@ fn main() {
         .max_registers("solve_backward_rows16_f32", 56)
         .max_registers("solve_forward_rows16", 64)
         .max_registers("solve_backward_rows16", 64)
+        // The warp-per-node solves (128 threads, four nodes): 64 registers let eight
+        // blocks (32 nodes) share a multiprocessor, about as many as its shared memory holds.
+        .max_registers("solve_forward_warps16", 64)
+        .max_registers("solve_backward_warps16", 64)
         // The staged selected inversion (128- or 256-thread blocks): 128 registers let four
         // warp-per-node blocks share a multiprocessor, as many as their shared memory
         // allows at n = 16 (ptxas sm_90: 124-128 registers, no spills).

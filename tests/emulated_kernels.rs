@@ -27,7 +27,8 @@ use blocktri_device::level::{
     solve_rows_shared_bytes, solve_shared_bytes, subtree_blocks, subtree_max_levels, subtree_shared_bytes, subtree_threads,
 };
 use blocktri_device::level::{
-    factor_blocked_dataflow, nodes_from, solve_backward_subtree_rows, solve_panel_columns_dataflow, solve_panel_dataflow,
+    SOLVE_WARPS_PER_BLOCK, factor_blocked_dataflow, nodes_from, solve_backward_rows_warps, solve_backward_subtree_rows,
+    solve_forward_rows_warps, solve_panel_columns_dataflow, solve_panel_dataflow, solve_rows_warps_shared_bytes,
 };
 use blocktri_prims::emu;
 use common::{dense_solution, error_vs_reference, fresh_seed, problem};
@@ -99,6 +100,9 @@ enum Family {
     /// The rows kernels, the backward sweep's lowest levels (at most this many) by the
     /// subtree kernel (`level::subtree`), the levels above one launch each.
     RowsSubtree(u32),
+    /// The rows kernels, the per-level solves a warp per node
+    /// (`level::solve_forward_rows_warps`, `level::solve_backward_rows_warps`).
+    RowsWarps,
     /// The blocked panel factor and the panel solves, single-launch sweeps from this level.
     BlockedDataflow(u32),
     Panel,
@@ -178,7 +182,7 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
     // solves follow the factor the host pairs them with (rows up to n = 16 in f64).
     let rows = a.shape().block <= 16;
     let fam = match fam {
-        Family::RowsSubtree(_) => ROWS,
+        Family::RowsSubtree(_) | Family::RowsWarps => ROWS,
         Family::Columns(_) if rows => ROWS,
         Family::Columns(_) => BLOCKED,
         Family::ColumnsDataflow(first) if rows => Family::RowsDataflow(first),
@@ -306,7 +310,7 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
             | Family::BlockedDataflow(_) => {
                 unreachable!("launched above")
             }
-            Family::RowsSubtree(_) | Family::Columns(_) | Family::ColumnsDataflow(_) => {
+            Family::RowsSubtree(_) | Family::RowsWarps | Family::Columns(_) | Family::ColumnsDataflow(_) => {
                 unreachable!("factored as the rows or the blocked family")
             }
         }
@@ -344,7 +348,9 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         other => other,
     };
     let (smem, threads) = match fam {
-        Family::Rows | Family::RowsDataflow(_) | Family::RowsSubtree(_) => (solve_rows_shared_bytes(np, 8), ROW_THREADS),
+        Family::Rows | Family::RowsDataflow(_) | Family::RowsSubtree(_) | Family::RowsWarps => {
+            (solve_rows_shared_bytes(np, 8), ROW_THREADS)
+        }
         Family::Panel | Family::Blocked | Family::BlockedDataflow(_) => (solve_panel_shared_bytes(pp, 8), panel_solve_threads(pp)),
         Family::Columns(staged) => (solve_panel_columns_shared_bytes(cp, k, staged, 8), columns_threads(cp, staged, k)),
         Family::ColumnsDataflow(_) => (solve_panel_columns_shared_bytes(cp, k, false, 8), columns_threads(cp, false, k)),
@@ -357,6 +363,18 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
     // The per-level rows solves pack nodes into a block's lanes up to padded size 8.
     let per = rows_solve_nodes_per_block(np);
     let launch = |a: &SolveArgs<f64>, grid: u32, forward: bool| match (fam, forward) {
+        (Family::RowsWarps, forward) => unsafe {
+            let smem = solve_rows_warps_shared_bytes(np, 8);
+            emu::launch_unchecked(grid.div_ceil(SOLVE_WARPS_PER_BLOCK), 32 * SOLVE_WARPS_PER_BLOCK, smem, || match (np, forward) {
+                (4, true) => solve_forward_rows_warps::<f64, 4>(a),
+                (8, true) => solve_forward_rows_warps::<f64, 8>(a),
+                (16, true) => solve_forward_rows_warps::<f64, 16>(a),
+                (4, false) => solve_backward_rows_warps::<f64, 4>(a),
+                (8, false) => solve_backward_rows_warps::<f64, 8>(a),
+                (16, false) => solve_backward_rows_warps::<f64, 16>(a),
+                _ => unreachable!("a warp per node up to padded size 16"),
+            })
+        },
         (Family::Rows | Family::RowsDataflow(_) | Family::RowsSubtree(_), true) => unsafe {
             emu::launch_unchecked(grid.div_ceil(per), threads, per as usize * smem, || rows_kernel!(np, solve_forward_rows, a))
         },
@@ -485,6 +503,9 @@ fn emulated_factor_and_solve_match_the_dense_reference() {
     for depth in [1, 2, 3, 7] {
         check_factor_and_solve(Family::RowsSubtree(depth), CASES);
     }
+    // The solves a warp per node: every padded size they take, batches.
+    check_factor_and_solve(Family::RowsWarps, CASES);
+    check_factor_and_solve(Family::RowsWarps, &[(3, 37, 2, 2), (5, 9, 16, 1), (2, 33, 12, 3)]);
     check_factor_and_solve(Family::RowsSubtree(7), &[(3, 37, 2, 2), (1, 64, 7, 1), (2, 33, 16, 3), (1, 100, 4, 1), (2, 47, 9, 2)]);
     // The blocked factor and the panel solves, single launch from level 0 and from level 2.
     check_factor_and_solve(Family::BlockedDataflow(0), &[(2, 9, 33, 2), (1, 20, 20, 1), (1, 5, 64, 1)]);
@@ -563,7 +584,7 @@ fn check_factor_and_solve(fam: Family, cases: &[(usize, usize, usize, usize)]) {
 
 #[test]
 fn emulated_interlaced_factor_forward_then_backward() {
-    for fam in [Family::Generic(96), ROWS, ROWS_DATAFLOW, Family::RowsDataflow(2), Family::RowsSubtree(7), CHAIN] {
+    for fam in [Family::Generic(96), ROWS, ROWS_DATAFLOW, Family::RowsDataflow(2), Family::RowsSubtree(7), Family::RowsWarps, CHAIN] {
         check_interlaced(fam, CASES);
     }
     // The blocked factor: per-level launches (several warps of neighbour products beside
@@ -737,6 +758,42 @@ fn emulated_subtree_backward_matches_the_level_launches_bitwise() {
     }
 }
 
+/// The warp-per-node backward solve gives the bits and status words of the three-warp
+/// per-level kernel at padded size 16, where that holds one node per block as this one
+/// does per warp: both start from the same forward solution (the rows factor's interlaced
+/// substitution; the forward solves' atomic adds into a neighbour come in no fixed order,
+/// so their warp-per-node twin is checked against the reference above). Batches whose
+/// last block has idle warps, missing neighbours, an infinite right-hand side, and columns
+/// restricted to the edge nodes.
+#[test]
+fn emulated_warp_backward_matches_the_three_warp_kernel_bitwise() {
+    let seed = fresh_seed();
+    let cases = [(2, 37, 12, 2), (1, 64, 16, 1), (3, 20, 9, 3), (1, 5, 16, 1), (1, 130, 10, 1), (3, 9, 13, 2), (1, 2, 16, 3)];
+    for (i, &(s, nb, n, k)) in cases.iter().enumerate() {
+        let (a, clean) = problem::<f64>(s, nb, n, k, seed + i as u64);
+        for (poison, edge_from) in [(false, u32::MAX), (true, u32::MAX), (false, 1), (true, 1)] {
+            let mut b = clean.clone();
+            if poison {
+                b.set(s - 1, nb / 2 * n, k - 1, f64::INFINITY);
+            }
+            let mut d = upload(&a, &b, n.div_ceil(8) * 8);
+            d.edge_from = edge_from;
+            run_factor(&mut d, &a, ROWS, k as u32);
+            let y = d.rhs.clone();
+            run_solve(&mut d, &a, k, 2, false, ROWS);
+            let (want, want_info) = (d.rhs.clone(), d.solve_info.clone());
+            d.rhs = y;
+            run_solve(&mut d, &a, k, 2, false, Family::RowsWarps);
+            let same = d.rhs.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(same, "S={s} N={nb} n={n} k={k}, poisoned {poison}, edge_from {edge_from}: not the three-warp bits (seed {seed})");
+            assert_eq!(d.solve_info, want_info, "S={s} N={nb} n={n}: status words");
+            if poison && edge_from == u32::MAX {
+                assert!(want_info.iter().any(|&x| x != INFO_OK), "S={s} N={nb} n={n}: the infinite entry went unreported");
+            }
+        }
+    }
+}
+
 #[test]
 fn emulated_failures_name_the_system_and_block() {
     for fam in
@@ -760,7 +817,7 @@ fn emulated_failures_name_the_system_and_block() {
 /// with and without the interlaced forward substitution.
 #[test]
 fn emulated_lane_groups_survive_a_failing_neighbour() {
-    for fam in [CHAIN_ROWS, ROWS] {
+    for fam in [CHAIN_ROWS, ROWS, Family::RowsWarps] {
         check_lane_groups_survive(fam);
     }
 }

@@ -39,6 +39,10 @@ fn sanitize_cholesky_small() {
     // block's second slot empty; f64 products on the tensor cores), padding rows, then
     // the single launch.
     solve_case::<f64>(&g, 1, 2203, 13, 1, 1e-12);
+    // f32 and a batch: level 0's solves a warp per node (both sweeps in `solve`, the
+    // backward one after the interlaced factor), the last block's last two warps without
+    // a node (3 x 750 nodes), two columns.
+    solve_case::<f32>(&g, 3, 1500, 16, 2, 1e-5);
 }
 
 #[test]

@@ -30,7 +30,7 @@
 use super::node::{FactorBlocks, Node, load_checked, load_level_output, node, packed_node};
 use super::{FactorArgs, InfoCode, SolveArgs, align_elems, info_key};
 use crate::layout::fill_slot;
-use crate::team::{LaneSlice, Team};
+use crate::team::{LaneSlice, Team, Warp};
 use crate::tile::copy_batched;
 use blocktri_prims::mma::{has_sm90_dmma, mma_m16n8k16_f64};
 use blocktri_prims::{Real, atomic, lane_id, shared, sync_warp, warp_id};
@@ -718,6 +718,199 @@ unsafe fn solve_backward_rows_slot<T: Real, const NP: usize>(args: &SolveArgs<T>
             }
         }
         team.sync();
+    }
+    if bad {
+        unsafe { atomic::atomic_min_u64(a.info.add(nd.s), info_key(a.level, InfoCode::NonFiniteSolution, nd.b as u32)) };
+    }
+}
+
+/// The node of this warp in a warp-per-node solve launch (`None` past the level's last
+/// node: the whole warp), with its `L_ii`, `L_li`, `L_ri` loaded into the shared tiles of
+/// the warp's region (the per-level kernels' slot layout, padded as [`load_factor`] pads)
+/// and `1 / L_jj` into its first vector, by the warp alone; the region's tiles and
+/// vectors are returned written and visible to the warp. Every lane of the warp calls it.
+///
+/// # Safety
+/// As [`solve_backward_rows_warps`].
+#[inline(always)]
+unsafe fn warp_node<T: Real, const NP: usize>(a: &SolveArgs<T>) -> Option<(Node, [*mut T; 3], [*mut T; 4])> {
+    let warp = warp_id();
+    let (nd, live) = packed_node(a.nblocks, a.systems, a.level, SOLVE_WARPS_PER_BLOCK, warp);
+    if !live {
+        return None;
+    }
+    let t = ldt(NP);
+    let (tiles, vectors) = solve_region::<T, NP>(Slot { width: 32, sub: warp as usize, live });
+    // SAFETY: the caller's contract; the blocks of `nd`.
+    let blocks = unsafe { FactorBlocks::of(a, &nd, true) };
+    copy_batched(
+        Warp,
+        NP,
+        NP,
+        |r, c| unsafe { blocks.entry(r, c) },
+        |r, c, (d, lv, rv)| unsafe {
+            *tiles[0].add(c * t + r) = d;
+            *tiles[1].add(c * t + r) = lv;
+            *tiles[2].add(c * t + r) = rv;
+        },
+    );
+    sync_warp();
+    let lane = lane_id() as usize;
+    if lane < NP {
+        // SAFETY: inside the warp's tiles and vector.
+        unsafe { *vectors[0].add(lane) = T::ONE / *tiles[0].add(lane * t + lane) };
+    }
+    sync_warp();
+    Some((nd, tiles, vectors))
+}
+
+/// Forward substitution of one level with one warp per node, [`SOLVE_WARPS_PER_BLOCK`]
+/// independent warps per block, for `NP <= 16`: the arithmetic and its order are those
+/// of [`solve_forward_rows`] (lanes `0 .. NP` solve `L_ii y = b_i` by shuffles, then
+/// subtract `L_li y` from the left neighbour while lanes `NP .. 2 NP` subtract `L_ri y`
+/// from the right one, with atomic adds), without the three-warp kernel's block barriers
+/// (see [`solve_backward_rows_warps`]). The coupling rows are read from shared memory in
+/// the product instead of held in registers, which keeps the warp within 64 registers.
+///
+/// # Safety
+/// As [`solve_forward_rows`], with the grid, threads and shared memory of
+/// [`solve_backward_rows_warps`] and `args.n <= NP <= 16`.
+pub unsafe fn solve_forward_rows_warps<T: Real, const NP: usize>(args: &SolveArgs<T>) {
+    const { assert!(NP <= 16, "L_li y and L_ri y take NP lanes each") };
+    let a = *args;
+    // SAFETY: the caller's contract. A warp without a node leaves: no other warp waits for it.
+    let Some((nd, tiles, [inv_diag, ybuf, _, _])) = (unsafe { warp_node::<T, NP>(&a) }) else { return };
+    let (n, k) = (a.n as usize, a.nrhs as usize);
+    let coherent = !a.flags.is_null();
+    let t = ldt(NP);
+    let lane = lane_id() as usize;
+    // Lane r < NP keeps row r of L (the substitution's operand).
+    let mut lrow = [T::ZERO; NP];
+    if lane < NP {
+        for c in 0..NP {
+            lrow[c] = unsafe { *tiles[0].add(c * t + lane) };
+        }
+    }
+    // Lanes 0 .. NP take row `r` of L_li (left neighbour), lanes NP .. 2 NP of L_ri.
+    let (r, half) = (lane % NP, lane / NP);
+    let (target, krows) = match half {
+        0 => (nd.left, tiles[1]),
+        1 => (nd.right, tiles[2]),
+        _ => (None, tiles[2]),
+    };
+    let ldb = a.nblocks as usize * n;
+    // SAFETY: system `nd.s` of the right-hand sides (caller's contract).
+    let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
+    let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
+    let bi = seg(nd.b);
+    for col in 0..nd.columns(a.nrhs, a.edge_from) {
+        let mut v = if lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
+        for j in 0..NP {
+            let y = (v * unsafe { *inv_diag.add(j) }).shfl_idx(j as u32);
+            if lane == j {
+                v = y;
+            } else if lane > j && lane < NP {
+                v = (-lrow[j]).mul_add(y, v);
+            }
+        }
+        if lane < n {
+            unsafe { *bi.add(col * ldb + lane) = v };
+        }
+        if lane < NP {
+            unsafe { *ybuf.add(lane) = v };
+        }
+        sync_warp();
+        if let (Some(j), true) = (target, r < n) {
+            let mut acc = T::ZERO;
+            for c in 0..NP {
+                acc = unsafe { *krows.add(c * t + r) }.mul_add(unsafe { *ybuf.add(c) }, acc);
+            }
+            unsafe { T::atomic_add_global(seg((j - 1) as usize).add(col * ldb + r), -acc) };
+        }
+        // The next column's substitution overwrites `ybuf`.
+        sync_warp();
+    }
+}
+
+/// Nodes (warps) per thread block of [`solve_forward_rows_warps`] and
+/// [`solve_backward_rows_warps`].
+pub const SOLVE_WARPS_PER_BLOCK: u32 = 4;
+
+/// Shared memory of [`solve_forward_rows_warps`] and [`solve_backward_rows_warps`] in
+/// bytes: a [`solve_rows_shared_bytes`] region per warp.
+pub const fn solve_rows_warps_shared_bytes(np: usize, elem_bytes: usize) -> usize {
+    SOLVE_WARPS_PER_BLOCK as usize * solve_rows_shared_bytes(np, elem_bytes)
+}
+
+/// Backward substitution of one level with **one warp per node** and
+/// [`SOLVE_WARPS_PER_BLOCK`] independent warps per block, for `NP <= 16`. The arithmetic,
+/// and its order, is that of [`solve_backward_rows`] (the same bits and status words); what
+/// changes is who waits: there, one node per three-warp block, warps 1 and 2 fetch the
+/// neighbours' entries and then idle at a block barrier through warp 0's substitution
+/// (31 % of the stall cycles under `ncu`, ten nodes per multiprocessor by registers,
+/// `docs/perf-notes.md` entry 89). Here a node's warp loads its three factor blocks,
+/// lanes `0 .. NP` fetch `x_l` and lanes `NP .. 2 NP` fetch `x_r` while all lanes below `n`
+/// fetch `y_i`, and only `__syncwarp` orders them: no block barrier, and up to 32 nodes per
+/// multiprocessor (64 registers, ~7 KB of shared memory per warp at `NP = 16` in `f64`).
+///
+/// # Safety
+/// As [`solve_backward_rows`], with a grid of `ceil(systems * nodes_in_level /`
+/// [`SOLVE_WARPS_PER_BLOCK`]`)` blocks of `32 *` [`SOLVE_WARPS_PER_BLOCK`] threads,
+/// [`solve_rows_warps_shared_bytes`] of shared memory and `args.n <= NP <= 16`.
+pub unsafe fn solve_backward_rows_warps<T: Real, const NP: usize>(args: &SolveArgs<T>) {
+    const { assert!(NP <= 16, "x_l and x_r take NP lanes each") };
+    let a = *args;
+    // SAFETY: the caller's contract. A warp without a node leaves: no other warp waits for it.
+    let Some((nd, tiles, [inv_diag, xl, xr, _])) = (unsafe { warp_node::<T, NP>(&a) }) else { return };
+    let (n, k) = (a.n as usize, a.nrhs as usize);
+    let coherent = !a.flags.is_null();
+    let t = ldt(NP);
+    let lane = lane_id() as usize;
+    // Lane c keeps column c of L (row c of L^T), as warp 0 of the per-level kernel.
+    let mut lcol = [T::ZERO; NP];
+    if lane < NP {
+        for j in 0..NP {
+            lcol[j] = unsafe { *tiles[0].add(lane * t + j) };
+        }
+    }
+    let ldb = a.nblocks as usize * n;
+    // SAFETY: system `nd.s` of the right-hand sides (caller's contract).
+    let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
+    let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
+    let bi = seg(nd.b);
+    // Lanes 0 .. NP fetch x_l, lanes NP .. 2 NP x_r (entry `lane % NP`).
+    let (nb, dst) = if lane < NP { (nd.left, xl) } else { (nd.right, xr) };
+    let (c, fetches) = (lane % NP, lane < 2 * NP);
+    let mut bad = false;
+    for col in 0..nd.columns(a.nrhs, a.edge_from) {
+        let z0 = if lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
+        if fetches && let Some(j) = nb {
+            let v = if c < n { unsafe { load_level_output(seg((j - 1) as usize).add(col * ldb + c), coherent) } } else { T::ZERO };
+            // SAFETY: entry c < NP of the warp's vector.
+            unsafe { *dst.add(c) = v };
+        }
+        sync_warp();
+        let mut z = z0;
+        if lane < NP {
+            // z_c -= sum_p K_l[p][c] x_l[p] + K_r[p][c] x_r[p], as the per-level kernel.
+            if nd.left.is_some() {
+                for p in 0..NP {
+                    z = (-unsafe { *tiles[1].add(lane * t + p) }).mul_add(unsafe { *xl.add(p) }, z);
+                }
+            }
+            if nd.right.is_some() {
+                for p in 0..NP {
+                    z = (-unsafe { *tiles[2].add(lane * t + p) }).mul_add(unsafe { *xr.add(p) }, z);
+                }
+            }
+        }
+        let z = solve_lt_by_shuffles::<T, NP>(z, (lane, 0), |j| unsafe { *inv_diag.add(j) }, |j| lcol[j]);
+        if lane < n {
+            bad |= !z.is_finite();
+            unsafe { *bi.add(col * ldb + lane) = z };
+        }
+        // The next column's fetches overwrite x_l and x_r.
+        sync_warp();
     }
     if bad {
         unsafe { atomic::atomic_min_u64(a.info.add(nd.s), info_key(a.level, InfoCode::NonFiniteSolution, nd.b as u32)) };

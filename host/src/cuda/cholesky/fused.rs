@@ -17,11 +17,11 @@ use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::columns::{COLUMN_GROUP, columns_size, columns_threads, group_width, solve_panel_columns_shared_bytes};
 use blocktri_device::level::{
-    FactorArgs, PANEL_SIZES, ROW_THREADS, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, factor_blocked_shared_bytes, factor_blocked_threads,
-    factor_flag_words, factor_panel_shared_bytes, factor_rows_shared_bytes, factor_shared_bytes, nodes_from, panel_size,
-    panel_solve_threads, panel_threads, row_size, rows_nodes_per_block, rows_solve_nodes_per_block, solve_flag_words,
-    solve_panel_dataflow_shared_bytes, solve_panel_shared_bytes, solve_rows_shared_bytes, solve_shared_bytes, subtree_blocks,
-    subtree_max_levels, subtree_shared_bytes, subtree_threads,
+    FactorArgs, PANEL_SIZES, ROW_THREADS, SOLVE_WARPS_PER_BLOCK, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, factor_blocked_shared_bytes,
+    factor_blocked_threads, factor_flag_words, factor_panel_shared_bytes, factor_rows_shared_bytes, factor_shared_bytes, nodes_from,
+    panel_size, panel_solve_threads, panel_threads, row_size, rows_nodes_per_block, rows_solve_nodes_per_block, solve_flag_words,
+    solve_panel_dataflow_shared_bytes, solve_panel_shared_bytes, solve_rows_shared_bytes, solve_rows_warps_shared_bytes,
+    solve_shared_bytes, subtree_blocks, subtree_max_levels, subtree_shared_bytes, subtree_threads,
 };
 use std::sync::{Arc, OnceLock};
 
@@ -344,6 +344,11 @@ pub(super) struct Fused {
     /// (`blocktri_device::level::subtree`), with the most levels it takes; rows kernels
     /// up to [`SUBTREE_MAX_PADDED`], unless [`KernelFamily::RowsLevels`].
     subtree: Option<(Kernel, u32)>,
+    /// The per-level solves with a warp per node (`blocktri_device::level::
+    /// solve_forward_rows_warps`, `solve_backward_rows_warps`), in place of `forward` and
+    /// `backward` where the columns go one at a time: rows kernels at
+    /// [`SOLVE_WARPS_PADDED`]. Each `None` where [`solve_warps`] turns it off.
+    warps: [Option<Kernel>; 2],
     /// The solves of many columns; `None` for the generic family, padded size 96 and where
     /// their shared memory does not fit.
     columns: Option<LazyColumns>,
@@ -443,6 +448,18 @@ impl Fused {
             }
             _ => None,
         };
+        let warps = match variant {
+            Variant::Rows(np) if np == SOLVE_WARPS_PADDED => {
+                let (sweeps, mut out) = (solve_warps(), [None, None]);
+                for (i, name) in [names::SOLVE_FORWARD_WARPS, names::SOLVE_BACKWARD_WARPS].into_iter().enumerate() {
+                    if sweeps & (1 << i) != 0 {
+                        out[i] = Some(sized(name, np)?);
+                    }
+                }
+                out
+            }
+            _ => [None, None],
+        };
         let columns = match variant {
             Variant::Rows(np) | Variant::Panel(np) | Variant::Blocked(np) => columns_size(np),
             Variant::Generic => None,
@@ -476,6 +493,7 @@ impl Fused {
             backward,
             dataflow,
             subtree,
+            warps,
             columns,
             columns_from: env_override(match variant {
                 Variant::Rows(_) => "BLOCKTRI_ROWS_COLUMNS_FROM",
@@ -583,11 +601,9 @@ impl Fused {
         let first = self.dataflow_from(nb, s);
         let below = first.unwrap_or(levels(nb));
         if forward {
-            steps.extend((0..below).map(|m| Step::Launch {
-                kernel: forward_kernel,
-                level: m,
-                cfg: level_cfg(m),
-                args: Args::Solve(args(m)),
+            steps.extend((0..below).map(|m| {
+                let (kernel, cfg) = self.warps_or::<T>(0, forward_kernel, level_cfg(m), columns, s * nodes_in_level(nb, m));
+                Step::Launch { kernel, level: m, cfg, args: Args::Solve(args(m)) }
             }));
         }
         if let (Some(dataflow), Some(m)) = (&self.dataflow, first) {
@@ -606,11 +622,9 @@ impl Fused {
             (Some((_, most)), None) => below.min(*most),
             _ => 0,
         };
-        steps.extend((depth..below).rev().map(|m| Step::Launch {
-            kernel: backward_kernel,
-            level: m,
-            cfg: level_cfg(m),
-            args: Args::Solve(args(m)),
+        steps.extend((depth..below).rev().map(|m| {
+            let (kernel, cfg) = self.warps_or::<T>(1, backward_kernel, level_cfg(m), columns, s * nodes_in_level(nb, m));
+            Step::Launch { kernel, level: m, cfg, args: Args::Solve(args(m)) }
         }));
         if let (Some((kernel, _)), Variant::Rows(np)) = (&self.subtree, self.variant)
             && depth > 0
@@ -667,14 +681,34 @@ impl Fused {
         let (nb, s) = (shape.nblocks as u32, shape.batch as u32);
         let chunk = self.chunk(shape.block, target.k, T::BYTES);
         let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
-        let (forward, _, cfg) = self.level_solves::<T>(self.columns_for::<T>(shape, target.k), shape.block, target.k, chunk);
-        steps.extend((0..levels(nb)).map(|m| Step::Launch {
-            kernel: forward,
-            level: m,
-            cfg: cfg(s * nodes_in_level(nb, m)),
-            args: Args::Solve(b.solve_args(target, m, chunk)),
+        let columns = self.columns_for::<T>(shape, target.k);
+        let (forward, _, cfg) = self.level_solves::<T>(columns, shape.block, target.k, chunk);
+        steps.extend((0..levels(nb)).map(|m| {
+            let grid = s * nodes_in_level(nb, m);
+            let (kernel, cfg) = self.warps_or::<T>(0, forward, cfg(grid), columns, grid);
+            Step::Launch { kernel, level: m, cfg, args: Args::Solve(b.solve_args(target, m, chunk)) }
         }));
         steps
+    }
+
+    /// The warp-per-node kernel of `sweep` (0 forward, 1 backward) and its launch shape over
+    /// `grid` nodes where the plan has it and the columns go one at a time (no `columns`
+    /// kernels), else `kernel` with `cfg`.
+    fn warps_or<'k, T: Scalar>(
+        &'k self,
+        sweep: usize,
+        kernel: &'k Kernel,
+        cfg: LaunchConfig,
+        columns: Option<&Columns>,
+        grid: u32,
+    ) -> (&'k Kernel, LaunchConfig) {
+        match (&self.warps[sweep], columns) {
+            (Some(warps), None) => {
+                let smem = solve_rows_warps_shared_bytes(SOLVE_WARPS_PADDED, T::BYTES) as u32;
+                (warps, LaunchConfig::linear(grid.div_ceil(SOLVE_WARPS_PER_BLOCK), 32 * SOLVE_WARPS_PER_BLOCK, smem))
+            }
+            _ => (kernel, cfg),
+        }
     }
 
     /// The per-level solve kernels (forward, backward) for `k` columns and their launch
@@ -717,6 +751,18 @@ fn blocked_threads() -> Option<u32> {
 /// 50000), solves -5 to -8 %; at 16 from ~70 to ~61 µs, but the solve's wall time was 2 %
 /// slower (0.174 -> 0.178 ms at N = 16384), so it keeps one launch per level there.
 const SUBTREE_MAX_PADDED: usize = 8;
+
+/// The padded size whose per-level solves run a warp per node (`docs/perf-notes.md`, entry
+/// 90). At 4 and 8 the three-warp kernels already pack 8 and 4 nodes per block, and the
+/// backward sweep's lowest levels run as subtrees.
+const SOLVE_WARPS_PADDED: usize = 16;
+
+/// Which per-level solves run a warp per node at [`SOLVE_WARPS_PADDED`]: bit 0 forward,
+/// bit 1 backward; both unless `BLOCKTRI_SOLVE_WARPS` says otherwise (for measurements:
+/// `0` keeps the three-warp kernels).
+fn solve_warps() -> u32 {
+    env_override("BLOCKTRI_SOLVE_WARPS").unwrap_or(3)
+}
 
 /// The most levels of the backward sweep's subtree launch, from `BLOCKTRI_SUBTREE_LEVELS`
 /// (for measurements; `0`: one launch per level), else as many as the kernel takes.
@@ -831,6 +877,9 @@ mod tests {
             }
             for np in [4, SUBTREE_MAX_PADDED] {
                 built(format!("{}{np}_{precision}", names::SOLVE_BACKWARD_SUBTREE_ROWS));
+            }
+            for base in [names::SOLVE_FORWARD_WARPS, names::SOLVE_BACKWARD_WARPS] {
+                built(format!("{base}{SOLVE_WARPS_PADDED}_{precision}"));
             }
             for np in PANEL_SIZES {
                 for base in [
