@@ -6,7 +6,7 @@
 //! Families: register-resident rows, shared-memory panels (and their blocked factor), generic.
 
 use super::schedule::{Args, Step};
-use super::{Buffers, GpuOptions, KernelFamily, SolveTarget};
+use super::{Buffers, GpuOptions, KernelFamily, SolveTarget, Sweep};
 use crate::cuda::context::Gpu;
 use crate::cuda::env_override;
 use crate::cuda::launch::{Kernel, LaunchConfig};
@@ -348,7 +348,8 @@ pub(super) struct Fused {
     /// solve_forward_rows_warps`, `solve_backward_rows_warps`), in place of `forward` and
     /// `backward` where the columns go one at a time: rows kernels at
     /// [`SOLVE_WARPS_PADDED`]. Each `None` where [`solve_warps`] turns it off.
-    warps: [Option<Kernel>; 2],
+    forward_warps: Option<Kernel>,
+    backward_warps: Option<Kernel>,
     /// The solves of many columns; `None` for the generic family, padded size 96 and where
     /// their shared memory does not fit.
     columns: Option<LazyColumns>,
@@ -448,17 +449,13 @@ impl Fused {
             }
             _ => None,
         };
-        let warps = match variant {
+        let (forward_warps, backward_warps) = match variant {
             Variant::Rows(np) if np == SOLVE_WARPS_PADDED => {
-                let (sweeps, mut out) = (solve_warps(), [None, None]);
-                for (i, name) in [names::SOLVE_FORWARD_WARPS, names::SOLVE_BACKWARD_WARPS].into_iter().enumerate() {
-                    if sweeps & (1 << i) != 0 {
-                        out[i] = Some(sized(name, np)?);
-                    }
-                }
-                out
+                let sweeps = solve_warps();
+                let pick = |bit: u32, name: &str| (sweeps & bit != 0).then(|| sized(name, np)).transpose();
+                (pick(1, names::SOLVE_FORWARD_WARPS)?, pick(2, names::SOLVE_BACKWARD_WARPS)?)
             }
-            _ => [None, None],
+            _ => (None, None),
         };
         let columns = match variant {
             Variant::Rows(np) | Variant::Panel(np) | Variant::Blocked(np) => columns_size(np),
@@ -493,7 +490,8 @@ impl Fused {
             backward,
             dataflow,
             subtree,
-            warps,
+            forward_warps,
+            backward_warps,
             columns,
             columns_from: env_override(match variant {
                 Variant::Rows(_) => "BLOCKTRI_ROWS_COLUMNS_FROM",
@@ -602,7 +600,7 @@ impl Fused {
         let below = first.unwrap_or(levels(nb));
         if forward {
             steps.extend((0..below).map(|m| {
-                let (kernel, cfg) = self.warps_or::<T>(0, forward_kernel, level_cfg(m), columns, s * nodes_in_level(nb, m));
+                let (kernel, cfg) = self.warps_or::<T>(Sweep::Forward, forward_kernel, level_cfg(m), columns, s * nodes_in_level(nb, m));
                 Step::Launch { kernel, level: m, cfg, args: Args::Solve(args(m)) }
             }));
         }
@@ -623,7 +621,7 @@ impl Fused {
             _ => 0,
         };
         steps.extend((depth..below).rev().map(|m| {
-            let (kernel, cfg) = self.warps_or::<T>(1, backward_kernel, level_cfg(m), columns, s * nodes_in_level(nb, m));
+            let (kernel, cfg) = self.warps_or::<T>(Sweep::Backward, backward_kernel, level_cfg(m), columns, s * nodes_in_level(nb, m));
             Step::Launch { kernel, level: m, cfg, args: Args::Solve(args(m)) }
         }));
         if let (Some((kernel, _)), Variant::Rows(np)) = (&self.subtree, self.variant)
@@ -685,24 +683,28 @@ impl Fused {
         let (forward, _, cfg) = self.level_solves::<T>(columns, shape.block, target.k, chunk);
         steps.extend((0..levels(nb)).map(|m| {
             let grid = s * nodes_in_level(nb, m);
-            let (kernel, cfg) = self.warps_or::<T>(0, forward, cfg(grid), columns, grid);
+            let (kernel, cfg) = self.warps_or::<T>(Sweep::Forward, forward, cfg(grid), columns, grid);
             Step::Launch { kernel, level: m, cfg, args: Args::Solve(b.solve_args(target, m, chunk)) }
         }));
         steps
     }
 
-    /// The warp-per-node kernel of `sweep` (0 forward, 1 backward) and its launch shape over
-    /// `grid` nodes where the plan has it and the columns go one at a time (no `columns`
-    /// kernels), else `kernel` with `cfg`.
+    /// The warp-per-node kernel of `sweep` and its launch shape over `grid` nodes where the
+    /// plan has it and the columns go one at a time (no `columns` kernels), else `kernel`
+    /// with `cfg`.
     fn warps_or<'k, T: Scalar>(
         &'k self,
-        sweep: usize,
+        sweep: Sweep,
         kernel: &'k Kernel,
         cfg: LaunchConfig,
         columns: Option<&Columns>,
         grid: u32,
     ) -> (&'k Kernel, LaunchConfig) {
-        match (&self.warps[sweep], columns) {
+        let warps = match sweep {
+            Sweep::Forward => &self.forward_warps,
+            Sweep::Backward => &self.backward_warps,
+        };
+        match (warps, columns) {
             (Some(warps), None) => {
                 let smem = solve_rows_warps_shared_bytes(SOLVE_WARPS_PADDED, T::BYTES) as u32;
                 (warps, LaunchConfig::linear(grid.div_ceil(SOLVE_WARPS_PER_BLOCK), 32 * SOLVE_WARPS_PER_BLOCK, smem))
