@@ -42,6 +42,9 @@ fn main() {
         // at most 168 registers, so that four 96-thread blocks share a multiprocessor (a
         // first build of the packing took 184: three).
         .max_registers("factor_rows16", 168)
+        // Their twins with the interlaced forward substitution (entry 92), for the same reason.
+        .max_registers("factor_solve_rows_dataflow16", 168)
+        .max_registers("factor_solve_rows16", 168)
         // The per-level rows solves at padded size 16 (96 threads): f64 72 unconstrained, 64
         // (spill-free) lets ten blocks share a multiprocessor instead of nine; f32 61-63,
         // 56 as before the packing (eleven blocks; entry 36).

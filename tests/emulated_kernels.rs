@@ -21,10 +21,11 @@ use blocktri_device::level::{
     FactorArgs, INFO_OK, InfoCode, ROW_THREADS, SWEEP_BACKWARD, SWEEP_FORWARD, SolveArgs, decode_info, factor_blocked,
     factor_blocked_shared_bytes, factor_blocked_threads, factor_flag_words, factor_level, factor_panel, factor_panel_shared_bytes,
     factor_prep, factor_rows, factor_rows_dataflow, factor_rows_shared_bytes, factor_shared_bytes, factor_solve_blocked,
-    factor_solve_blocked_dataflow, panel_size, panel_solve_threads, panel_threads, row_size, rows_nodes_per_block,
-    rows_solve_nodes_per_block, solve_backward_level, solve_backward_panel, solve_backward_rows, solve_flag_words, solve_forward_level,
-    solve_forward_panel, solve_forward_rows, solve_panel_dataflow_shared_bytes, solve_panel_shared_bytes, solve_rows_dataflow,
-    solve_rows_shared_bytes, solve_shared_bytes, subtree_blocks, subtree_max_levels, subtree_shared_bytes, subtree_threads,
+    factor_solve_blocked_dataflow, factor_solve_rows, factor_solve_rows_dataflow, panel_size, panel_solve_threads, panel_threads, row_size,
+    rows_nodes_per_block, rows_solve_nodes_per_block, solve_backward_level, solve_backward_panel, solve_backward_rows, solve_flag_words,
+    solve_forward_level, solve_forward_panel, solve_forward_rows, solve_panel_dataflow_shared_bytes, solve_panel_shared_bytes,
+    solve_rows_dataflow, solve_rows_shared_bytes, solve_shared_bytes, subtree_blocks, subtree_max_levels, subtree_shared_bytes,
+    subtree_threads,
 };
 use blocktri_device::level::{
     SOLVE_WARPS_PER_BLOCK, factor_blocked_dataflow, nodes_from, solve_backward_rows_warps, solve_backward_subtree_rows,
@@ -237,11 +238,13 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
         } else {
             (panel_threads(pp), factor_blocked_shared_bytes(pp, nrhs as usize, 8))
         };
-        // The blocked factor interlaces right-hand sides in kernels of their own.
+        // Both factors interlace right-hand sides in kernels of their own.
         let run = |args: &FactorArgs<f64>, dataflow: bool| unsafe {
             match (rows, dataflow, pp, nrhs > 0) {
-                (true, false, _, _) => rows_kernel!(np, factor_rows, args),
-                (true, true, _, _) => rows_kernel!(np, factor_rows_dataflow, args),
+                (true, false, _, false) => rows_kernel!(np, factor_rows, args),
+                (true, true, _, false) => rows_kernel!(np, factor_rows_dataflow, args),
+                (true, false, _, true) => rows_kernel!(np, factor_solve_rows, args),
+                (true, true, _, true) => rows_kernel!(np, factor_solve_rows_dataflow, args),
                 (false, false, 32, false) => factor_blocked::<f64, 32>(args),
                 (false, false, _, false) => factor_blocked::<f64, 64>(args),
                 (false, true, 32, false) => factor_blocked_dataflow::<f64, 32>(args),
@@ -278,7 +281,12 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
             Family::Rows => {
                 let per = rows_nodes_per_block(np);
                 let smem = per as usize * factor_rows_shared_bytes(np, nrhs as usize, 8);
-                unsafe { emu::launch_unchecked(grid.div_ceil(per), ROW_THREADS, smem, || rows_kernel!(np, factor_rows, &args)) };
+                // SAFETY: as the other launches.
+                unsafe {
+                    emu::launch_unchecked(grid.div_ceil(per), ROW_THREADS, smem, || {
+                        if nrhs > 0 { rows_kernel!(np, factor_solve_rows, &args) } else { rows_kernel!(np, factor_rows, &args) }
+                    })
+                };
             }
             Family::Panel => {
                 assert_eq!(nrhs, 0, "the panel kernels do not interlace right-hand sides");

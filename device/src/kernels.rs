@@ -60,6 +60,10 @@ pub mod names {
     pub const SOLVE_BACKWARD_WARPS: &str = "solve_backward_warps";
     /// [`crate::level::factor_rows_dataflow`] (`factor_rows_dataflow16_f64`).
     pub const FACTOR_ROWS_DATAFLOW: &str = "factor_rows_dataflow";
+    /// [`crate::level::factor_solve_rows`] (`factor_solve_rows16_f64`).
+    pub const FACTOR_SOLVE_ROWS: &str = "factor_solve_rows";
+    /// [`crate::level::factor_solve_rows_dataflow`] (`factor_solve_rows_dataflow16_f64`).
+    pub const FACTOR_SOLVE_ROWS_DATAFLOW: &str = "factor_solve_rows_dataflow";
     /// [`crate::level::solve_rows_dataflow`] (`solve_rows_dataflow16_f64`).
     pub const SOLVE_ROWS_DATAFLOW: &str = "solve_rows_dataflow";
     /// [`crate::level::factor_panel`]; the padded size follows: `factor_panel64_f64`.
@@ -237,9 +241,10 @@ mod entry {
     };
     use crate::level::{
         FactorArgs, SolveArgs, factor_blocked, factor_blocked_dataflow, factor_level, factor_panel, factor_panel_dataflow, factor_prep,
-        factor_rows, factor_rows_dataflow, factor_solve_blocked, factor_solve_blocked_dataflow, solve_backward_level, solve_backward_panel,
-        solve_backward_rows, solve_backward_rows_warps, solve_backward_subtree_rows, solve_forward_level, solve_forward_panel,
-        solve_forward_rows, solve_forward_rows_warps, solve_panel_columns_dataflow, solve_panel_dataflow, solve_rows_dataflow,
+        factor_rows, factor_rows_dataflow, factor_solve_blocked, factor_solve_blocked_dataflow, factor_solve_rows,
+        factor_solve_rows_dataflow, solve_backward_level, solve_backward_panel, solve_backward_rows, solve_backward_rows_warps,
+        solve_backward_subtree_rows, solve_forward_level, solve_forward_panel, solve_forward_rows, solve_forward_rows_warps,
+        solve_panel_columns_dataflow, solve_panel_dataflow, solve_rows_dataflow,
     };
     use crate::logdet::{LogDetArgs, log_det_parts};
     use crate::refine::{ROWS_PER_LANE, RefineArgs, demote_matrix, demote_rhs, promote, residual, residual_sum};
@@ -341,6 +346,15 @@ mod entry {
         solve_rows_dataflow32_f64,
         solve_rows_dataflow32_f32
     );
+    // The rows factor with the interlaced forward substitution, per level and in one launch.
+    kernel!(factor_solve_rows4_f64, factor_solve_rows4_f32, factor_solve_rows::<_, 4>, FactorArgs);
+    kernel!(factor_solve_rows8_f64, factor_solve_rows8_f32, factor_solve_rows::<_, 8>, FactorArgs);
+    kernel!(factor_solve_rows16_f64, factor_solve_rows16_f32, factor_solve_rows::<_, 16>, FactorArgs);
+    kernel!(factor_solve_rows32_f64, factor_solve_rows32_f32, factor_solve_rows::<_, 32>, FactorArgs);
+    kernel!(factor_solve_rows_dataflow4_f64, factor_solve_rows_dataflow4_f32, factor_solve_rows_dataflow::<_, 4>, FactorArgs);
+    kernel!(factor_solve_rows_dataflow8_f64, factor_solve_rows_dataflow8_f32, factor_solve_rows_dataflow::<_, 8>, FactorArgs);
+    kernel!(factor_solve_rows_dataflow16_f64, factor_solve_rows_dataflow16_f32, factor_solve_rows_dataflow::<_, 16>, FactorArgs);
+    kernel!(factor_solve_rows_dataflow32_f64, factor_solve_rows_dataflow32_f32, factor_solve_rows_dataflow::<_, 32>, FactorArgs);
     macro_rules! chain_rows_kernels {
         ($np:literal, $f64f:ident, $f32f:ident, $f64fs:ident, $f32fs:ident, $f64s:ident, $f32s:ident, $f64b:ident, $f32b:ident) => {
             kernel!($f64f, $f32f, factor_chain_rows::<_, $np, false>, FactorArgs);

@@ -260,9 +260,8 @@ unsafe fn solve_sweeps<T: Real>(
     unsafe { publish(flag_of(backward_done, s, nb, nd.b as u32 + 1) as *mut u32) };
 }
 
-/// Levels `args.level..` of the factorization (with the interlaced forward substitution
-/// when `args.nrhs > 0`) in one launch of the register-resident node body
-/// ([`super::factor_rows`]); `args.level = 0` is the whole factorization.
+/// Levels `args.level..` of the factorization in one launch of the register-resident
+/// node body ([`super::factor_rows`]); `args.level = 0` is the whole factorization.
 ///
 /// # Safety
 /// As [`super::factor_rows`] for each of those levels, with `x` grid
@@ -271,7 +270,19 @@ unsafe fn solve_sweeps<T: Real>(
 /// `args.level` ran before (stream order).
 pub unsafe fn factor_rows_dataflow<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     // SAFETY: the caller's contract; each node runs after its updaters.
-    unsafe { factor_sweep(args, |a, nd| factor_rows_node::<T, NP>(a, nd)) }
+    unsafe { factor_sweep(args, |a, nd| factor_rows_node::<T, NP, false>(a, nd)) }
+}
+
+/// [`factor_rows_dataflow`] with the interlaced forward substitution
+/// ([`super::factor_solve_rows`]'s node body): a node's right-hand-side segment is
+/// updated by the same nodes as its diagonal block, so the same waits cover it.
+///
+/// # Safety
+/// As [`super::factor_solve_rows`] for each level from `args.level`, with the grid and
+/// flags of [`factor_rows_dataflow`].
+pub unsafe fn factor_solve_rows_dataflow<T: Real, const NP: usize>(args: &FactorArgs<T>) {
+    // SAFETY: the caller's contract; each node runs after its updaters.
+    unsafe { factor_sweep(args, |a, nd| factor_rows_node::<T, NP, true>(a, nd)) }
 }
 
 /// [`factor_rows_dataflow`] with the shared-memory panel node body

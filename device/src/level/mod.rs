@@ -19,7 +19,8 @@ pub mod subtree;
 pub use blocked::{factor_blocked, factor_blocked_shared_bytes, factor_blocked_threads, factor_solve_blocked};
 pub use dataflow::{
     SWEEP_BACKWARD, SWEEP_FORWARD, factor_blocked_dataflow, factor_flag_words, factor_panel_dataflow, factor_rows_dataflow,
-    factor_solve_blocked_dataflow, nodes_from, solve_flag_words, solve_panel_columns_dataflow, solve_panel_dataflow, solve_rows_dataflow,
+    factor_solve_blocked_dataflow, factor_solve_rows_dataflow, nodes_from, solve_flag_words, solve_panel_columns_dataflow,
+    solve_panel_dataflow, solve_rows_dataflow,
 };
 pub use factor::{FactorArgs, factor_level, factor_prep, factor_shared_bytes};
 pub use panel::{
@@ -27,9 +28,9 @@ pub use panel::{
     solve_forward_panel, solve_panel_dataflow_shared_bytes, solve_panel_shared_bytes,
 };
 pub use rows::{
-    ROW_THREADS, SOLVE_WARPS_PER_BLOCK, factor_rows, factor_rows_shared_bytes, rows_nodes_per_block, rows_solve_nodes_per_block,
-    solve_backward_rows, solve_backward_rows_warps, solve_forward_rows, solve_forward_rows_warps, solve_rows_shared_bytes,
-    solve_rows_warps_shared_bytes,
+    ROW_THREADS, SOLVE_WARPS_PER_BLOCK, factor_rows, factor_rows_shared_bytes, factor_solve_rows, rows_nodes_per_block,
+    rows_solve_nodes_per_block, solve_backward_rows, solve_backward_rows_warps, solve_forward_rows, solve_forward_rows_warps,
+    solve_rows_shared_bytes, solve_rows_warps_shared_bytes,
 };
 pub use solve::{SolveArgs, solve_backward_level, solve_forward_level, solve_shared_bytes};
 pub use subtree::{

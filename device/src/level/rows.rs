@@ -17,7 +17,9 @@
 //! - The Cholesky factorization of `D_i` runs in warp 0 alone, warp-synchronously: the
 //!   pivot and the column are broadcast with shuffles, no block barrier per column.
 //! - The triangular solves `A L^-T` run in warps 1 and 2 against `L` read from shared
-//!   memory (every lane reads the same address: a broadcast).
+//!   memory (every lane reads the same address: a broadcast). Meanwhile warp 0, otherwise
+//!   idle, runs the interlaced forward substitution `y_i = L^-1 b_i` (when there are
+//!   right-hand sides) with its row of `L` still in registers.
 //! - The products `L_li L_li^T`, `L_ri L_ri^T`, `-L_ri L_li^T` go one to each warp; each lane
 //!   produces one row of its product (in `f64` at `NP = 16` in the single launch, the
 //!   whole warp's two `m16n8k16` tensor-core operations instead: `products_dmma16`).
@@ -133,8 +135,9 @@ pub const fn solve_rows_shared_bytes(np: usize, elem_bytes: usize) -> usize {
     (3 * align_elems(ldt(np) * np, elem_bytes) + 4 * align_elems(np, elem_bytes)) * elem_bytes + 16
 }
 
-/// Eliminates [`rows_nodes_per_block`]`(NP)` nodes of a level (see the module docs);
-/// with `nrhs > 0` also performs their forward substitution like [`super::factor_level`].
+/// Eliminates [`rows_nodes_per_block`]`(NP)` nodes of a level (see the module docs),
+/// the factor alone: `args.nrhs` is not looked at ([`factor_solve_rows`] interlaces the
+/// forward substitution).
 ///
 /// # Safety
 /// As [`super::factor_level`], but with a grid of `ceil(systems * nodes_in_level /`
@@ -144,28 +147,47 @@ pub const fn solve_rows_shared_bytes(np: usize, elem_bytes: usize) -> usize {
 pub unsafe fn factor_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) {
     let (nd, slot) = Slot::of_level(args.nblocks, args.systems, args.level, rows_nodes_per_block(NP));
     // SAFETY: forwarded from the caller; the node of this lane slice.
-    unsafe { factor_rows_slot::<T, NP>(args, &nd, slot) }
+    unsafe { factor_rows_slot::<T, NP, false>(args, &nd, slot) }
 }
 
-/// [`factor_rows`] for node `nd` of level `args.level`, the block's only node (the body
-/// shared with the single-launch sweep, [`super::dataflow`]).
+/// [`factor_rows`] with the forward substitution of the `args.nrhs` right-hand-side
+/// columns interlaced, like [`super::factor_level`]: warp 0 solves `L_ii y = b_i` beside
+/// warps 1 and 2's coupling solves, then warps 1 and 2 subtract `L_li y` and `L_ri y`
+/// from the neighbours' right-hand sides. A kernel of its own, so that the factor alone
+/// keeps its registers and schedule (with both in one kernel the factor alone was 0.5-1 %
+/// slower on the H200 at n = 16, `docs/perf-notes.md` entry 92).
 ///
 /// # Safety
-/// As [`factor_rows`] with one node per block; `nd` is a node of `args.level` whose lower
-/// levels are complete and visible to the block.
-pub(crate) unsafe fn factor_rows_node<T: Real, const NP: usize>(args: &FactorArgs<T>, nd: &Node) {
-    // SAFETY: forwarded from the caller.
-    unsafe { factor_rows_slot::<T, NP>(args, nd, Slot::WHOLE) }
+/// As [`factor_rows`], with `args.nrhs` columns in `args.rhs` and
+/// [`factor_rows_shared_bytes`] for those columns.
+pub unsafe fn factor_solve_rows<T: Real, const NP: usize>(args: &FactorArgs<T>) {
+    let (nd, slot) = Slot::of_level(args.nblocks, args.systems, args.level, rows_nodes_per_block(NP));
+    // SAFETY: forwarded from the caller; the node of this lane slice.
+    unsafe { factor_rows_slot::<T, NP, true>(args, &nd, slot) }
 }
 
-/// The node body: node `nd` on the lanes of `slot`. Every thread of the block calls it
-/// (every slot passes the same barriers, whether its node failed or is absent).
+/// [`factor_rows`] (`RHS`: [`factor_solve_rows`]) for node `nd` of level `args.level`,
+/// the block's only node (the body shared with the single-launch sweep,
+/// [`super::dataflow`]).
+///
+/// # Safety
+/// As [`factor_rows`] (or [`factor_solve_rows`]) with one node per block; `nd` is a node
+/// of `args.level` whose lower levels are complete and visible to the block.
+pub(crate) unsafe fn factor_rows_node<T: Real, const NP: usize, const RHS: bool>(args: &FactorArgs<T>, nd: &Node) {
+    // SAFETY: forwarded from the caller.
+    unsafe { factor_rows_slot::<T, NP, RHS>(args, nd, Slot::WHOLE) }
+}
+
+/// The node body: node `nd` on the lanes of `slot`, with the interlaced forward
+/// substitution of `args.nrhs` columns when `RHS` (none otherwise, whatever `args.nrhs`).
+/// Every thread of the block calls it (every slot passes the same barriers, whether its
+/// node failed or is absent).
 ///
 /// # Safety
 /// As [`factor_rows_node`] for `nd` when `slot.live`; the block's shared memory holds a
 /// [`factor_rows_shared_bytes`] region per slot.
 #[inline(always)]
-unsafe fn factor_rows_slot<T: Real, const NP: usize>(args: &FactorArgs<T>, nd: &Node, slot: Slot) {
+unsafe fn factor_rows_slot<T: Real, const NP: usize, const RHS: bool>(args: &FactorArgs<T>, nd: &Node, slot: Slot) {
     let team = slot.team();
     let a = *args;
     let (n, ld) = (a.n as usize, a.ld as usize);
@@ -224,6 +246,20 @@ unsafe fn factor_rows_slot<T: Real, const NP: usize>(args: &FactorArgs<T>, nd: &
     }
     team.sync();
 
+    // The interlaced forward substitution's right-hand sides (step 5a): the node's
+    // segment is final when its body starts (its updaters ran before), so warp 0 issues
+    // the first column's load here and the factorization below hides its latency.
+    let nrhs = if RHS { a.nrhs as usize } else { 0 };
+    let ldb = a.nblocks as usize * n;
+    // SAFETY (`add`s): system `nd.s`'s right-hand sides, segment `idx`; formed only with `nrhs > 0`.
+    let seg = |idx: usize| unsafe { a.rhs.add(nd.s * ldb * nrhs + idx * n) };
+    let first_b = if nrhs > 0 && warp == 0 && live && lane < n {
+        // SAFETY: entry `lane` of column 0 of the node's own segment.
+        unsafe { load_level_output(seg(b).add(lane), coherent) }
+    } else {
+        T::ZERO
+    };
+
     // 4. Warp 0: Cholesky of D, one column per step, broadcasts by shuffles (every lane
     //    of the warp takes part; the slots' shuffles read within their own lanes).
     if warp == 0 {
@@ -267,6 +303,43 @@ unsafe fn factor_rows_slot<T: Real, const NP: usize>(args: &FactorArgs<T>, nd: &
         live = false;
     }
     let active = live && lane < NP;
+    let cols = if nrhs > 0 { slot.columns(nd, (a.nblocks, a.systems, a.level), a.nrhs, a.edge_from) } else { 0 };
+
+    // 5a. Warp 0, beside warps 1 and 2's step 5: the interlaced forward substitution
+    //     y_i = L^-1 b_i, one right-hand-side column at a time, with its `L` row still in
+    //     registers (entries above the diagonal are not read). Until entry 92 of
+    //     `docs/perf-notes.md` this ran after the products, its load and shuffle chain and
+    //     a barrier on the node's critical path while warps 1 and 2 waited.
+    if warp == 0 && cols > 0 {
+        let bi = seg(b);
+        for col in 0..cols {
+            let mut v = if col == 0 {
+                first_b
+            } else if live && lane < n {
+                // SAFETY: entry `lane` of column `col` of the node's segment.
+                unsafe { load_level_output(bi.add(col * ldb + lane), coherent) }
+            } else {
+                T::ZERO
+            };
+            for j in 0..NP {
+                let y = (v * unsafe { *inv_diag.add(j) }).shfl_idx(base + j as u32);
+                if lane == j {
+                    v = y;
+                } else if lane > j {
+                    v = (-row[j]).mul_add(y, v);
+                }
+            }
+            if live && lane < n {
+                // SAFETY: as the load.
+                unsafe { *bi.add(col * ldb + lane) = v };
+            }
+            if active {
+                // SAFETY: the slot's `NP x nrhs` staging of `y`, read by warps 1 and 2 in step
+                // 8 after step 6's barrier.
+                unsafe { *ybuf.add(col * NP + lane) = v };
+            }
+        }
+    }
 
     // 5. Warps 1, 2: row <- row L^-T (forward substitution along the row).
     if live && warp > 0 && ((warp == 1 && has_l) || (warp == 2 && has_r)) {
@@ -357,45 +430,12 @@ unsafe fn factor_rows_slot<T: Real, const NP: usize>(args: &FactorArgs<T>, nd: &
         }
     }
 
-    // 8. Interlaced forward substitution: y_i = L^-1 b_i (warp 0), b_l -= K_l y_i,
-    //    b_r -= K_r y_i (warps 1, 2), one right-hand side column at a time.
-    let k = a.nrhs as usize;
-    if k == 0 {
+    // 8. The interlaced forward substitution's coupling updates: b_l -= K_l y_i,
+    //    b_r -= K_r y_i (warps 1, 2; `y_i` from step 5a, ordered by step 6's barrier),
+    //    one column at a time. No barrier follows, so threads without columns leave.
+    if cols == 0 {
         return;
     }
-    let ldb = a.nblocks as usize * n;
-    let rhs_sys = unsafe { a.rhs.add(nd.s * ldb * k) };
-    let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
-    let cols = slot.columns(nd, (a.nblocks, a.systems, a.level), a.nrhs, a.edge_from);
-    if warp == 0 {
-        // Lane r reads L row r back from the tile (keeping it in registers through the
-        // products would double the register footprint).
-        let mut lrow = [T::ZERO; NP];
-        if active {
-            for c in 0..NP {
-                lrow[c] = unsafe { *sd.add(c * t + lane) };
-            }
-        }
-        let bi = seg(b);
-        for col in 0..cols {
-            let mut v = if live && lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
-            for j in 0..NP {
-                let y = (v * unsafe { *inv_diag.add(j) }).shfl_idx(base + j as u32);
-                if lane == j {
-                    v = y;
-                } else if lane > j {
-                    v = (-lrow[j]).mul_add(y, v);
-                }
-            }
-            if live && lane < n {
-                unsafe { *bi.add(col * ldb + lane) = v };
-            }
-            if active {
-                unsafe { *ybuf.add(col * NP + lane) = v };
-            }
-        }
-    }
-    team.sync();
     let target = match warp {
         1 if has_l => Some(nd.left.unwrap_or(1)),
         2 if has_r => Some(nd.right.unwrap_or(1)),

@@ -181,7 +181,7 @@ pub(crate) fn max_fused_block(smem: u32, elem_bytes: usize) -> usize {
 struct Dataflow {
     factor: Kernel,
     /// The factor with the interlaced forward substitution where that is a kernel of its
-    /// own (the blocked family); `None`: `factor` does both.
+    /// own (the rows and blocked families); `None`: `factor` does both.
     factor_interlaced: Option<Kernel>,
     solve: Kernel,
 }
@@ -333,7 +333,7 @@ pub(super) struct Fused {
     prep: Kernel,
     factor: Kernel,
     /// The per-level factor with the interlaced forward substitution where that is a
-    /// kernel of its own (the blocked family); `None`: `factor` does both.
+    /// kernel of its own (the rows and blocked families); `None`: `factor` does both.
     factor_interlaced: Option<Kernel>,
     forward: Kernel,
     backward: Kernel,
@@ -380,12 +380,16 @@ impl Fused {
         }
         let k = |name: &str| gpu.kernel(kernel_name::<T>(name).as_str());
         let sized = |base: &str, np: usize| k(&format!("{base}{np}"));
-        // The blocked family's interlaced factor kernels (per level, single launch).
-        let interlaced = match variant {
-            Variant::Blocked(np) => Some((sized(names::FACTOR_SOLVE_BLOCKED, np)?, sized(names::FACTOR_SOLVE_BLOCKED_DATAFLOW, np)?)),
-            _ => None,
+        // The interlaced factor kernels of the rows and blocked families (per level, single
+        // launch; the rows family's single launch only where it runs one).
+        let (factor_interlaced, single_interlaced) = match variant {
+            Variant::Blocked(np) => (Some(sized(names::FACTOR_SOLVE_BLOCKED, np)?), Some(sized(names::FACTOR_SOLVE_BLOCKED_DATAFLOW, np)?)),
+            Variant::Rows(np) => (
+                Some(sized(names::FACTOR_SOLVE_ROWS, np)?),
+                (options.kernels != KernelFamily::RowsLevels).then(|| sized(names::FACTOR_SOLVE_ROWS_DATAFLOW, np)).transpose()?,
+            ),
+            _ => (None, None),
         };
-        let (factor_interlaced, single_interlaced) = interlaced.unzip();
         // The per-level kernels, and the names of the single-launch ones (factor, solve).
         let (factor, forward, backward, single) = match variant {
             Variant::Rows(np) => (
@@ -873,6 +877,8 @@ mod tests {
                     names::SOLVE_BACKWARD_ROWS,
                     names::FACTOR_ROWS_DATAFLOW,
                     names::SOLVE_ROWS_DATAFLOW,
+                    names::FACTOR_SOLVE_ROWS,
+                    names::FACTOR_SOLVE_ROWS_DATAFLOW,
                 ] {
                     built(format!("{base}{np}_{precision}"));
                 }
