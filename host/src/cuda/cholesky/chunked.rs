@@ -79,6 +79,14 @@ pub(crate) fn plan_chunks(batch: usize, per_system: usize, free: usize, cap: Opt
     Ok(ChunkPlan { systems, chunks, solvers: if chunks == 1 { 1 } else { solvers } })
 }
 
+/// Whether `plan`, counted against the free memory of the moment, cuts `batch` into more
+/// chunks than `cap` asks for (more than one without a cap) or found room for none: then
+/// [`GpuCholesky::chunk_plan`] counts again once the device has settled.
+fn short_of_room(plan: &Result<ChunkPlan>, batch: usize, cap: Option<usize>) -> bool {
+    let fewest = batch.div_ceil(cap.unwrap_or(batch).max(1));
+    !plan.as_ref().is_ok_and(|p| p.chunks <= fewest)
+}
+
 impl<T: Scalar> GpuCholesky<T> {
     /// The partner solver (made when missing or made with other options): the same
     /// options without a chunk cap, its own stream, plan and staging ring.
@@ -108,11 +116,11 @@ impl<T: Scalar> GpuCholesky<T> {
         let tiled = self.is_tiled(shape.block)?;
         let per_system = plan_bytes::<T>(one, k, tiled);
         let plan = plan_chunks(shape.batch, per_system, self.gpu.room_with(self.plan_footprint())?, self.options.chunk_systems);
-        // Short of room for the whole batch: memory freed on other streams (a solver dropped
-        // just before) may still be held until the device synchronizes, and cutting the
-        // batch for it would cost every chunk's launches and transfers, so look again
-        // after waiting. (A cap below the batch cuts it anyway: no wait.)
-        if !uncapped || plan.as_ref().is_ok_and(|p| p.chunks == 1) {
+        // Short of room for the chunks the cap allows (the whole batch without a cap), or for
+        // any chunk: memory freed on other streams (a solver dropped just before) may still
+        // be held until the device synchronizes, and cutting the batch finer for it would
+        // cost every chunk's launches and transfers (or fail), so look again after waiting.
+        if !short_of_room(&plan, shape.batch, self.options.chunk_systems) {
             return plan;
         }
         plan_chunks(shape.batch, per_system, self.gpu.settled_room_with(self.plan_footprint())?, self.options.chunk_systems)
@@ -394,6 +402,29 @@ mod tests {
         assert_eq!(p, ChunkPlan { systems: 4, chunks: 3, solvers: 2 });
         let p = plan_chunks(9, 1, 1 << 30, Some(4)).unwrap();
         assert_eq!(p, ChunkPlan { systems: 3, chunks: 3, solvers: 2 });
+    }
+
+    /// The planner counts again after the device settles exactly when the room of the
+    /// moment cut the batch finer than the cap (or than one chunk) or fit nothing; a cap
+    /// alone, with room for its chunks, asks no wait (even chunks may hold fewer systems
+    /// than the cap: 9 systems under a cap of 4 are three chunks of 3).
+    #[test]
+    fn the_planner_waits_only_when_room_not_the_cap_cut_the_batch() {
+        let room = 1 << 30;
+        for (batch, cap) in [(10, Some(4)), (9, Some(4)), (10, None), (10, Some(10)), (10, Some(20)), (1, Some(1))] {
+            let plan = plan_chunks(batch, 1, room, cap);
+            assert!(!short_of_room(&plan, batch, cap), "batch {batch}, cap {cap:?}: {plan:?}");
+        }
+        // Room for 3 systems per plan, two plans: a cap of 4 (or none) cut finer by room.
+        for cap in [Some(4), None] {
+            let plan = plan_chunks(10, 100, 630, cap);
+            assert!(plan.as_ref().is_ok_and(|p| p.systems < 4), "{plan:?}");
+            assert!(short_of_room(&plan, 10, cap), "cap {cap:?}: {plan:?}");
+        }
+        // Room for none, with and without a cap.
+        for cap in [Some(4), None] {
+            assert!(short_of_room(&plan_chunks(10, 100, 90, cap), 10, cap));
+        }
     }
 
     #[test]
