@@ -380,37 +380,38 @@ impl Fused {
         }
         let k = |name: &str| gpu.kernel(kernel_name::<T>(name).as_str());
         let sized = |base: &str, np: usize| k(&format!("{base}{np}"));
-        // The interlaced factor kernels of the rows and blocked families (per level, single
-        // launch; the rows family's single launch only where it runs one).
-        let (factor_interlaced, single_interlaced) = match variant {
-            Variant::Blocked(np) => (Some(sized(names::FACTOR_SOLVE_BLOCKED, np)?), Some(sized(names::FACTOR_SOLVE_BLOCKED_DATAFLOW, np)?)),
-            Variant::Rows(np) => (
-                Some(sized(names::FACTOR_SOLVE_ROWS, np)?),
-                (options.kernels != KernelFamily::RowsLevels).then(|| sized(names::FACTOR_SOLVE_ROWS_DATAFLOW, np)).transpose()?,
-            ),
-            _ => (None, None),
-        };
-        // The per-level kernels, and the names of the single-launch ones (factor, solve).
-        let (factor, forward, backward, single) = match variant {
+        // The per-level kernels (the factor's interlaced twin where the family has one: rows
+        // and blocked), and the names of the single-launch ones (factor, its interlaced twin,
+        // solve).
+        let (factor, factor_interlaced, forward, backward, single) = match variant {
             Variant::Rows(np) => (
                 sized(names::FACTOR_ROWS, np)?,
+                Some(sized(names::FACTOR_SOLVE_ROWS, np)?),
                 sized(names::SOLVE_FORWARD_ROWS, np)?,
                 sized(names::SOLVE_BACKWARD_ROWS, np)?,
-                (options.kernels != KernelFamily::RowsLevels).then_some((names::FACTOR_ROWS_DATAFLOW, names::SOLVE_ROWS_DATAFLOW, np)),
+                (options.kernels != KernelFamily::RowsLevels).then_some((
+                    names::FACTOR_ROWS_DATAFLOW,
+                    Some(names::FACTOR_SOLVE_ROWS_DATAFLOW),
+                    names::SOLVE_ROWS_DATAFLOW,
+                    np,
+                )),
             ),
             Variant::Panel(np) | Variant::Blocked(np) => {
-                let (factor, factor_single) = match variant {
-                    Variant::Blocked(_) => (names::FACTOR_BLOCKED, names::FACTOR_BLOCKED_DATAFLOW),
-                    _ => (names::FACTOR_PANEL, names::FACTOR_PANEL_DATAFLOW),
+                let blocked = matches!(variant, Variant::Blocked(_));
+                let (factor, factor_single) = if blocked {
+                    (names::FACTOR_BLOCKED, names::FACTOR_BLOCKED_DATAFLOW)
+                } else {
+                    (names::FACTOR_PANEL, names::FACTOR_PANEL_DATAFLOW)
                 };
                 (
                     sized(factor, np)?,
+                    blocked.then(|| sized(names::FACTOR_SOLVE_BLOCKED, np)).transpose()?,
                     sized(names::SOLVE_FORWARD_PANEL, np)?,
                     sized(names::SOLVE_BACKWARD_PANEL, np)?,
-                    Some((factor_single, names::SOLVE_PANEL_DATAFLOW, np)),
+                    Some((factor_single, blocked.then_some(names::FACTOR_SOLVE_BLOCKED_DATAFLOW), names::SOLVE_PANEL_DATAFLOW, np)),
                 )
             }
-            Variant::Generic => (k(names::FACTOR_LEVEL)?, k(names::SOLVE_FORWARD)?, k(names::SOLVE_BACKWARD)?, None),
+            Variant::Generic => (k(names::FACTOR_LEVEL)?, None, k(names::SOLVE_FORWARD)?, k(names::SOLVE_BACKWARD)?, None),
         };
         let hw_threads = factor.max_threads_per_block()?;
         let factor_threads = match variant {
@@ -428,8 +429,12 @@ impl Fused {
         // of one: where its registers do not allow the per-level kernels' block size (the
         // panel kernels at padded size 96), the levels keep one launch each.
         let dataflow = match single {
-            Some((factor_base, solve_base, np)) => {
-                let d = Dataflow { factor: sized(factor_base, np)?, factor_interlaced: single_interlaced, solve: sized(solve_base, np)? };
+            Some((factor_base, interlaced_base, solve_base, np)) => {
+                let d = Dataflow {
+                    factor: sized(factor_base, np)?,
+                    factor_interlaced: interlaced_base.map(|base| sized(base, np)).transpose()?,
+                    solve: sized(solve_base, np)?,
+                };
                 let interlaced_fits = match &d.factor_interlaced {
                     Some(k) => k.max_threads_per_block()? >= factor_threads,
                     None => true,
