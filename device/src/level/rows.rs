@@ -313,7 +313,7 @@ unsafe fn factor_rows_slot<T: Real, const NP: usize, const RHS: bool>(args: &Fac
     if warp == 0 && cols > 0 {
         let bi = seg(b);
         for col in 0..cols {
-            let mut v = if col == 0 {
+            let v = if col == 0 {
                 first_b
             } else if live && lane < n {
                 // SAFETY: entry `lane` of column `col` of the node's segment.
@@ -321,14 +321,8 @@ unsafe fn factor_rows_slot<T: Real, const NP: usize, const RHS: bool>(args: &Fac
             } else {
                 T::ZERO
             };
-            for j in 0..NP {
-                let y = (v * unsafe { *inv_diag.add(j) }).shfl_idx(base + j as u32);
-                if lane == j {
-                    v = y;
-                } else if lane > j {
-                    v = (-row[j]).mul_add(y, v);
-                }
-            }
+            // SAFETY (`inv_diag`): the slot's pivots, written in step 4.
+            let v = solve_l_by_shuffles::<T, NP>(v, (lane, base), |j| unsafe { *inv_diag.add(j) }, |j| row[j]);
             if live && lane < n {
                 // SAFETY: as the load.
                 unsafe { *bi.add(col * ldb + lane) = v };
@@ -637,15 +631,8 @@ unsafe fn solve_forward_rows_slot<T: Real, const NP: usize>(args: &SolveArgs<T>,
     for col in 0..slot.columns(nd, (a.nblocks, a.systems, a.level), a.nrhs, a.edge_from) {
         if warp == 0 {
             let bi = seg(nd.b);
-            let mut v = if live && lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
-            for j in 0..NP {
-                let y = (v * unsafe { *inv_diag.add(j) }).shfl_idx(base + j as u32);
-                if lane == j {
-                    v = y;
-                } else if lane > j {
-                    v = (-row[j]).mul_add(y, v);
-                }
-            }
+            let v = if live && lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
+            let v = solve_l_by_shuffles::<T, NP>(v, (lane, base), |j| unsafe { *inv_diag.add(j) }, |j| row[j]);
             if live && lane < n {
                 unsafe { *bi.add(col * ldb + lane) = v };
             }
@@ -955,6 +942,30 @@ pub unsafe fn solve_backward_rows_warps<T: Real, const NP: usize>(args: &SolveAr
     if bad {
         unsafe { atomic::atomic_min_u64(a.info.add(nd.s), info_key(a.level, InfoCode::NonFiniteSolution, nd.b as u32)) };
     }
+}
+
+/// `L y = b` by one node's `NP` lanes of a warp, lane `r` holding entry `r` of `b` and
+/// receiving entry `r` of `y`; `base` is the node's first lane in the warp, `inv(j)` is
+/// `1 / L_jj` (read by lane `j`'s product) and `l(j)` is `L[r][j]` of this lane's `r`.
+/// First row first: `y_j = b_j / L_jj`, then `b_r -= L[r][j] y_j` for `r > j`. Every lane
+/// of the warp calls it together (full-warp shuffles). The forward twin of
+/// [`solve_lt_by_shuffles`].
+#[inline(always)]
+pub(crate) fn solve_l_by_shuffles<T: Real, const NP: usize>(
+    mut b: T,
+    (r, base): (usize, u32),
+    inv: impl Fn(usize) -> T,
+    l: impl Fn(usize) -> T,
+) -> T {
+    for j in 0..NP {
+        let y = (b * inv(j)).shfl_idx(base + j as u32);
+        if r == j {
+            b = y;
+        } else if r > j {
+            b = (-l(j)).mul_add(y, b);
+        }
+    }
+    b
 }
 
 /// `L^T x = z` by one node's `NP` lanes of a warp, lane `c` holding entry `c` of `z` and
