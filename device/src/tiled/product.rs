@@ -169,7 +169,9 @@ impl TileMac<f64> for Native {
     unsafe fn mac_chunk(acc: &mut [f64; ACC], a: *const f64, b: *const f64) {
         let (row0, col0, g, t) = warp_quadrant(thread_idx_x() as usize);
         // SAFETY: forwarded contract; the quadrant lies inside the 64 x 64 stages.
-        unsafe { dmma_region::<32, BK, ACC>(acc, a, b, (LDS64, LDS64), false, (row0 + g, col0 + g), t) }
+        // The k loop issues the next chunk's copies before this multiply-add
+        // (`product_nt_planned`).
+        unsafe { dmma_region::<32, BK, ACC>(acc, a, b, (LDS64, LDS64), false, (row0 + g, col0 + g), t, &mut NoFill) }
     }
 
     #[inline(always)]
@@ -190,12 +192,16 @@ const LDS32: usize = lds(4);
 /// ([`has_sm90_dmma`] picks at compile time); `stream_b` (with `RM = 32`) loads the `B`
 /// fragments one at a time (fewer live registers). The fragment reads (lane `4g + t` reads row
 /// `g (+ 8)`, column `t (+ 4u)`) hit distinct banks for leading dimensions of 4 mod 16
-/// ([`lds_rows`]).
+/// ([`lds_rows`]). The next chunk's copies (`next`) go in parts after the row tiles of the
+/// last `k`-step (after its `B` fragments with `stream_b`), not ahead of the chunk: the
+/// fragment loads and the first tensor-core operations of both warps of a scheduler no
+/// longer queue behind them (`docs/perf-notes.md`, entry 95).
 ///
 /// # Safety
 /// `a` and `b` point to staged chunks of `KC` columns in shared memory that hold the
 /// region's rows; every lane of the warp calls it together.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn dmma_region<const RM: usize, const KC: usize, const N: usize>(
     acc: &mut [f64; N],
     a: *const f64,
@@ -204,6 +210,7 @@ unsafe fn dmma_region<const RM: usize, const KC: usize, const N: usize>(
     stream_b: bool,
     (row, col): (usize, usize),
     t: usize,
+    next: &mut impl FillParts,
 ) {
     const { assert!(N == RM && KC.is_multiple_of(16)) };
     let mut kk = 0;
@@ -226,6 +233,9 @@ unsafe fn dmma_region<const RM: usize, const KC: usize, const N: usize>(
                             let d = mma_m16n8k8_f64(*am, bn, [acc[e], acc[e + 1], acc[e + 2], acc[e + 3]]);
                             acc[e..e + 4].copy_from_slice(&d);
                         }
+                        if kk + 16 == KC && k0 != kk {
+                            next.part(ni, 4);
+                        }
                     }
                 }
             } else {
@@ -239,6 +249,9 @@ unsafe fn dmma_region<const RM: usize, const KC: usize, const N: usize>(
                         let e = (mi * 4 + ni) * 4;
                         let d = mma_m16n8k16_f64(af, *bn, [acc[e], acc[e + 1], acc[e + 2], acc[e + 3]]);
                         acc[e..e + 4].copy_from_slice(&d);
+                    }
+                    if kk + 16 == KC {
+                        next.part(mi, RM / 16);
                     }
                 }
             }
@@ -254,6 +267,9 @@ unsafe fn dmma_region<const RM: usize, const KC: usize, const N: usize>(
                     let d = mma_m8n8k4_f64(af, *bn, [acc[e], acc[e + 1]]);
                     acc[e] = d[0];
                     acc[e + 1] = d[1];
+                }
+                if kk + 4 == KC {
+                    next.part(mi, RM / 8);
                 }
             }
             kk += 4;
@@ -379,36 +395,13 @@ const fn piece<T: Real>() -> usize {
     16 / T::BYTES
 }
 
-/// Starts this thread's asynchronous copies of chunk `c` (columns `c * KC ..`) of `p` into
-/// the stage at `s` (rows `0..R`, leading dimension `lds_rows(R, ..)`), zero outside
-/// `p.rows x k`. Thread `tid` of `THREADS` copies the 16-byte pieces `tid + q * THREADS` of
-/// the chunk, numbered down each column then across: consecutive threads read consecutive
-/// addresses.
-///
-/// # Safety
-/// `s` is a stage of `KC * lds_rows(R, T::BYTES)` elements in shared memory; the panel covers
-/// `rows x k` entries (`rows <= R`), its columns start 16-byte aligned (`ptr` and
-/// `ld * size_of::<T>()` multiples of 16: the solver pads `ld` to 64 bytes and panels start
-/// at multiples of 64 rows).
-#[inline(always)]
-unsafe fn issue_chunk<T: Real, const R: usize, const THREADS: usize, const KC: usize>(
-    s: *mut T,
-    p: &Panel<T>,
-    k: usize,
-    c: usize,
-    tid: usize,
-) {
-    // SAFETY: forwarded contract, at the stage's own leading dimension.
-    unsafe { issue_chunk_at::<T, R, THREADS, KC>(s, lds_rows(R, T::BYTES), p, k, c, tid) }
-}
-
 /// Starts this thread's asynchronous copies of the whole `TILE x TILE` tile `p` (its first
 /// `cols` columns; zeros beyond them and below `p.rows`) into the stage at `s`, column `c`
 /// at `s + c * lds`, by `THREADS` threads: one stage of a streamed sequence of tiles (the
 /// solve's node walks, [`super::solve::forward_node`]).
 ///
 /// # Safety
-/// As `issue_chunk` with `R = KC = TILE` and a stage of `TILE * lds` elements, `lds` a
+/// As `issue_chunk_at` with `R = KC = TILE` and a stage of `TILE * lds` elements, `lds` a
 /// multiple of 16 bytes.
 #[inline(always)]
 pub(super) unsafe fn issue_tile<T: Real, const THREADS: usize>(s: *mut T, lds: usize, p: &Panel<T>, cols: usize, tid: usize) {
@@ -416,10 +409,16 @@ pub(super) unsafe fn issue_tile<T: Real, const THREADS: usize>(s: *mut T, lds: u
     unsafe { issue_chunk_at::<T, TILE, THREADS, TILE>(s, lds, p, cols, 0, tid) }
 }
 
-/// `issue_chunk` into a stage of leading dimension `lds`.
+/// Starts this thread's asynchronous copies of chunk `c` (columns `c * KC ..`) of `p` into
+/// the stage at `s` (rows `0..R`, leading dimension `lds`), zero outside `p.rows x k`.
+/// Thread `tid` of `THREADS` copies the 16-byte pieces `tid + q * THREADS` of the chunk,
+/// numbered down each column then across: consecutive threads read consecutive addresses.
 ///
 /// # Safety
-/// As `issue_chunk`, the stage `KC * lds` elements with `lds >= R` a multiple of 16 bytes.
+/// `s` is a stage of `KC * lds` elements in shared memory, `lds >= R` a multiple of 16
+/// bytes; the panel covers `rows x k` entries (`rows <= R`), its columns start 16-byte
+/// aligned (`ptr` and `ld * size_of::<T>()` multiples of 16: the solver pads `ld` to 64
+/// bytes and panels start at multiples of 64 rows).
 #[inline(always)]
 unsafe fn issue_chunk_at<T: Real, const R: usize, const THREADS: usize, const KC: usize>(
     s: *mut T,
@@ -429,25 +428,49 @@ unsafe fn issue_chunk_at<T: Real, const R: usize, const THREADS: usize, const KC
     c: usize,
     tid: usize,
 ) {
-    let vec = piece::<T>();
-    let per_col = R / vec;
-    // Every thread copies the same number of pieces.
-    const { assert!((KC * R * T::BYTES / 16).is_multiple_of(THREADS)) };
-    for q in 0..KC * per_col / THREADS {
-        let id = tid + q * THREADS;
-        let (kk, row) = (id / per_col, (id % per_col) * vec);
-        let col = c * KC + kk;
-        let valid = if col < k { p.rows.saturating_sub(row).min(vec) } else { 0 };
-        // SAFETY: `valid` entries from (row, col) are inside the panel; with none the
-        // source is not read. The destination is inside the stage (kk < KC, row < R).
-        unsafe {
-            let src = if valid > 0 { p.ptr.add(col * p.ld + row) } else { p.ptr };
-            copy_async_16(s.add(kk * lds + row) as *mut u8, src as *const u8, (valid * T::BYTES) as u32);
-        }
+    for q in 0..copies_per_thread::<T, R, THREADS, KC>() {
+        // SAFETY: forwarded contract.
+        unsafe { checked_copy::<T, R, THREADS, KC>(s, lds, p, k, c, tid, q) };
     }
 }
 
-/// Whether [`issue_interior`] can copy chunks of `KC` columns of `R`-row panels by
+/// 16-byte copies per thread of a chunk of `KC` columns of an `R`-row panel by `THREADS`
+/// threads (every thread copies the same number).
+const fn copies_per_thread<T: Real, const R: usize, const THREADS: usize, const KC: usize>() -> usize {
+    let pieces = KC * R / piece::<T>();
+    assert!(pieces.is_multiple_of(THREADS));
+    pieces / THREADS
+}
+
+/// Copy `q` of this thread's `issue_chunk_at`: piece `tid + q * THREADS` of the chunk.
+///
+/// # Safety
+/// As `issue_chunk_at`; `q < copies_per_thread::<T, R, THREADS, KC>()`.
+#[inline(always)]
+unsafe fn checked_copy<T: Real, const R: usize, const THREADS: usize, const KC: usize>(
+    s: *mut T,
+    lds: usize,
+    p: &Panel<T>,
+    k: usize,
+    c: usize,
+    tid: usize,
+    q: usize,
+) {
+    let vec = piece::<T>();
+    let per_col = R / vec;
+    let id = tid + q * THREADS;
+    let (kk, row) = (id / per_col, (id % per_col) * vec);
+    let col = c * KC + kk;
+    let valid = if col < k { p.rows.saturating_sub(row).min(vec) } else { 0 };
+    // SAFETY: `valid` entries from (row, col) are inside the panel; with none the source
+    // is not read. The destination is inside the stage (kk < KC, row < R).
+    unsafe {
+        let src = if valid > 0 { p.ptr.add(col * p.ld + row) } else { p.ptr };
+        copy_async_16(s.add(kk * lds + row) as *mut u8, src as *const u8, (valid * T::BYTES) as u32);
+    }
+}
+
+/// Whether [`interior_copy`] can copy chunks of `KC` columns of `R`-row panels by
 /// `THREADS` threads: each thread's pieces then lie in one row, a fixed number of columns
 /// apart.
 const fn interior_copies<T: Real, const R: usize, const THREADS: usize, const KC: usize>() -> bool {
@@ -455,13 +478,13 @@ const fn interior_copies<T: Real, const R: usize, const THREADS: usize, const KC
     THREADS.is_multiple_of(per_col) && KC.is_multiple_of(THREADS / per_col)
 }
 
-/// `issue_chunk` for a chunk inside the panel (all `R` rows, columns `c * KC .. (c + 1) *
-/// KC` all `< k`): the same copies without bounds checks, from one address advanced by a
-/// fixed stride ([`CopyPlan`]).
+/// This thread's copies of a chunk inside the panel (all `R` rows, columns `c * KC .. (c +
+/// 1) * KC` all `< k`): `issue_chunk_at`'s copies without bounds checks, from one address
+/// advanced by a fixed stride ([`CopyPlan`]).
 ///
 /// # Safety
-/// As `issue_chunk`, with `p.rows >= R`, `(c + 1) * KC <= k` and
-/// [`interior_copies`]`::<T, R, THREADS, KC>()`.
+/// As `issue_chunk_at` (`lds = lds_rows(R, ..)`), with `p.rows >= R`, `(c + 1) * KC <= k`
+/// and [`interior_copies`]`::<T, R, THREADS, KC>()`.
 #[inline(always)]
 unsafe fn issue_interior<T: Real, const R: usize, const THREADS: usize, const KC: usize>(s: *mut T, p: &Panel<T>, c: usize, tid: usize) {
     let (vec, lds) = (piece::<T>(), lds_rows(R, T::BYTES));
@@ -478,6 +501,119 @@ unsafe fn issue_interior<T: Real, const R: usize, const THREADS: usize, const KC
     }
 }
 
+/// Copy `q` of this thread's [`issue_interior`]: the copies one at a time, for a
+/// multiply-add that issues them in parts ([`FillParts`]).
+///
+/// # Safety
+/// As [`issue_interior`]; `q < copies_per_thread::<T, R, THREADS, KC>()`.
+#[inline(always)]
+unsafe fn interior_copy<T: Real, const R: usize, const THREADS: usize, const KC: usize>(
+    s: *mut T,
+    p: &Panel<T>,
+    c: usize,
+    tid: usize,
+    q: usize,
+) {
+    let (vec, lds) = (piece::<T>(), lds_rows(R, T::BYTES));
+    let per_col = R / vec;
+    let (kk0, row, cols) = (tid / per_col, (tid % per_col) * vec, THREADS / per_col);
+    // SAFETY: rows `row .. row + vec <= R <= p.rows` and columns `c * KC + kk0 + q * cols <
+    // (c + 1) * KC <= k` are inside the panel; the destinations inside the stage.
+    unsafe {
+        let src = p.ptr.add((c * KC + kk0 + q * cols) * p.ld + row);
+        copy_async_16(s.add((kk0 + q * cols) * lds + row) as *mut u8, src as *const u8, 16);
+    }
+}
+
+/// Where a chunk's multiply-add lets the next chunk's copies go: [`staged_product`] hands
+/// each multiply-add the copies of chunk `c + STAGES - 1`, and the multiply-add issues
+/// them in parts between its tensor-core operations ([`FillParts::part`]) or all at once
+/// ([`FillParts::finish`]). Issued right after the barrier, ahead of the chunk's first
+/// fragment loads, the copies held the wide product's loop at 45 TFLOP/s on the H200; in
+/// four parts after the last `k`-step's row tiles, 51-52, and with 32 columns per chunk
+/// 53-56 (`docs/perf-notes.md`, entry 95).
+pub(super) trait FillParts {
+    /// Issues this thread's copies up to part `i` of `of` (`i < of`): the first
+    /// `(i + 1) / of` of them, those before already issued.
+    fn part(&mut self, i: usize, of: usize);
+    /// Issues the copies not yet issued.
+    fn finish(&mut self);
+}
+
+/// No copies to place: a multiply-add whose chunk's successor was issued before it.
+struct NoFill;
+
+impl FillParts for NoFill {
+    #[inline(always)]
+    fn part(&mut self, _: usize, _: usize) {}
+    #[inline(always)]
+    fn finish(&mut self) {}
+}
+
+/// The copies of one chunk of both panels into its stage, issued in parts ([`FillParts`]).
+/// A chunk at or past the end copies nothing.
+struct ChunkFill<'p, T, const RA: usize, const RB: usize, const THREADS: usize, const KC: usize> {
+    a: &'p Panel<T>,
+    b: &'p Panel<T>,
+    k: usize,
+    /// The chunk, its stage and the thread.
+    c: usize,
+    stage: (*mut T, *mut T),
+    tid: usize,
+    /// The chunk lies inside both panels (unchecked copies), or is a real chunk at all.
+    inside: bool,
+    live: bool,
+    /// Copies issued so far: `A`'s first, then `B`'s.
+    issued: usize,
+}
+
+impl<T: Real, const RA: usize, const RB: usize, const THREADS: usize, const KC: usize> ChunkFill<'_, T, RA, RB, THREADS, KC> {
+    const COPIES_A: usize = copies_per_thread::<T, RA, THREADS, KC>();
+    const COPIES: usize = Self::COPIES_A + copies_per_thread::<T, RB, THREADS, KC>();
+
+    /// Issues this thread's copies `self.issued .. n`. One branch on the chunk's kind per
+    /// call, not per copy (a branch per copy cost registers in every product).
+    #[inline(always)]
+    fn upto(&mut self, n: usize) {
+        let (from, (sa, sb)) = (self.issued, self.stage);
+        self.issued = n.max(from);
+        let (a, b, c, tid) = (self.a, self.b, self.c, self.tid);
+        // SAFETY: `staged_product`'s contract; `inside` only for chunks inside both panels
+        // (`interior`), the copy indices below the per-thread counts.
+        unsafe {
+            if !self.live {
+            } else if self.inside {
+                for j in from..n {
+                    if j < Self::COPIES_A {
+                        interior_copy::<T, RA, THREADS, KC>(sa, a, c, tid, j);
+                    } else {
+                        interior_copy::<T, RB, THREADS, KC>(sb, b, c, tid, j - Self::COPIES_A);
+                    }
+                }
+            } else {
+                for j in from..n {
+                    if j < Self::COPIES_A {
+                        checked_copy::<T, RA, THREADS, KC>(sa, lds_rows(RA, T::BYTES), a, self.k, c, tid, j);
+                    } else {
+                        checked_copy::<T, RB, THREADS, KC>(sb, lds_rows(RB, T::BYTES), b, self.k, c, tid, j - Self::COPIES_A);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<T: Real, const RA: usize, const RB: usize, const THREADS: usize, const KC: usize> FillParts for ChunkFill<'_, T, RA, RB, THREADS, KC> {
+    #[inline(always)]
+    fn part(&mut self, i: usize, of: usize) {
+        self.upto((i + 1) * Self::COPIES / of);
+    }
+    #[inline(always)]
+    fn finish(&mut self) {
+        self.upto(Self::COPIES);
+    }
+}
+
 /// This thread's accumulators of `A B^T` for row panels `a`, `b` over `k` columns (use
 /// [`TileMac::acc_coord`] to place them). Ends with a barrier; the panels are read
 /// completely before the function returns, so the caller may overwrite `a` or `b`.
@@ -486,7 +622,7 @@ unsafe fn issue_interior<T: Real, const R: usize, const THREADS: usize, const KC
 /// Launch with [`PRODUCT_THREADS`] threads, all calling with the same arguments; `smem`
 /// holds [`product_shared_elems`]`(T::BYTES)` elements of shared memory (16-byte aligned) not used by
 /// anyone else during the call; the panels cover `rows x k` entries and their columns
-/// start 16-byte aligned (see `issue_chunk`).
+/// start 16-byte aligned (see `issue_chunk_at`).
 #[inline(always)]
 pub unsafe fn product_nt<T: Real, M: TileMac<T>>(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> [T; ACC] {
     // SAFETY: forwarded contract.
@@ -503,7 +639,9 @@ pub unsafe fn product_nt<T: Real, M: TileMac<T>>(a: Panel<T>, b: Panel<T>, k: us
 pub unsafe fn product_nt_planned<T: Real, M: TileMac<T>>(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T, plan: CopyPlan) -> [T; ACC] {
     // SAFETY: forwarded contract (TILE rows, PRODUCT_THREADS threads).
     unsafe {
-        staged_product::<T, TILE, TILE, { PRODUCT_THREADS as usize }, BK, ACC>(a, b, k, smem, plan, |acc, sa, sb| M::mac_chunk(acc, sa, sb))
+        staged_product::<T, TILE, TILE, { PRODUCT_THREADS as usize }, BK, ACC>(a, b, k, smem, plan, false, |acc, sa, sb, _| {
+            M::mac_chunk(acc, sa, sb)
+        })
     }
 }
 
@@ -516,12 +654,14 @@ const fn staged_elems(ra: usize, rb: usize, kc: usize, elem_bytes: usize) -> usi
 /// The staged `k` loop of every product: chunks of `KC` columns of both panels (up to
 /// `RA` rows of `a`, `RB` of `b`) through [`STAGES`] shared-memory stages, `mac`
 /// multiplying each staged chunk into the `N` accumulators; `plan` says how interior chunks
-/// are copied (a constant at every call site).
+/// are copied, `parts` whether the copies of the chunk `STAGES - 1` ahead go right after
+/// the barrier (`false`) or to the multiply-add, which issues them in parts between its
+/// tensor-core operations ([`FillParts`]); both constants at every call site.
 ///
 /// # Safety
 /// `THREADS` threads call it together with the same arguments; `smem` holds
 /// `staged_elems(RA, RB, KC, T::BYTES)` elements of shared memory (16-byte aligned) not
-/// used by anyone else during the call; panels as in `issue_chunk`; `mac` reads only the
+/// used by anyone else during the call; panels as in `issue_chunk_at`; `mac` reads only the
 /// staged chunks it is given.
 #[inline(always)]
 unsafe fn staged_product<T: Real, const RA: usize, const RB: usize, const THREADS: usize, const KC: usize, const N: usize>(
@@ -530,7 +670,8 @@ unsafe fn staged_product<T: Real, const RA: usize, const RB: usize, const THREAD
     k: usize,
     smem: *mut T,
     plan: CopyPlan,
-    mut mac: impl FnMut(&mut [T; N], *const T, *const T),
+    parts: bool,
+    mut mac: impl FnMut(&mut [T; N], *const T, *const T, &mut ChunkFill<'_, T, RA, RB, THREADS, KC>),
 ) -> [T; N] {
     let tid = thread_idx_x() as usize;
     let mut acc = [T::ZERO; N];
@@ -538,7 +679,7 @@ unsafe fn staged_product<T: Real, const RA: usize, const RB: usize, const THREAD
     if chunks == 0 {
         return acc;
     }
-    // SAFETY (all): stages inside `smem`; panel reads as in `issue_chunk`.
+    // SAFETY (all): stages inside `smem`; panel reads as in `issue_chunk_at`.
     let (a_elems, b_elems) = (KC * lds_rows(RA, T::BYTES), KC * lds_rows(RB, T::BYTES));
     let stage = |s: usize| unsafe {
         let base = smem.add(s * (a_elems + b_elems));
@@ -555,6 +696,17 @@ unsafe fn staged_product<T: Real, const RA: usize, const RB: usize, const THREAD
     } else {
         0
     };
+    let fill = |c: usize, inside: bool, live: bool| ChunkFill::<T, RA, RB, THREADS, KC> {
+        a: &a,
+        b: &b,
+        k,
+        c,
+        stage: stage(c % STAGES),
+        tid,
+        inside,
+        live,
+        issued: 0,
+    };
     // SAFETY (both): chunk c lies inside both panels when c < interior.
     let issue_inside = |c: usize| unsafe {
         let (sa, sb) = stage(c % STAGES);
@@ -567,8 +719,8 @@ unsafe fn staged_product<T: Real, const RA: usize, const RB: usize, const THREAD
         } else if c < chunks {
             let (sa, sb) = stage(c % STAGES);
             unsafe {
-                issue_chunk::<T, RA, THREADS, KC>(sa, &a, k, c, tid);
-                issue_chunk::<T, RB, THREADS, KC>(sb, &b, k, c, tid);
+                issue_chunk_at::<T, RA, THREADS, KC>(sa, lds_rows(RA, T::BYTES), &a, k, c, tid);
+                issue_chunk_at::<T, RB, THREADS, KC>(sb, lds_rows(RB, T::BYTES), &b, k, c, tid);
             }
         }
         // One group per chunk, empty past the end, so that the wait count below holds.
@@ -579,22 +731,38 @@ unsafe fn staged_product<T: Real, const RA: usize, const RB: usize, const THREAD
     }
     // At the top of step c, chunk c is this thread's oldest pending group; the barrier makes
     // every thread's copies of it visible and frees the stage of chunk c - 1 (everyone is
-    // past it). `Split`: the steps whose next chunk is interior run in a loop of their own.
+    // past it) for chunk c + STAGES - 1: issued right there (`parts` false), or handed to
+    // the multiply-add of chunk c, which issues it in parts between its tensor-core
+    // operations. `Split`: the steps whose next chunk is interior run in a loop of their own.
     let split = if plan == CopyPlan::Split { interior.saturating_sub(STAGES - 1).min(chunks) } else { 0 };
     for c in 0..split {
         copy_async_wait::<{ STAGES as u32 - 2 }>();
         blocktri_prims::sync_threads();
-        issue_inside(c + STAGES - 1);
-        copy_async_commit();
         let (sa, sb) = stage(c % STAGES);
-        mac(&mut acc, sa, sb);
+        if !parts {
+            issue_inside(c + STAGES - 1);
+            copy_async_commit();
+        }
+        let mut next = fill(c + STAGES - 1, true, parts);
+        mac(&mut acc, sa, sb, &mut next);
+        if parts {
+            next.finish();
+            copy_async_commit();
+        }
     }
     for c in split..chunks {
         copy_async_wait::<{ STAGES as u32 - 2 }>();
         blocktri_prims::sync_threads();
-        issue(c + STAGES - 1);
         let (sa, sb) = stage(c % STAGES);
-        mac(&mut acc, sa, sb);
+        if !parts {
+            issue(c + STAGES - 1);
+        }
+        let mut next = fill(c + STAGES - 1, c + STAGES - 1 < interior, parts && c + STAGES - 1 < chunks);
+        mac(&mut acc, sa, sb, &mut next);
+        if parts {
+            next.finish();
+            copy_async_commit();
+        }
     }
     copy_async_wait::<0>();
     blocktri_prims::sync_threads();
@@ -660,8 +828,11 @@ pub const WIDE_PRODUCT_THREADS: u32 = 256;
 /// lane let more warps share a multiprocessor.
 pub struct Dmma<const RA: usize, const RB: usize, const RM: usize, const KC: usize, const NTHREADS: usize>;
 
-/// The wide product: `128 x 128` tiles, 8 warps of `64 x 32` (239 registers, one block
-/// per multiprocessor), for launches with enough blocks to fill the GPU.
+/// The wide product: `128 x 128` tiles, 8 warps of `64 x 32` (255 registers, one block
+/// per multiprocessor), for launches with enough blocks to fill the GPU. Its next chunk's
+/// copies go in parts between its tensor-core operations (`FillParts`). 32 columns per
+/// chunk were faster in a microbenchmark but spilled here, and 14 % slower with the
+/// `k`-steps kept a loop (`docs/perf-notes.md`, entry 95).
 pub type Wide = Dmma<WIDE_TILE, WIDE_TILE, 64, BK, { WIDE_PRODUCT_THREADS as usize }>;
 
 /// `128 x 128` tiles on 16 warps of `32 x 32` (512 threads: at most 128 registers each),
@@ -692,7 +863,7 @@ impl<const SPLIT: bool, const RA: usize, const RB: usize, const RM: usize, const
         let ld = (lds_rows(RA, 4), lds_rows(RB, 4));
         // SAFETY: forwarded contract; the region lies inside the stages.
         unsafe {
-            staged_product::<f32, RA, RB, NTHREADS, BK, RM>(a, b, k, smem, plan, |acc, sa, sb| {
+            staged_product::<f32, RA, RB, NTHREADS, BK, RM>(a, b, k, smem, plan, false, |acc, sa, sb, _| {
                 tf32_region::<SPLIT, RM, BK>(acc, sa, sb, ld, (row0 + g, col0 + g), t)
             })
         }
@@ -736,8 +907,8 @@ impl<const RA: usize, const RB: usize, const RM: usize, const KC: usize, const N
         let ld = (lds_rows(RA, 8), lds_rows(RB, 8));
         // SAFETY: forwarded contract; the region lies inside the stages.
         unsafe {
-            staged_product::<f64, RA, RB, NTHREADS, KC, RM>(a, b, k, smem, plan, |acc, sa, sb| {
-                dmma_region::<RM, KC, RM>(acc, sa, sb, ld, RM <= 32, (row0 + g, col0 + g), t)
+            staged_product::<f64, RA, RB, NTHREADS, KC, RM>(a, b, k, smem, plan, RM > 32, |acc, sa, sb, next| {
+                dmma_region::<RM, KC, RM>(acc, sa, sb, ld, RM <= 32, (row0 + g, col0 + g), t, next)
             })
         }
     }
