@@ -193,9 +193,10 @@ const LDS32: usize = lds(4);
 /// fragments one at a time (fewer live registers). The fragment reads (lane `4g + t` reads row
 /// `g (+ 8)`, column `t (+ 4u)`) hit distinct banks for leading dimensions of 4 mod 16
 /// ([`lds_rows`]). The next chunk's copies (`next`) go in parts after the row tiles of the
-/// last `k`-step (after its `B` fragments with `stream_b`), not ahead of the chunk: the
-/// fragment loads and the first tensor-core operations of both warps of a scheduler no
-/// longer queue behind them (`docs/perf-notes.md`, entry 95).
+/// last `k`-step, not ahead of the chunk: the fragment loads and the first tensor-core
+/// operations of both warps of a scheduler no longer queue behind them
+/// (`docs/perf-notes.md`, entry 95). The `stream_b` form takes no parts: its callers
+/// (`RM = 32`) issue their copies ahead of the chunk.
 ///
 /// # Safety
 /// `a` and `b` point to staged chunks of `KC` columns in shared memory that hold the
@@ -232,9 +233,6 @@ unsafe fn dmma_region<const RM: usize, const KC: usize, const N: usize>(
                             let e = (mi * 4 + ni) * 4;
                             let d = mma_m16n8k8_f64(*am, bn, [acc[e], acc[e + 1], acc[e + 2], acc[e + 3]]);
                             acc[e..e + 4].copy_from_slice(&d);
-                        }
-                        if kk + 16 == KC && k0 != kk {
-                            next.part(ni, 4);
                         }
                     }
                 }
@@ -831,7 +829,7 @@ pub struct Dmma<const RA: usize, const RB: usize, const RM: usize, const KC: usi
 /// The wide product: `128 x 128` tiles, 8 warps of `64 x 32` (255 registers, one block
 /// per multiprocessor), for launches with enough blocks to fill the GPU. Its next chunk's
 /// copies go in parts between its tensor-core operations (`FillParts`). 32 columns per
-/// chunk were faster in a microbenchmark but spilled here, and 14 % slower with the
+/// chunk were faster in a microbenchmark but spilled here, and 9-14 % slower with the
 /// `k`-steps kept a loop (`docs/perf-notes.md`, entry 95).
 pub type Wide = Dmma<WIDE_TILE, WIDE_TILE, 64, BK, { WIDE_PRODUCT_THREADS as usize }>;
 
