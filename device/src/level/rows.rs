@@ -831,15 +831,9 @@ pub unsafe fn solve_forward_rows_warps<T: Real, const NP: usize>(args: &SolveArg
     let seg = |idx: usize| unsafe { rhs_sys.add(idx * n) };
     let bi = seg(nd.b);
     for col in 0..nd.columns(a.nrhs, a.edge_from) {
-        let mut v = if lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
-        for j in 0..NP {
-            let y = (v * unsafe { *inv_diag.add(j) }).shfl_idx(j as u32);
-            if lane == j {
-                v = y;
-            } else if lane > j && lane < NP {
-                v = (-lrow[j]).mul_add(y, v);
-            }
-        }
+        let v = if lane < n { unsafe { load_level_output(bi.add(col * ldb + lane), coherent) } } else { T::ZERO };
+        // Lanes from NP hold zero rows of L: what they compute is never stored.
+        let v = solve_l_by_shuffles::<T, NP>(v, (lane, 0), |j| unsafe { *inv_diag.add(j) }, |j| lrow[j]);
         if lane < n {
             unsafe { *bi.add(col * ldb + lane) = v };
         }
