@@ -830,7 +830,8 @@ pub struct Dmma<const RA: usize, const RB: usize, const RM: usize, const KC: usi
 /// per multiprocessor), for launches with enough blocks to fill the GPU. Its next chunk's
 /// copies go in parts between its tensor-core operations (`FillParts`). 32 columns per
 /// chunk were faster in a microbenchmark but spilled here, and 9-14 % slower with the
-/// `k`-steps kept a loop (`docs/perf-notes.md`, entry 95).
+/// `k`-steps kept a loop (`docs/perf-notes.md`, entry 95); with the `k`-steps kept apart
+/// by a compiler barrier instead (no spill in the loop) they were no faster (entry 96).
 pub type Wide = Dmma<WIDE_TILE, WIDE_TILE, 64, BK, { WIDE_PRODUCT_THREADS as usize }>;
 
 /// `128 x 128` tiles on 16 warps of `32 x 32` (512 threads: at most 128 registers each),
