@@ -95,7 +95,8 @@ fn wide_waves() -> u32 {
 /// The first column step that starts a [`Wide`] pair where a level takes pairs: with the
 /// rows below the diagonal updated in [`update_trsm`](blocktri_device::tiled::factor::update_trsm),
 /// a pair at step `k` streams `k + 9` column passes of the panel against `2 k + 5` for two
-/// single steps (`docs/perf-notes.md`, entry 46).
+/// single steps (`docs/perf-notes.md`, entry 46). Steps of 128 columns (a `128 x 128`
+/// diagonal factor, `k + 4` passes) were measured no faster in three forms (entry 97).
 const FIRST_PAIR: usize = 6;
 
 /// Fewest nodes (all systems) of a level whose column steps update the rows below the
