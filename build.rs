@@ -26,6 +26,11 @@ fn main() {
         // blocks share a multiprocessor on the levels with many nodes.
         .max_registers("tiled_forward_node", 128)
         .max_registers("tiled_backward_node", 128)
+        // The inverse solves stream tiles as the node walks do; the inverse steps are the
+        // column steps' products (`tiled_update_trsm`).
+        .max_registers("tiled_forward_inverse", 128)
+        .max_registers("tiled_backward_inverse", 128)
+        .max_registers("tiled_inverse_step", 168)
         // The diagonal-tile factor (256 threads, 76 KB of shared memory): 144 registers
         // unconstrained (one block per multiprocessor), 128 lets two share one.
         .max_registers("tiled_potrf", 128)

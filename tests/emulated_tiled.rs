@@ -13,6 +13,10 @@ use blocktri_device::tiled::factor::{
     potrf_shared_bytes, prep, prep_rounding, prep_shared_bytes, product_kernel_shared_bytes, shape_kernel_shared_bytes, trsm, update,
     update_diagonal, update_trsm, wide_product_kernel_shared_bytes,
 };
+use blocktri_device::tiled::inverse::{
+    backward_inverse, forward_inverse, inverse_copy, inverse_elems, inverse_parts, inverse_scratch_elems, inverse_solve_chunk,
+    inverse_solve_shared_bytes, inverse_step, inverts_level,
+};
 use blocktri_device::tiled::product::{ACC, CopyPlan, Panel, product_nt_planned, product_shared_bytes};
 use blocktri_device::tiled::solve::{
     BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, backward_couple, backward_diag, backward_node, backward_split, couple_shared_bytes,
@@ -41,6 +45,8 @@ struct Device<T> {
     info: Vec<u64>,
     solve_info: Vec<u64>,
     rhs: Vec<T>,
+    /// The inverse solves' scratch area.
+    scratch: Vec<T>,
 }
 
 fn upload<T: Scalar>(a: &BlockTridiag<T>, b: &BlockVec<T>) -> Device<T> {
@@ -55,10 +61,14 @@ fn upload<T: Scalar>(a: &BlockTridiag<T>, b: &BlockVec<T>) -> Device<T> {
         diag: vec![T::NAN; len],
         left: vec![T::NAN; len],
         right: vec![T::NAN; len],
-        dinv: vec![T::NAN; shape.batch * shape.nblocks * dinv_elems(shape.block)],
+        dinv: vec![
+            T::NAN;
+            shape.batch * shape.nblocks * dinv_elems(shape.block) + inverse_elems(shape.batch, shape.nblocks, shape.block, ld)
+        ],
         info: vec![INFO_OK; shape.batch],
         solve_info: vec![INFO_OK; shape.batch],
         rhs: b.as_slice().to_vec(),
+        scratch: vec![T::NAN; inverse_scratch_elems(shape.batch, shape.nblocks, shape.block)],
     }
 }
 
@@ -81,6 +91,7 @@ fn args<T: Scalar>(
         info: if solve.is_some() { d.solve_info.as_mut_ptr() } else { d.info.as_mut_ptr() },
         rhs: d.rhs.as_mut_ptr(),
         flags: std::ptr::null_mut(),
+        scratch: d.scratch.as_mut_ptr(),
         sym_tol: T::symmetry_tolerance(),
         ld: d.ld as u32,
         n: shape.block as u32,
@@ -189,6 +200,12 @@ fn run_factor_with<T: Scalar, M: TileMac<T>, U: ProductShape<T>>(
                 }
             }
         }
+        if inverts_level(n, nb, m) {
+            for k in 0..nt {
+                let x = args(d, a, m, k as u32, 0, None);
+                unsafe { emu::launch_unchecked(nodes * (k as u32 + 1), PRODUCT_THREADS, product_smem, || inverse_step::<T, M>(&x)) };
+            }
+        }
         if m + 1 < top {
             for &side in neighbour_sides(steps.split_neighbours) {
                 neighbour_launch(&args(d, a, m, 0, side, None), nodes, side);
@@ -207,19 +224,22 @@ fn run_solve<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk:
     let walk = node_walk_chunk(n, chunk, T::BYTES, EMULATED_SHARED);
     let split = split_walk_chunk(n, chunk, T::BYTES, EMULATED_SHARED);
     let walk = |nodes| if walks_nodes(n, nodes, sms) { walk } else { 0 };
-    run_solve_forms(d, a, k, chunk, sms, walk, |nodes| if splits_walks(n, nodes, sms) { split } else { 0 }, couple_sides(false))
+    let split = |nodes| if splits_walks(n, nodes, sms) { split } else { 0 };
+    let inverse = |m| inverts_level(n, a.shape().nblocks as u32, m);
+    run_solve_forms(d, a, k, chunk, sms, walk, split, inverse, couple_sides(false))
 }
 
 /// [`run_solve`] with the diagonal solves of a level of `nodes` nodes as node walks of
 /// `walk(nodes)` columns per pass, or one launch per tile step where that is 0.
 fn run_solve_with<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, k: usize, chunk: usize, sms: u32, walk: impl Fn(u32) -> usize) {
-    run_solve_forms(d, a, k, chunk, sms, walk, |_| 0, couple_sides(false))
+    run_solve_forms(d, a, k, chunk, sms, walk, |_| 0, |_| false, couple_sides(false))
 }
 
 /// [`run_solve_with`], with the diagonal solves of a level as split walks of
 /// `split(nodes)` columns per pass where that is not 0 (each sweep's flags zeroed first,
-/// as the executor's `ClearFlags` step does), and the forward couplings in one launch per
-/// side of `sides`.
+/// as the executor's `ClearFlags` step does), as products with the explicit inverses on
+/// the levels `m` where `inverse(m)` (before the other choices, as the executor), and the
+/// forward couplings in one launch per side of `sides`.
 #[allow(clippy::too_many_arguments)] // the solve's shape and one choice per kind of launch
 fn run_solve_forms<T: Scalar>(
     d: &mut Device<T>,
@@ -229,6 +249,7 @@ fn run_solve_forms<T: Scalar>(
     sms: u32,
     walk: impl Fn(u32) -> usize,
     split: impl Fn(u32) -> usize,
+    inverse: impl Fn(u32) -> bool,
     sides: &[u32],
 ) {
     let shape = a.shape();
@@ -243,10 +264,28 @@ fn run_solve_forms<T: Scalar>(
         flags: flags[sweep * sweep_words + split_flag_offset(shape.batch, shape.nblocks, n, m)..].as_mut_ptr(),
         ..args(d, a, m, 0, 0, Some((k, cols)))
     };
+    // The inverse solves' passes: product into the scratch area, then the copy.
+    let inverse_cols = inverse_solve_chunk(chunk, e, EMULATED_SHARED);
+    let parts = inverse_parts(n) as u32;
+    let inverse_passes = |d: &mut Device<T>, m: u32, nodes: u32, forward: bool| {
+        for pass in 0..k.div_ceil(inverse_cols) as u32 {
+            let x = args(d, a, m, pass, !forward as u32, Some((k, inverse_cols)));
+            let smem = inverse_solve_shared_bytes(inverse_cols, e);
+            unsafe {
+                match forward {
+                    true => emu::launch_unchecked(nodes * nt * parts, SOLVE_THREADS, smem, || forward_inverse(&x)),
+                    false => emu::launch_unchecked(nodes * nt * parts, SOLVE_THREADS, smem, || backward_inverse(&x)),
+                }
+                emu::launch_unchecked(nodes * nt, SOLVE_THREADS, 0, || inverse_copy(&x));
+            }
+        }
+    };
     for m in 0..top {
         let nodes = s * nodes_in_level(nb, m);
         let (walk, walk_smem) = (walk(nodes), node_walk_shared_bytes(n, walk(nodes), e));
-        if split(nodes) > 0 {
+        if inverse(m) {
+            inverse_passes(d, m, nodes, true);
+        } else if split(nodes) > 0 {
             let x = split_args(d, &mut flags, m, 0, split(nodes));
             let smem = split_walk_shared_bytes(n, split(nodes), e);
             unsafe { emu::launch_unchecked(nodes * nt, SOLVE_THREADS, smem, || forward_split(&x)) };
@@ -275,7 +314,9 @@ fn run_solve_forms<T: Scalar>(
             let x = args(d, a, m, 0, 0, Some((k, chunk)));
             unsafe { emu::launch_unchecked(nodes * nt * BACKWARD_ROW_GROUPS, SOLVE_THREADS, 0, || backward_couple(&x)) };
         }
-        if split(nodes) > 0 {
+        if inverse(m) {
+            inverse_passes(d, m, nodes, false);
+        } else if split(nodes) > 0 {
             let x = split_args(d, &mut flags, m, 1, split(nodes));
             let smem = split_walk_shared_bytes(n, split(nodes), e);
             unsafe { emu::launch_unchecked(nodes * nt, SOLVE_THREADS, smem, || backward_split(&x)) };
@@ -315,7 +356,7 @@ fn emulated_tiled_split_walks_match_the_node_walks_bit_for_bit() {
         let (a, b) = problem::<f64>(s, nb, n, k, seed + i as u64);
         let factored = factored(&a, &b);
         let walk = factored.solved(|e| run_solve_with(e, &a, k, cols, EMULATED_SMS, |_| cols));
-        let split = factored.solved(|e| run_solve_forms(e, &a, k, cols, EMULATED_SMS, |_| cols, |_| cols, couple_sides(false)));
+        let split = factored.solved(|e| run_solve_forms(e, &a, k, cols, EMULATED_SMS, |_| cols, |_| cols, |_| false, couple_sides(false)));
         assert!(split.solve_info.iter().all(|&x| x == INFO_OK), "S={s} N={nb} n={n}: {:?}", split.solve_info);
         factored.assert_same_solutions(k, &split.rhs, &walk.rhs, &format!("S={s} N={nb} n={n} k={k} (seed {seed}), split walks"));
     }
@@ -333,25 +374,33 @@ fn emulated_tiled_couplings_of_both_sides_in_one_launch_match_one_launch_per_sid
         let factored = factored(&a, &b);
         let chunk = k.min(MAX_CHUNK);
         let walk = node_walk_chunk(n, chunk, 8, EMULATED_SHARED);
-        let solve = |sides: &[u32]| factored.solved(|e| run_solve_forms(e, &a, k, chunk, EMULATED_SMS, |_| walk, |_| 0, sides)).rhs;
+        let solve =
+            |sides: &[u32]| factored.solved(|e| run_solve_forms(e, &a, k, chunk, EMULATED_SMS, |_| walk, |_| 0, |_| false, sides)).rhs;
         let (both, per_side) = (solve(couple_sides(false)), solve(couple_sides(true)));
         factored.assert_same_solutions(k, &both, &per_side, &format!("S={s} N={nb} n={n} k={k} (seed {seed}), couplings in one launch"));
     }
 }
 
-/// A non-finite solution from a split backward walk is reported with its system and
-/// block, as the node walk reports it.
-#[test]
-fn emulated_tiled_split_walks_report_a_non_finite_solution() {
-    let (a, mut b) = problem::<f64>(2, 3, 130, 1, fresh_seed());
-    // System 1, block 2 (the top node of N = 3): an infinite right-hand side.
-    let idx = b.as_slice().len() / 2 + 2 * 130 + 70;
+/// Solves `S = 2, N = 3` systems of block size `n` by `solve` with an infinite right-hand
+/// side in system 1, block 2 (the top node): the status words name system 1, and (the
+/// value reaches every block of the system) the lowest level's lowest block.
+fn assert_non_finite_reported(n: usize, solve: impl FnOnce(&mut Device<f64>, &BlockTridiag<f64>)) {
+    let (a, mut b) = problem::<f64>(2, 3, n, 1, fresh_seed());
+    let idx = b.as_slice().len() / 2 + 2 * n + 70;
     b.as_mut_slice()[idx] = f64::INFINITY;
     let factored = factored(&a, &b);
-    let e = factored.solved(|e| run_solve_forms(e, &a, 1, 1, EMULATED_SMS, |_| 1, |_| 1, couple_sides(false)));
-    assert_eq!(e.solve_info[0], INFO_OK);
-    // It reaches every block of the system; the lowest level's lowest block is kept.
-    assert_eq!(decode_info(e.solve_info[1]), Some((0, InfoCode::NonFiniteSolution as u32, 0)));
+    let e = factored.solved(|e| solve(e, &a));
+    assert_eq!(e.solve_info[0], INFO_OK, "n = {n}");
+    assert_eq!(decode_info(e.solve_info[1]), Some((0, InfoCode::NonFiniteSolution as u32, 0)), "n = {n}");
+}
+
+/// A non-finite solution from a split backward walk is reported with its system and
+/// block, as the node walk reports it; and from the inverse solves (every level of
+/// n = 260 at N = 3), where the copy of the backward products' sums reports it.
+#[test]
+fn emulated_tiled_split_walks_and_inverse_solves_report_a_non_finite_solution() {
+    assert_non_finite_reported(130, |e, a| run_solve_forms(e, a, 1, 1, EMULATED_SMS, |_| 1, |_| 1, |_| false, couple_sides(false)));
+    assert_non_finite_reported(260, |e, a| run_solve(e, a, 1, 1, EMULATED_SMS));
 }
 
 fn check<T: Scalar, M: TileMac<T>>(cases: &[(usize, usize, usize, usize)], tol: f64) {
@@ -475,6 +524,35 @@ fn emulated_tiled_node_walks_in_several_passes_match_the_dense_reference() {
         };
         let (one_pass, rhs) = (solve(k), solve(2));
         factored.assert_same_solutions(k, &rhs, &one_pass, &format!("S={s} N={nb} n={n} k={k} (seed {seed}), two columns per pass"));
+    }
+}
+
+/// The top levels' diagonal solves as products with explicit inverses (the executor's
+/// choice from five tiles on levels of at most 256 tile rows per system: here every level):
+/// five tiles with a partial last one (4 rows), exact tiles, a batch, one block, and more
+/// columns than one pass takes (9, and 5 at 2 per pass); against the dense reference and
+/// against the per-step diagonal solves (the same factor, other sums: not bit for bit),
+/// and the same bits whatever the columns per pass.
+#[test]
+fn emulated_tiled_inverse_solves_match_the_dense_reference() {
+    let seed = fresh_seed();
+    for (i, &(s, nb, n, k)) in [(1, 3, 260, 2), (2, 2, 320, 9), (1, 1, 300, 1), (1, 4, 260, 5)].iter().enumerate() {
+        assert!(inverts_level(n, nb as u32, 0), "case {i} must invert");
+        let (a, b) = problem::<f64>(s, nb, n, k, seed + i as u64);
+        let factored = factored(&a, &b);
+        let what = format!("S={s} N={nb} n={n} k={k} (seed {seed})");
+        let inverse = factored.solved(|e| run_solve(e, &a, k, k.min(MAX_CHUNK), EMULATED_SMS));
+        assert!(inverse.solve_info.iter().all(|&x| x == INFO_OK), "{what}: {:?}", inverse.solve_info);
+        let steps = factored.solved(|e| run_solve_with(e, &a, k, k.min(MAX_CHUNK), EMULATED_SMS, |_| 0)).rhs;
+        let x = BlockVec::from_vec(a.shape(), k, inverse.rhs.clone()).unwrap();
+        let err = error_vs_reference(&x, &dense_solution(&a, &b));
+        assert!(err < 1e-11, "{what}: error {err:e}");
+        let gap = inverse.rhs.iter().zip(&steps).map(|(x, y)| (x - y).abs() / (1.0 + y.abs())).fold(0.0, f64::max);
+        assert!(gap < 1e-9, "{what}: inverse against per-step solves {gap:e}");
+        if k > 2 {
+            let two = factored.solved(|e| run_solve(e, &a, k, 2, EMULATED_SMS)).rhs;
+            factored.assert_same_solutions(k, &two, &inverse.rhs, &format!("{what}, two columns per pass"));
+        }
     }
 }
 

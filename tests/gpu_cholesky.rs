@@ -196,8 +196,10 @@ fn tiled_failures_name_the_system_and_block() {
 /// beside the factorization of the levels above. The kernels and their order per buffer
 /// are those of a factorization followed by a solve, so the solutions have the same bits,
 /// with graphs (captured, then replayed) and without; node walks (n = 128, 200), the
-/// per-step diagonal solves (n = 320's top levels), several passes of right-hand-side
-/// columns (k = 70), a batch. A failure leaves the right-hand side as it was.
+/// explicit inverses formed beside the column steps (n = 320, every level at N = 9; at
+/// N = 130 levels 0 and 1 take the per-step diagonal solves), several passes of
+/// right-hand-side columns (k = 70), a batch. A failure leaves the right-hand side as it
+/// was.
 #[test]
 fn tiled_factor_solve_with_the_forward_sweep_beside_matches_factor_then_solve() {
     let Some(g) = gpu() else { return };
@@ -206,7 +208,9 @@ fn tiled_factor_solve_with_the_forward_sweep_beside_matches_factor_then_solve() 
         let options = GpuOptions { kernels: KernelFamily::Tiled, graphs, ..GpuOptions::default() };
         let mut beside = GpuCholesky::<f64>::with_gpu(g.clone(), options).unwrap();
         let mut apart = GpuCholesky::<f64>::with_gpu(g.clone(), options).unwrap();
-        for (i, (batch, nb, n, k)) in [(1, 1000, 128, 1), (3, 64, 200, 3), (1, 9, 320, 2), (2, 5, 129, 70)].into_iter().enumerate() {
+        for (i, (batch, nb, n, k)) in
+            [(1, 1000, 128, 1), (3, 64, 200, 3), (1, 9, 320, 2), (1, 130, 320, 1), (2, 5, 129, 70)].into_iter().enumerate()
+        {
             let (a, b) = problem::<f64>(batch, nb, n, k, seed + i as u64);
             apart.factor(&a).unwrap();
             let expected = apart.solve(&b).unwrap();

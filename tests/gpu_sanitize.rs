@@ -165,8 +165,11 @@ fn sanitize_cholesky_tiled() {
     // Large: three tiles with a partial one, more right-hand sides than one solve pass.
     solve_case::<f64>(&g, 1, 6, 150, 10, 1e-12);
     solve_case::<f32>(&g, 1, 6, 150, 2, 1e-4);
-    // Five tiles, the last partial: several blocks per node in every diagonal solve step.
-    solve_case::<f64>(&g, 1, 5, 300, 2, 1e-12);
+    // Five tiles, the last partial: the explicit inverses of every level's diagonal
+    // blocks and the solves' products with them (or with `BLOCKTRI_INVERSE_SOLVES=off`
+    // several blocks per node in every diagonal solve step); nine columns, two passes.
+    solve_case::<f64>(&g, 1, 5, 300, 9, 1e-12);
+    solve_case::<f32>(&g, 2, 3, 300, 1, 1e-4);
     // Eight tiles, the last partial: a wide pair of columns from step 6 where the pairs
     // are forced (`BLOCKTRI_WIDE_UPDATE=64 BLOCKTRI_WIDE_WAVES=0`).
     solve_case::<f64>(&g, 1, 3, 450, 1, 1e-12);

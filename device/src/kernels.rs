@@ -191,6 +191,14 @@ pub mod names {
     pub const TILED_FORWARD_SPLIT: &str = "tiled_forward_split";
     /// [`crate::tiled::solve::backward_split`].
     pub const TILED_BACKWARD_SPLIT: &str = "tiled_backward_split";
+    /// [`crate::tiled::inverse::inverse_step`].
+    pub const TILED_INVERSE_STEP: &str = "tiled_inverse_step";
+    /// [`crate::tiled::inverse::forward_inverse`].
+    pub const TILED_FORWARD_INVERSE: &str = "tiled_forward_inverse";
+    /// [`crate::tiled::inverse::backward_inverse`].
+    pub const TILED_BACKWARD_INVERSE: &str = "tiled_backward_inverse";
+    /// [`crate::tiled::inverse::inverse_copy`].
+    pub const TILED_INVERSE_COPY: &str = "tiled_inverse_copy";
     /// [`crate::batched::potrf_batched`].
     pub const POTRF_BATCHED: &str = "potrf_batched";
     /// [`crate::logdet::log_det_parts`].
@@ -252,7 +260,9 @@ mod entry {
     use crate::selinv::{
         SelinvArgs, SelinvGatherArgs, gather_sub_diagonal, selinv_chain, selinv_chain_staged, selinv_level, selinv_level_staged,
     };
-    use crate::tiled::{Narrow, Native, Tall, Tf32, Tf32x3, TiledArgs, Wide, Wide16, WideTf32, WideTf32x3, factor as tf, solve as ts};
+    use crate::tiled::{
+        Narrow, Native, Tall, Tf32, Tf32x3, TiledArgs, Wide, Wide16, WideTf32, WideTf32x3, factor as tf, inverse as ti, solve as ts,
+    };
     use crate::tridiag::{TridiagArgs, fused, stagewise};
 
     use blocktri_prims::sync::kernel_prologue;
@@ -578,6 +588,10 @@ mod entry {
     kernel!(tiled_backward_node_f64, tiled_backward_node_f32, ts::backward_node, TiledArgs);
     kernel!(tiled_forward_split_f64, tiled_forward_split_f32, ts::forward_split, TiledArgs);
     kernel!(tiled_backward_split_f64, tiled_backward_split_f32, ts::backward_split, TiledArgs);
+    kernel!(tiled_inverse_step_f64, tiled_inverse_step_f32, ti::inverse_step::<_, Native>, TiledArgs);
+    kernel!(tiled_forward_inverse_f64, tiled_forward_inverse_f32, ti::forward_inverse, TiledArgs);
+    kernel!(tiled_backward_inverse_f64, tiled_backward_inverse_f32, ti::backward_inverse, TiledArgs);
+    kernel!(tiled_inverse_copy_f64, tiled_inverse_copy_f32, ti::inverse_copy, TiledArgs);
     kernel!(arrow_border_columns_f64, arrow_border_columns_f32, border_columns, ArrowArgs);
     kernel!(arrow_border_products_f64, arrow_border_products_f32, border_products, ArrowArgs);
     kernel!(arrow_border_correct_f64, arrow_border_correct_f32, border_correct, ArrowArgs);

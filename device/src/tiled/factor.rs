@@ -342,14 +342,14 @@ unsafe fn panel<T>(blk: *mut T, ld: usize, n: usize, t: usize, c0: usize) -> Pan
 /// Row panel of up to `rows` rows from row `row0`, starting at column `c0`, of the
 /// column-major block `blk` (clipped to its `n` rows).
 #[inline(always)]
-unsafe fn rows_panel<T>(blk: *mut T, ld: usize, n: usize, row0: usize, c0: usize, rows: usize) -> Panel<T> {
+pub(super) unsafe fn rows_panel<T>(blk: *mut T, ld: usize, n: usize, row0: usize, c0: usize, rows: usize) -> Panel<T> {
     // SAFETY: inside the block (row0 < n, c0 < n).
     Panel { ptr: unsafe { blk.add(c0 * ld + row0) } as *const T, ld, rows: rows.min(n - row0) }
 }
 
 /// Hands each accumulator of this thread with its `(row, col)` inside the tile.
 #[inline(always)]
-fn for_each_acc<T: Real, S: ProductShape<T>>(acc: &S::Acc, mut f: impl FnMut(usize, usize, T)) {
+pub(super) fn for_each_acc<T: Real, S: ProductShape<T>>(acc: &S::Acc, mut f: impl FnMut(usize, usize, T)) {
     let tid = thread_idx_x() as usize;
     for (e, &v) in acc.as_ref().iter().enumerate() {
         let (r, c) = S::acc_coord(tid, e);
@@ -369,7 +369,7 @@ fn for_each_acc<T: Real, S: ProductShape<T>>(acc: &S::Acc, mut f: impl FnMut(usi
 /// Every kept `(r, c)` is an entry of the tile at `dst` (leading dimension `ld`) that only
 /// this thread touches in the launch.
 #[inline(always)]
-unsafe fn subtract_acc<T: Real, S: ProductShape<T>>(
+pub(super) unsafe fn subtract_acc<T: Real, S: ProductShape<T>>(
     acc: &S::Acc,
     dst: *mut T,
     ld: usize,

@@ -20,6 +20,9 @@
 //!    exactly one writer per launch: no atomics, and the results are bitwise
 //!    reproducible run to run.
 //!
+//! On the top levels of blocks of more than four tiles the factorization also forms the
+//! inverse of each node's `L_ii` ([`inverse`]), which the solves apply as one product.
+//!
 //! The products run on [`product::product_nt`] (FP64 tensor cores for `f64`; FP32 FMA for
 //! `f32`, or on request TF32 tensor cores, plain or split: the kernels' `M` parameter).
 //!
@@ -30,6 +33,7 @@
 //! `L_ii`, which the solves use.
 
 pub mod factor;
+pub mod inverse;
 pub(crate) mod potrf;
 pub mod product;
 pub mod solve;
@@ -66,6 +70,9 @@ pub struct TiledArgs<T> {
     /// The split walks' ticket counter and completion flags of this level
     /// ([`solve::split_flag_offset`]; solves, null elsewhere).
     pub flags: *mut u32,
+    /// One pass of the inverse solves' results ([`inverse::inverse_scratch_elems`];
+    /// solves, null elsewhere).
+    pub scratch: *mut T,
     /// Symmetry tolerance of the input check.
     pub sym_tol: T,
     /// Leading dimension of every block.

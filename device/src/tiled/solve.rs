@@ -30,7 +30,7 @@ use blocktri_prims::{Real, atomic, block_dim_x, shared, sync_threads, thread_idx
 pub const MAX_CHUNK: usize = 8;
 /// Threads of every solve kernel.
 pub const SOLVE_THREADS: u32 = 256;
-const THREADS: usize = SOLVE_THREADS as usize;
+pub(super) const THREADS: usize = SOLVE_THREADS as usize;
 const WARPS: usize = THREADS / 32;
 /// Leading dimension of the diagonal-tile inverse in shared memory (odd: transposed reads
 /// are conflict-free).
@@ -78,7 +78,7 @@ pub const fn couple_sides(split: bool) -> &'static [u32] {
 
 /// The right-hand sides of system `s`: `(first row of block 0, rows per column)`.
 #[inline(always)]
-unsafe fn system_rhs<T: Real>(a: &TiledArgs<T>, s: usize) -> (*mut T, usize) {
+pub(super) unsafe fn system_rhs<T: Real>(a: &TiledArgs<T>, s: usize) -> (*mut T, usize) {
     let ldb = a.nblocks as usize * a.n();
     // SAFETY: system s of the right-hand sides (caller's contract).
     (unsafe { a.rhs.add(s * ldb * a.nrhs as usize) }, ldb)
@@ -581,14 +581,14 @@ pub const WALK_STAGES: usize = 2;
 /// reads conflict-free (a half-warp of `f64` lanes, or a warp of `f32` ones, reading down a
 /// column, or eight consecutive entries of four consecutive columns) and every column
 /// 16-byte aligned for the asynchronous copies.
-const WALK_LD: usize = TILE + 8;
+pub(super) const WALK_LD: usize = TILE + 8;
 /// Row groups of the forward walk: thread `tid` sums row `tid % 64` over the tile's
 /// columns `16 (tid / 64) ..` (a warp reads 32 consecutive rows of a column).
-const WALK_GROUPS: usize = THREADS / TILE;
+pub(super) const WALK_GROUPS: usize = THREADS / TILE;
 /// Lanes per output column of the backward walk, along the tile's (contiguous) column.
 const WALK_LANES: usize = 8;
 /// Output entries per thread of the backward walk (rows `tid / 8` and `tid / 8 + 32`).
-const WALK_ROWS: usize = TILE * WALK_LANES / THREADS;
+pub(super) const WALK_ROWS: usize = TILE * WALK_LANES / THREADS;
 
 /// Shared memory of [`forward_node`] / [`backward_node`] for block size `n` and `chunk`
 /// right-hand-side columns per pass: the flag words, the ring of [`WALK_STAGES`] staged
@@ -690,7 +690,7 @@ pub const fn walks_nodes(n: usize, level_nodes: u32, multiprocessors: u32) -> bo
 
 /// The ring of a node walk: tile `q` of the walk's sequence goes to stage
 /// `q % WALK_STAGES`, `WALK_STAGES - 1` tiles ahead of the one in use.
-struct TileRing<T, F> {
+pub(super) struct TileRing<T, F> {
     stages: *mut T,
     /// Tile `q` of the sequence: the panel and its valid columns.
     source: F,
@@ -706,7 +706,7 @@ impl<T: Real, F: Fn(usize) -> (super::product::Panel<T>, usize)> TileRing<T, F> 
     /// one else uses; every tile of `source` is readable and 16-byte aligned per column;
     /// every thread of the block calls it, then [`Self::next`] the same number of times.
     #[inline(always)]
-    unsafe fn start(stages: *mut T, len: usize, source: F) -> Self {
+    pub(super) unsafe fn start(stages: *mut T, len: usize, source: F) -> Self {
         let ring = Self { stages, source, len, next: 0 };
         for q in 0..WALK_STAGES - 1 {
             unsafe { ring.issue(q) };
@@ -739,7 +739,7 @@ impl<T: Real, F: Fn(usize) -> (super::product::Panel<T>, usize)> TileRing<T, F> 
     /// # Safety
     /// As [`Self::start`]; every thread calls it.
     #[inline(always)]
-    unsafe fn next(&mut self) -> *const T {
+    pub(super) unsafe fn next(&mut self) -> *const T {
         copy_async_wait::<{ WALK_STAGES as u32 - 2 }>();
         sync_threads();
         let q = self.next;
@@ -750,7 +750,7 @@ impl<T: Real, F: Fn(usize) -> (super::product::Panel<T>, usize)> TileRing<T, F> 
 
     /// Waits for the (empty) groups still pending at the end of the sequence.
     #[inline(always)]
-    fn finish(&self) {
+    pub(super) fn finish(&self) {
         copy_async_wait::<0>();
     }
 }
@@ -762,7 +762,7 @@ impl<T: Real, F: Fn(usize) -> (super::product::Panel<T>, usize)> TileRing<T, F> 
 /// `g` holds `n` rows of `kc` columns; `ys` `np >= n` rows of `kc` columns in shared
 /// memory; every thread calls it.
 #[inline(always)]
-unsafe fn move_node_rhs<T: Real>(g: *mut T, ldb: usize, ys: *mut T, n: usize, np: usize, kc: usize, to_shared: bool) {
+pub(super) unsafe fn move_node_rhs<T: Real>(g: *mut T, ldb: usize, ys: *mut T, n: usize, np: usize, kc: usize, to_shared: bool) {
     // Eight values per thread in flight at a time (`batched`).
     let rows = if to_shared { np } else { n };
     super::batched::<T, 8>(
@@ -802,7 +802,7 @@ unsafe fn move_node_rhs<T: Real>(g: *mut T, ldb: usize, ys: *mut T, n: usize, np
 /// # Safety
 /// `tile` is a staged tile in shared memory, `v` 64 rows of `kc <= MAX_CHUNK` columns.
 #[inline(always)]
-unsafe fn walk_row_times<T: Real>(tile: *const T, v: *const T, np: usize, kc: usize, acc: &mut [T; MAX_CHUNK]) {
+pub(super) unsafe fn walk_row_times<T: Real>(tile: *const T, v: *const T, np: usize, kc: usize, acc: &mut [T; MAX_CHUNK]) {
     let tid = thread_idx_x() as usize;
     let (r, grp) = (tid % TILE, tid / TILE);
     // Four terms per pass of a loop that stays a loop: unrolled whole, the loads of all
@@ -830,7 +830,7 @@ unsafe fn walk_row_times<T: Real>(tile: *const T, v: *const T, np: usize, kc: us
 /// # Safety
 /// `red` is shared memory that no thread reads or writes otherwise until that barrier.
 #[inline(always)]
-unsafe fn walk_row_sums<T: Real>(red: *mut T, chunk: usize, acc: &[T; MAX_CHUNK], kc: usize) -> [T; MAX_CHUNK] {
+pub(super) unsafe fn walk_row_sums<T: Real>(red: *mut T, chunk: usize, acc: &[T; MAX_CHUNK], kc: usize) -> [T; MAX_CHUNK] {
     let tid = thread_idx_x() as usize;
     let (r, grp) = (tid % TILE, tid / TILE);
     for (c, &v) in acc.iter().enumerate() {
@@ -857,7 +857,7 @@ unsafe fn walk_row_sums<T: Real>(red: *mut T, chunk: usize, acc: &[T; MAX_CHUNK]
 /// # Safety
 /// As [`walk_row_times`].
 #[inline(always)]
-unsafe fn walk_col_times<T: Real>(tile: *const T, v: *const T, np: usize, kc: usize, acc: &mut [[T; MAX_CHUNK]; WALK_ROWS]) {
+pub(super) unsafe fn walk_col_times<T: Real>(tile: *const T, v: *const T, np: usize, kc: usize, acc: &mut [[T; MAX_CHUNK]; WALK_ROWS]) {
     let tid = thread_idx_x() as usize;
     let (pl, rr) = (tid % WALK_LANES, tid / WALK_LANES);
     // As in the forward walk: a loop of two passes of four terms.
@@ -881,7 +881,7 @@ unsafe fn walk_col_times<T: Real>(tile: *const T, v: *const T, np: usize, kc: us
 /// The backward walks' eight lanes' sums of each column (butterfly: a fixed order), then
 /// in every lane of the eight.
 #[inline(always)]
-fn walk_col_sums<T: Real>(acc: &mut [[T; MAX_CHUNK]; WALK_ROWS], kc: usize) {
+pub(super) fn walk_col_sums<T: Real>(acc: &mut [[T; MAX_CHUNK]; WALK_ROWS], kc: usize) {
     for acc_u in acc.iter_mut() {
         for (c, v) in acc_u.iter_mut().enumerate() {
             if c < kc {
@@ -922,7 +922,7 @@ unsafe fn dinv_panel<T: Real>(a: &TiledArgs<T>, nd: super::Node, t: usize) -> (s
 /// Calls `f(column, row, sum)` for the forward walks' sums ([`walk_row_sums`]) that this
 /// thread holds: group 0, rows below `w`, columns below `kc`.
 #[inline(always)]
-fn each_row_sum<T: Real>(total: &[T; MAX_CHUNK], kc: usize, w: usize, mut f: impl FnMut(usize, usize, T)) {
+pub(super) fn each_row_sum<T: Real>(total: &[T; MAX_CHUNK], kc: usize, w: usize, mut f: impl FnMut(usize, usize, T)) {
     let tid = thread_idx_x() as usize;
     let (r, grp) = (tid % TILE, tid / TILE);
     if grp == 0 && r < w {
@@ -937,7 +937,7 @@ fn each_row_sum<T: Real>(total: &[T; MAX_CHUNK], kc: usize, w: usize, mut f: imp
 /// Calls `f(column, row, sum)` for the backward walks' sums ([`walk_col_sums`]) that this
 /// thread holds: lane 0 of its eight, rows below `w`, columns below `kc`.
 #[inline(always)]
-fn each_col_sum<T: Real>(acc: &[[T; MAX_CHUNK]; WALK_ROWS], kc: usize, w: usize, mut f: impl FnMut(usize, usize, T)) {
+pub(super) fn each_col_sum<T: Real>(acc: &[[T; MAX_CHUNK]; WALK_ROWS], kc: usize, w: usize, mut f: impl FnMut(usize, usize, T)) {
     let tid = thread_idx_x() as usize;
     let (pl, rr) = (tid % WALK_LANES, tid / WALK_LANES);
     for (u, acc_u) in acc.iter().enumerate() {

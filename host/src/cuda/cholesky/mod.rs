@@ -41,6 +41,7 @@ use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::round_up;
 use blocktri_device::level::{FactorArgs, InfoCode, SolveArgs, decode_info, factor_flag_words, solve_flag_words};
 use blocktri_device::logdet::{LOGDET_SHARED_BYTES, LOGDET_THREADS, LogDetArgs};
+use blocktri_device::tiled::inverse::inverse_scratch_elems;
 use blocktri_device::tiled::solve::split_flag_words;
 use chain::Chain;
 use chunked::Deferred;
@@ -205,6 +206,9 @@ pub(super) struct SolveTarget<T> {
     info: *mut u64,
     /// The single-launch solve's flags, behind the status words ([`solve_status_words`]).
     flags: *mut u32,
+    /// The tiled engine's inverse solves' scratch area, behind the flags
+    /// ([`solve_status_words`]).
+    scratch: *mut T,
     k: usize,
     /// Columns from this one on are solved on the edge nodes only
     /// (`blocktri_device::level::SolveArgs::edge_from`); `k` for none.
@@ -212,10 +216,11 @@ pub(super) struct SolveTarget<T> {
 }
 
 impl<T> SolveTarget<T> {
-    /// Right-hand sides at `rhs` (`k` columns, all solved everywhere), status words and
-    /// flags in `status` ([`solve_status_words`] long) for `systems` systems.
-    fn new(rhs: *mut T, status: &DeviceBuffer<u64>, systems: usize, k: usize) -> Self {
-        SolveTarget { rhs, info: status.ptr().as_mut_ptr(), flags: flags_behind_status(status, systems), k, edge_from: k }
+    /// Right-hand sides at `rhs` (`k` columns, all solved everywhere), status words,
+    /// flags and scratch area in `status` ([`solve_status_words`] long) for `shape`.
+    fn new(rhs: *mut T, status: &DeviceBuffer<u64>, shape: Shape, k: usize) -> Self {
+        let scratch = status.ptr().as_mut_ptr().wrapping_add(shape.batch + solve_flag_region_words(shape)) as *mut T;
+        SolveTarget { rhs, info: status.ptr().as_mut_ptr(), flags: flags_behind_status(status, shape.batch), scratch, k, edge_from: k }
     }
 }
 
@@ -232,10 +237,16 @@ fn factor_status_words(shape: Shape) -> usize {
 
 /// Words of a solve's status buffer: one status word per system, then the flags of a
 /// single-launch solve, or of the tiled engine's split walks (both sweeps), whichever
-/// is longer.
+/// is longer, then the tiled engine's inverse-solve scratch area.
 fn solve_status_words(shape: Shape) -> usize {
+    // The scratch area holds elements of at most 8 bytes.
+    shape.batch + solve_flag_region_words(shape) + inverse_scratch_elems(shape.batch, shape.nblocks, shape.block)
+}
+
+/// 8-byte words of a solve status buffer's flag region ([`solve_status_words`]).
+fn solve_flag_region_words(shape: Shape) -> usize {
     let split = 2 * split_flag_words(shape.batch, shape.nblocks, shape.block);
-    shape.batch + solve_flag_words(shape.batch, shape.nblocks).max(split).div_ceil(2)
+    solve_flag_words(shape.batch, shape.nblocks).max(split).div_ceil(2)
 }
 
 /// The device buffers of a plan, shared by every engine.
@@ -434,7 +445,7 @@ type GraphKey = (usize, usize);
 impl<T: Scalar> Plan<T> {
     fn target(&self) -> Result<SolveTarget<T>> {
         let rhs = self.rhs.as_ref().ok_or_else(|| Error::Shape("no right-hand sides uploaded".into()))?;
-        let target = SolveTarget::new(rhs.ptr().as_mut_ptr(), &self.bufs.solve_info, self.bufs.shape.batch, self.rhs_cols);
+        let target = SolveTarget::new(rhs.ptr().as_mut_ptr(), &self.bufs.solve_info, self.bufs.shape, self.rhs_cols);
         Ok(SolveTarget { edge_from: self.rhs_cols - self.edge_cols.min(self.rhs_cols), ..target })
     }
 }
@@ -499,13 +510,13 @@ impl<T: Scalar> std::fmt::Debug for GpuCholesky<T> {
 }
 
 /// Device bytes of a plan: input blocks (`2N - 1`), the factor (`3N`), the inverted
-/// diagonal tiles when `tiled`, `nrhs` right-hand-side columns, the status words with the
+/// diagonal tiles and the top levels' inverted diagonal blocks when `tiled`, `nrhs` right-hand-side columns, the status words with the
 /// single-launch flags behind them, and the log-determinant parts (16 bytes per system).
 fn plan_bytes<T: Scalar>(shape: Shape, nrhs: usize, tiled: bool) -> usize {
     let ld = GpuCholesky::<T>::padded_ld(shape.block);
     let blk = ld * shape.block * T::BYTES;
     let blocks = shape.batch * (5 * shape.nblocks - 1);
-    let dinv = if tiled { tiled::dinv_len(shape.batch, shape.nblocks, shape.block) * T::BYTES } else { 0 };
+    let dinv = if tiled { tiled::dinv_len(shape.batch, shape.nblocks, shape.block, ld) * T::BYTES } else { 0 };
     let status = 8 * (factor_status_words(shape) + solve_status_words(shape));
     blocks * blk + dinv + shape.batch * shape.dim() * nrhs * T::BYTES + status + 16 * shape.batch
 }
@@ -709,7 +720,7 @@ impl<T: Scalar> GpuCholesky<T> {
             diag: DeviceBuffer::poisoned(st, s * nb * blk)?,
             left: DeviceBuffer::poisoned(st, s * nb * blk)?,
             right: DeviceBuffer::poisoned(st, s * nb * blk)?,
-            dinv: if tiled { Some(DeviceBuffer::poisoned(st, tiled::dinv_len(s, nb, shape.block))?) } else { None },
+            dinv: if tiled { Some(DeviceBuffer::poisoned(st, tiled::dinv_len(s, nb, shape.block, ld))?) } else { None },
             info: DeviceBuffer::poisoned(st, factor_status_words(shape))?,
             solve_info: DeviceBuffer::poisoned(st, solve_status_words(shape))?,
             logdet: DeviceBuffer::poisoned(st, 2 * s)?,
@@ -1290,7 +1301,9 @@ impl<T: Scalar> GpuCholesky<T> {
             unsafe { step.enqueue(Lanes::single(&self.stream))? };
             let t1 = self.stream.record_event(flags)?;
             t1.synchronize()?;
-            if let Step::Launch { kernel, level, cfg, .. } = step {
+            // Side steps run in list order here: timed as the others.
+            let launch = if let Step::Side(inner) = step { &**inner } else { step };
+            if let Step::Launch { kernel, level, cfg, .. } = launch {
                 let micros = 1e3 * t0.elapsed_ms(&t1)? as f64;
                 out.push((
                     kernel.name().to_string(),
@@ -1387,7 +1400,7 @@ impl<T: Scalar> GpuCholesky<T> {
             // SAFETY: the buffer was sized for these values right above.
             unsafe { self.staging().upload(&stream, b.as_slice(), cols, rhs.ptr().addr(), cols)? };
             let solve_info = DeviceBuffer::<u64>::poisoned(&stream, solve_status_words(shape))?;
-            let target = SolveTarget::new(rhs.ptr().as_mut_ptr(), &solve_info, shape.batch, b.ncols());
+            let target = SolveTarget::new(rhs.ptr().as_mut_ptr(), &solve_info, shape, b.ncols());
             let steps = plan.engine.solve_steps(&plan.bufs, &target, true);
             // SAFETY: the factor buffers of the live plan and this job's own buffers, kept
             // alive in `jobs` until the results are copied back.

@@ -7,12 +7,14 @@
 //! nodes `update_diagonal`, `potrf`, `update_trsm`; at `n >= 512` a `wide_update` of two
 //! columns from step 6 on every other step, `column_update`); then the neighbour
 //! products, both sides in one launch (not on the top level, whose node has no
-//! neighbours). Solve:
+//! neighbours). On the levels that [`inverts_level`] picks, each step's `potrf` is
+//! followed on a side stream by `inverse_step` (column tile `k` of `L_ii^-T`). Solve:
 //! per level upward `forward_node` + `forward_couple` (both sides in one launch); downward `backward_couple` +
 //! `backward_node` (the diagonal solves, one block per node; on levels whose nodes' tile
 //! rows all fit on the SMs at once one block per tile row, `forward_split` and
 //! `backward_split`; at levels with few nodes of more than 4 tiles where those do not fit
-//! in shared memory one launch per tile step: `forward_diag`, `backward_diag`).
+//! in shared memory one launch per tile step: `forward_diag`, `backward_diag`; on the
+//! levels with inverses `forward_inverse` / `backward_inverse`, then `inverse_copy`).
 //! Factor + solve: each level's forward sweep on a side stream beside the factorization
 //! of the levels above, then the backward sweep.
 
@@ -29,6 +31,7 @@ use blocktri_device::tiled::factor::{
     ColumnUpdate, RoundingInput, WIDE_THREADS, column_update, neighbour_blocks, neighbour_sides, panel_blocks, potrf_shared_bytes,
     prep_shared_bytes, product_kernel_shared_bytes, shape_kernel_shared_bytes,
 };
+use blocktri_device::tiled::inverse::{inverse_elems, inverse_parts, inverse_solve_chunk, inverse_solve_shared_bytes, inverts_level};
 use blocktri_device::tiled::solve::{
     BACKWARD_ROW_GROUPS, MAX_CHUNK, SOLVE_THREADS, couple_shared_bytes, couple_sides, couple_threads, diag_solve_shared_bytes,
     node_walk_chunk, node_walk_shared_bytes, split_flag_offset, split_flag_words, split_walk_chunk, split_walk_shared_bytes, splits_walks,
@@ -174,7 +177,8 @@ fn f32_wide_neighbours(gpu: &Gpu, products: F32Products, suffix: &str) -> Result
 
 /// How the tiled solve runs its diagonal solves: [`walks_nodes`] per level, unless
 /// `BLOCKTRI_TILED_SOLVE` forces one form everywhere (`node` or `steps`, for measurements:
-/// `docs/perf-notes.md` entries 21 and 47). The walks run only where their shared memory
+/// `docs/perf-notes.md` entries 21 and 47) but on the levels with explicit inverses
+/// (those too with `BLOCKTRI_INVERSE_SOLVES=off`). The walks run only where their shared memory
 /// fits ([`node_walk_chunk`]).
 #[derive(Clone, Copy, Debug)]
 enum DiagSolveChoice {
@@ -193,9 +197,19 @@ impl DiagSolveChoice {
     }
 }
 
-/// Device elements of the inverted diagonal tiles of a shape (`dinv`).
-pub(super) fn dinv_len(batch: usize, nblocks: usize, n: usize) -> usize {
-    batch * nblocks * dinv_elems(n)
+/// The kernels of the top levels' explicit inverses.
+#[derive(Debug)]
+struct InverseKernels {
+    step: Kernel,
+    forward: Kernel,
+    backward: Kernel,
+    copy: Kernel,
+}
+
+/// Device elements of the inverted diagonal tiles of a shape and, behind them, the top
+/// levels' inverted diagonal blocks at leading dimension `ld` (`dinv`).
+pub(super) fn dinv_len(batch: usize, nblocks: usize, n: usize, ld: usize) -> usize {
+    batch * nblocks * dinv_elems(n) + inverse_elems(batch, nblocks, n, ld)
 }
 
 /// The tiled engine of one plan.
@@ -243,6 +257,14 @@ pub(super) struct Tiled {
     /// `BLOCKTRI_COUPLE=split`, for measurements, one launch per side (entry 87).
     couple_sides: &'static [u32],
     backward_couple: Kernel,
+    /// The top levels' explicit inverses ([`inverts_level`]): `inverse_step` in the
+    /// factorization, then `forward_inverse`, `backward_inverse` and `inverse_copy` in the
+    /// solves (`docs/perf-notes.md`, entry 98).
+    inverse: InverseKernels,
+    /// Whether the solves use those inverses; `BLOCKTRI_INVERSE_SOLVES=off`, for
+    /// measurements and the sanitizer runs, solves those levels as before (the
+    /// factorization still forms the inverses).
+    inverse_solves: bool,
     /// SMs of the device (the forward coupling's block width depends on the grid).
     multiprocessors: u32,
     /// Shared memory a block may use (the node walks' depends on `n`).
@@ -319,6 +341,13 @@ impl Tiled {
             forward_couple: k(names::TILED_FORWARD_COUPLE)?,
             couple_sides: couple_sides(std::env::var("BLOCKTRI_COUPLE").as_deref() == Ok("split")),
             backward_couple: k(names::TILED_BACKWARD_COUPLE)?,
+            inverse: InverseKernels {
+                step: k(names::TILED_INVERSE_STEP)?,
+                forward: k(names::TILED_FORWARD_INVERSE)?,
+                backward: k(names::TILED_BACKWARD_INVERSE)?,
+                copy: k(names::TILED_INVERSE_COPY)?,
+            },
+            inverse_solves: std::env::var("BLOCKTRI_INVERSE_SOLVES").as_deref() != Ok("off"),
             multiprocessors: gpu.info().multiprocessors,
             max_shared: smem as usize,
         })
@@ -352,6 +381,7 @@ impl Tiled {
             info: target.map_or(b.info.ptr().as_mut_ptr(), |(t, _)| t.info),
             rhs: target.map_or(std::ptr::null_mut(), |(t, _)| t.rhs),
             flags: std::ptr::null_mut(),
+            scratch: target.map_or(std::ptr::null_mut(), |(t, _)| t.scratch),
             sym_tol: T::symmetry_tolerance(),
             ld: b.ld as u32,
             n: b.shape.block as u32,
@@ -403,6 +433,7 @@ impl Tiled {
         };
         let mut steps = vec![Step::ResetStatus { addr: b.info.ptr().addr(), systems: shape.batch }, prep];
         let top = levels(nb);
+        let mut inverses = false;
         for m in 0..top {
             let nodes = s * nodes_in_level(nb, m);
             // Pairs where the level's first pair launch fills the GPU.
@@ -412,6 +443,8 @@ impl Tiled {
                 .filter(|(w, min_blocks)| nt > FIRST_PAIR && nodes * panel_blocks(n, FIRST_PAIR, w.rows / TILE) >= *min_blocks);
             let fused = self.fused_update.as_ref().filter(|(_, _, min_nodes)| nodes >= *min_nodes);
             let trsm_blocks = |k: usize| (nodes * panel_blocks(n, k + 1, 1), 1);
+            let inverts = inverts_level(n, nb, m);
+            inverses |= inverts;
             for k in 0..nt {
                 let step = k as u32;
                 let update = column_update(k, nt, pairs.map(|_| FIRST_PAIR));
@@ -435,6 +468,13 @@ impl Tiled {
                     steps.push(launch_from(kernel, m, grid, threads, smem, step, 0, from_col));
                 }
                 steps.push(launch(&self.potrf, m, (nodes, 1), WIDE_THREADS, potrf_shared_bytes(T::BYTES) as u32, step, 0));
+                if inverts {
+                    // Column tile k of the inverses needs row tile k of `L_ii`, final from
+                    // here: beside the rest of the factorization, which never writes it.
+                    steps.push(Step::Fork);
+                    let inverse = launch(&self.inverse.step, m, (nodes * (step + 1), 1), PRODUCT_THREADS, product_smem, step, 0);
+                    steps.push(Step::Side(Box::new(inverse)));
+                }
                 steps.push(match (update, fused) {
                     (ColumnUpdate::Narrow { from_col }, Some((_, update_trsm, _))) => {
                         launch_from(update_trsm, m, trsm_blocks(k), PRODUCT_THREADS, product_smem, step, 0, from_col as u32)
@@ -462,6 +502,9 @@ impl Tiled {
                     });
                 }
             }
+        }
+        if inverses {
+            steps.push(Step::Join);
         }
         steps
     }
@@ -527,6 +570,8 @@ struct SweepLaunches<'k, 'b, T> {
     walk: usize,
     /// Columns per pass of the split walks; 0 where not even one fits or they are off.
     split: usize,
+    /// Columns per pass of the inverse solves; 0 where not even one fits.
+    inverse: usize,
 }
 
 impl<'k, 'b, T: Scalar> SweepLaunches<'k, 'b, T> {
@@ -534,7 +579,8 @@ impl<'k, 'b, T: Scalar> SweepLaunches<'k, 'b, T> {
         let chunk = Tiled::chunk(target.k);
         let walk = node_walk_chunk(bufs.shape.block, chunk, T::BYTES, tiled.max_shared);
         let split = tiled.split.as_ref().map_or(0, |_| split_walk_chunk(bufs.shape.block, chunk, T::BYTES, tiled.max_shared));
-        SweepLaunches { tiled, bufs, target, chunk, walk, split }
+        let inverse = inverse_solve_chunk(chunk, T::BYTES, tiled.max_shared);
+        SweepLaunches { tiled, bufs, target, chunk, walk, split, inverse }
     }
 
     /// Sets the solve's status words, and clears the split walks' flags of both sweeps
@@ -607,6 +653,30 @@ impl<'k, 'b, T: Scalar> SweepLaunches<'k, 'b, T> {
         self.launch(kernel, level, 1, SOLVE_THREADS, smem, self.args(level, 0, 0, self.walk))
     }
 
+    /// Whether `level`'s diagonal solves are products with its nodes' explicit inverses
+    /// (where a pass of at least one column fits in shared memory).
+    fn inverts(&self, level: u32) -> bool {
+        let shape = self.bufs.shape;
+        self.tiled.inverse_solves && self.inverse > 0 && inverts_level(shape.block, shape.nblocks as u32, level)
+    }
+
+    /// The diagonal solves of an inverting `level` by `product` (`forward_inverse`, or
+    /// with `backward` `backward_inverse`) as partial sums in the scratch area, then
+    /// `inverse_copy` into the right-hand sides, pass by pass of [`Self::inverse`] columns.
+    fn inverse_launches(&self, product: &'k Kernel, level: u32, backward: bool) -> Vec<Step<'k, T>> {
+        let smem = inverse_solve_shared_bytes(self.inverse, T::BYTES) as u32;
+        let (copy, parts) = (&self.tiled.inverse.copy, inverse_parts(self.bufs.shape.block) as u32);
+        (0..self.target.k.div_ceil(self.inverse) as u32)
+            .flat_map(|pass| {
+                let args = self.args(level, pass, backward as u32, self.inverse);
+                [
+                    self.launch(product, level, self.tiles() * parts, SOLVE_THREADS, smem, args),
+                    self.launch(copy, level, self.tiles(), SOLVE_THREADS, 0, args),
+                ]
+            })
+            .collect()
+    }
+
     /// Whether `level`'s diagonal solves are node walks.
     fn walks(&self, level: u32) -> bool {
         self.walk > 0 && self.tiled.walks_nodes(self.bufs.shape.block, self.nodes(level))
@@ -626,6 +696,7 @@ impl<'k, 'b, T: Scalar> SweepLaunches<'k, 'b, T> {
         let (t, nt) = (self.tiled, self.tiles());
         let diag_smem = diag_solve_shared_bytes(T::BYTES) as u32;
         let mut steps = match (&t.split, self.walks(m)) {
+            _ if self.inverts(m) => self.inverse_launches(&t.inverse.forward, m, false),
             (Some((forward, _)), _) if self.splits(m) => vec![self.split_launch(forward, m, Sweep::Forward)],
             (_, true) => vec![self.walk_launch(&t.forward_node, m)],
             (_, false) => (0..nt).map(|k| self.step_launch(&t.forward_diag, m, nt - k, diag_smem, k, 0)).collect(),
@@ -649,6 +720,7 @@ impl<'k, 'b, T: Scalar> SweepLaunches<'k, 'b, T> {
             steps.push(self.step_launch(&t.backward_couple, m, nt * BACKWARD_ROW_GROUPS, 0, 0, 0));
         }
         match (&t.split, self.walks(m)) {
+            _ if self.inverts(m) => steps.extend(self.inverse_launches(&t.inverse.backward, m, true)),
             (Some((_, backward)), _) if self.splits(m) => steps.push(self.split_launch(backward, m, Sweep::Backward)),
             (_, true) => steps.push(self.walk_launch(&t.backward_node, m)),
             (_, false) => {
