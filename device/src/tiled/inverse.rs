@@ -103,8 +103,9 @@ unsafe fn inverse_block<T: Real>(a: &TiledArgs<T>, s: usize, b: usize) -> *mut T
 ///
 /// # Safety
 /// [`super::PRODUCT_THREADS`] threads, [`super::factor::product_kernel_shared_bytes`]; the
-/// level [`inverts_level`]; its panels are factored (every column step) and the earlier
-/// steps of this launch sequence have completed.
+/// level [`inverts_level`]; its column steps up to the `potrf` of step `k` have completed
+/// (row tile `k` of `L_ii` and `dinv[b][k]` are final: no later launch writes them), and so
+/// have the earlier steps of this launch sequence.
 pub unsafe fn inverse_step<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
     let a = *args;
     let (n, ld, k) = (a.n(), a.ld(), a.step as usize);
