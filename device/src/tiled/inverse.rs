@@ -17,8 +17,8 @@
 use super::factor::{for_each_acc, rows_panel, shared_areas, subtract_acc};
 use super::product::Panel;
 use super::solve::{
-    MAX_CHUNK, SPLIT_MAX_TILES, THREADS, TileRing, WALK_GROUPS, WALK_LD, WALK_ROWS, WALK_STAGES, each_col_sum, each_row_sum, move_node_rhs,
-    system_rhs, walk_col_sums, walk_col_times, walk_row_sums, walk_row_times,
+    MAX_CHUNK, SPLIT_MAX_TILES, THREADS, TileRing, WALK_LD, WALK_ROWS, WALK_STAGES, each_col_sum, each_row_sum, move_node_rhs,
+    node_walk_chunk, node_walk_shared_bytes, system_rhs, walk_col_sums, walk_col_times, walk_row_sums, walk_row_times,
 };
 use super::{Narrow, ProductShape, TILE, TileMac, TiledArgs, dinv_elems, tile_rows, tiles};
 use crate::layout::{levels, nodes_in_level};
@@ -160,20 +160,17 @@ pub const fn inverse_parts(n: usize) -> usize {
 }
 
 /// Shared memory of [`forward_inverse`] / [`backward_inverse`] for `chunk` right-hand-side
-/// columns per pass: a ring of [`WALK_STAGES`] staged tiles, a part's right-hand-side rows
-/// and the row sums' partial sums.
+/// columns per pass: a node walk's ([`node_walk_shared_bytes`]) for a block of one part's
+/// rows (the ring of staged tiles, the part's right-hand-side rows, the row sums' partial
+/// sums).
 pub const fn inverse_solve_shared_bytes(chunk: usize, elem_bytes: usize) -> usize {
-    super::factor::FLAG_BYTES + (WALK_STAGES * TILE * WALK_LD + (PART_TILES * TILE + WALK_GROUPS * TILE) * chunk) * elem_bytes
+    node_walk_shared_bytes(PART_TILES * TILE, chunk, elem_bytes)
 }
 
 /// Right-hand-side columns per pass of the inverse solves: the most, up to `chunk` and
 /// [`MAX_CHUNK`], whose [`inverse_solve_shared_bytes`] fit in `smem` (0: not one).
 pub const fn inverse_solve_chunk(chunk: usize, elem_bytes: usize, smem: usize) -> usize {
-    let mut c = if chunk < MAX_CHUNK { chunk } else { MAX_CHUNK };
-    while c > 0 && inverse_solve_shared_bytes(c, elem_bytes) > smem {
-        c -= 1;
-    }
-    c
+    node_walk_chunk(PART_TILES * TILE, chunk, elem_bytes, smem)
 }
 
 /// The columns of this launch's pass: `(first, count)`, pass `args.step` of `args.chunk`
@@ -311,6 +308,8 @@ pub unsafe fn inverse_copy<T: Real>(args: &TiledArgs<T>) {
     let (bsys, ldb) = unsafe { system_rhs(&a, nd.s) };
     // SAFETY: the node's rows of tile r, columns c0 .. c0 + kc, and their partial sums.
     let dst = unsafe { bsys.add(c0 * ldb + nd.b * n + r * TILE) };
+    // The node's parts are consecutive slots of `n * MAX_CHUNK` values.
+    let (src, part_len) = (unsafe { scratch_part(&a, nd, 0).add(r * TILE) } as *const T, n * MAX_CHUNK);
     let parts = inverse_parts(n);
     let mut finite = true;
     let mut i = thread_idx_x() as usize;
@@ -318,7 +317,7 @@ pub unsafe fn inverse_copy<T: Real>(args: &TiledArgs<T>) {
         let (row, c) = (i % w, i / w);
         let mut total = T::ZERO;
         for p in 0..parts {
-            total += unsafe { *scratch_part(&a, nd, p).add(r * TILE + c * n + row) };
+            total += unsafe { *src.add(p * part_len + c * n + row) };
         }
         finite &= total.is_finite();
         unsafe { *dst.add(c * ldb + row) = total };

@@ -584,7 +584,7 @@ pub const WALK_STAGES: usize = 2;
 pub(super) const WALK_LD: usize = TILE + 8;
 /// Row groups of the forward walk: thread `tid` sums row `tid % 64` over the tile's
 /// columns `16 (tid / 64) ..` (a warp reads 32 consecutive rows of a column).
-pub(super) const WALK_GROUPS: usize = THREADS / TILE;
+const WALK_GROUPS: usize = THREADS / TILE;
 /// Lanes per output column of the backward walk, along the tile's (contiguous) column.
 const WALK_LANES: usize = 8;
 /// Output entries per thread of the backward walk (rows `tid / 8` and `tid / 8 + 32`).
