@@ -101,6 +101,7 @@ fn args<T: Scalar>(
         step,
         side,
         from_col: 0,
+        to_col: 0,
         nrhs: solve.map_or(0, |(k, _)| k as u32),
         chunk: solve.map_or(0, |(_, c)| c as u32),
     }
@@ -109,9 +110,11 @@ fn args<T: Scalar>(
 /// Rows of the `64 x 64` products' output tiles.
 const TILE_EDGE: usize = blocktri_device::tiled::TILE;
 
-/// The factor launches of `Tiled::factor_steps`, in order, with the `64 x 64` products of `M`.
+/// The factor launches of `Tiled::factor_steps` at the levels with few nodes (plain column
+/// updates with the look-ahead), in list order, with the `64 x 64` products of `M`.
 fn run_factor<T: Scalar, M: TileMac<T>>(d: &mut Device<T>, a: &BlockTridiag<T>) {
-    run_factor_with::<T, M, Narrow<M>>(d, a, ColumnSteps::default(), narrow_neighbours::<T, M>);
+    let steps = ColumnSteps { lookahead: true, ..ColumnSteps::default() };
+    run_factor_with::<T, M, Narrow<M>>(d, a, steps, narrow_neighbours::<T, M>);
 }
 
 /// The neighbour launch of `side` on the `64 x 64` products of `M`, for a level of
@@ -149,6 +152,10 @@ struct ColumnSteps<'f, T> {
     /// The neighbour products in one launch per side (`BLOCKTRI_NEIGHBOURS=split`)
     /// instead of both sides in one.
     split_neighbours: bool,
+    /// Where the updates are plain (neither fused nor paired) and a block has three tiles
+    /// or more: the look-ahead, column `k + 1` minus the columns before `k` launched
+    /// before step `k`'s own update, which then subtracts column `k - 1` alone.
+    lookahead: bool,
 }
 
 /// [`run_factor`] with the column updates on the product shape `U` (in pairs of columns
@@ -170,11 +177,22 @@ fn run_factor_with<T: Scalar, M: TileMac<T>, U: ProductShape<T>>(
     unsafe { emu::launch_unchecked((s * nb, nt as u32), WIDE_THREADS, prep_shared_bytes(e), || prep(&pa)) };
     let top = levels(nb);
     let product_smem = product_kernel_shared_bytes(e);
+    let ahead = steps.lookahead && !steps.fused && steps.pairs.is_none() && nt >= 3;
     for m in 0..top {
         let nodes = s * nodes_in_level(nb, m);
         for k in 0..nt {
             let x = args(d, a, m, k as u32, 0, None);
-            let plan = column_update(k, nt, steps.pairs.map(|(first, _)| first));
+            let mut plan = column_update(k, nt, steps.pairs.map(|(first, _)| first));
+            if ahead && k >= 1 {
+                if k >= 2 {
+                    plan = ColumnUpdate::Narrow { from_col: k - 1 };
+                }
+                if k + 1 < nt {
+                    let y = TiledArgs { to_col: k as u32, ..args(d, a, m, k as u32 + 1, 0, None) };
+                    let blocks = nodes * panel_blocks(n, k + 1, U::ROWS / TILE);
+                    unsafe { emu::launch_unchecked(blocks, U::THREADS, shape_kernel_shared_bytes::<T, U>(), || update::<T, U>(&y)) };
+                }
+            }
             let from = match plan {
                 ColumnUpdate::Narrow { from_col } => Some(TiledArgs { from_col: from_col as u32, ..x }),
                 _ => None,
@@ -334,7 +352,7 @@ fn run_solve_forms<T: Scalar>(
     for sweep in 0..2 {
         for m in 0..top {
             let nodes = s * nodes_in_level(nb, m);
-            if split(nodes) > 0 {
+            if split(nodes) > 0 && !inverse(m) {
                 let level = &flags[sweep * sweep_words + split_flag_offset(shape.batch, shape.nblocks, n, m)..];
                 assert_eq!(level[0], nodes * nt, "level {m}: tickets taken");
                 assert!(level[1..=(nodes * nt) as usize].iter().all(|&f| f == 1), "level {m}: a tile row never published");
@@ -528,15 +546,18 @@ fn emulated_tiled_node_walks_in_several_passes_match_the_dense_reference() {
 }
 
 /// The top levels' diagonal solves as products with explicit inverses (the executor's
-/// choice from five tiles on levels of at most 256 tile rows per system: here every level):
-/// five tiles with a partial last one (4 rows), exact tiles, a batch, one block, and more
-/// columns than one pass takes (9, and 5 at 2 per pass); against the dense reference and
-/// against the per-step diagonal solves (the same factor, other sums: not bit for bit),
-/// and the same bits whatever the columns per pass.
+/// choice from three tiles on levels of at most 256 tile rows per system: here every
+/// level): five tiles with a partial last one (4 rows), four and three with a partial
+/// last one (8 and 2 rows), exact tiles, batches, one block, and more columns than one
+/// pass takes (9, and 5 at 2 per pass); against the dense reference and against the
+/// per-step diagonal solves (the same factor, other sums: not bit for bit), and the same
+/// bits whatever the columns per pass.
 #[test]
 fn emulated_tiled_inverse_solves_match_the_dense_reference() {
     let seed = fresh_seed();
-    for (i, &(s, nb, n, k)) in [(1, 3, 260, 2), (2, 2, 320, 9), (1, 1, 300, 1), (1, 4, 260, 5)].iter().enumerate() {
+    for (i, &(s, nb, n, k)) in
+        [(1, 3, 260, 2), (2, 2, 320, 9), (1, 1, 300, 1), (1, 4, 260, 5), (1, 5, 200, 3), (2, 3, 256, 1), (1, 6, 130, 4)].iter().enumerate()
+    {
         assert!(inverts_level(n, nb as u32, 0), "case {i} must invert");
         let (a, b) = problem::<f64>(s, nb, n, k, seed + i as u64);
         let factored = factored(&a, &b);
@@ -642,7 +663,7 @@ fn run_factor_fused<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, pairs: Op
 where
     Native: TileMac<T>,
 {
-    let steps = ColumnSteps { pairs: pairs.map(|p| (2, p)), fused: true, split_neighbours: false };
+    let steps = ColumnSteps { pairs: pairs.map(|p| (2, p)), fused: true, ..ColumnSteps::default() };
     run_factor_with::<T, Native, Narrow<Native>>(d, a, steps, narrow_neighbours::<T, Native>);
 }
 
@@ -661,6 +682,25 @@ fn pair_launch(x: &TiledArgs<f64>, nodes: u32) {
 fn emulated_tiled_fused_column_steps_and_pairs_match_the_dense_reference() {
     check_with::<f64, Native>(&[(1, 2, 200, 1), (1, 3, 257, 2)], 1e-11, |d, a| run_factor_fused(d, a, Some(&pair_launch)));
     check_with::<f32, Native>(&[(2, 3, 150, 2)], 1e-4, |d, a| run_factor_fused(d, a, None));
+}
+
+/// The top levels' look-ahead (`update` with `to_col`) against the plain column updates
+/// (`BLOCKTRI_LOOKAHEAD=off`): both against the dense reference, on three to five tiles
+/// with partial last tiles, a batch, `f32`; other sums, so not bit for bit.
+#[test]
+fn emulated_tiled_lookahead_and_plain_column_updates_match_the_dense_reference() {
+    for lookahead in [true, false] {
+        let factor = |d: &mut Device<f64>, a: &BlockTridiag<f64>| {
+            let steps = ColumnSteps { lookahead, ..ColumnSteps::default() };
+            run_factor_with::<f64, Native, Narrow<Native>>(d, a, steps, narrow_neighbours::<f64, Native>)
+        };
+        check_with::<f64, Native>(&[(1, 3, 150, 1), (2, 2, 256, 2), (1, 3, 300, 1)], 1e-11, factor);
+    }
+    let factor = |d: &mut Device<f32>, a: &BlockTridiag<f32>| {
+        let steps = ColumnSteps { lookahead: true, ..ColumnSteps::default() };
+        run_factor_with::<f32, Native, Narrow<Native>>(d, a, steps, narrow_neighbours::<f32, Native>)
+    };
+    check_with::<f32, Native>(&[(2, 3, 200, 1)], 1e-4, factor);
 }
 
 #[test]
@@ -698,6 +738,13 @@ fn emulated_tiled_failures_name_the_system_and_block() {
     a.set_diag(0, 2, 40, 40, -1e4);
     let info = factor_status(&a, &b);
     assert_eq!(decode_info(info[0]).unwrap(), (0, InfoCode::NotPositiveDefinite as u32, 2));
+
+    // In the fourth tile of the top node (block 3 of 7, level 2), whose update came in two
+    // parts through the look-ahead.
+    let (mut a, b) = problem::<f64>(1, 7, 220, 1, 12);
+    a.set_diag(0, 3, 200, 200, -1e5);
+    let info = factor_status(&a, &b);
+    assert_eq!(decode_info(info[0]).unwrap(), (2, InfoCode::NotPositiveDefinite as u32, 3));
 
     // A NaN in sub-diagonal block 2 of system 0 (right coupling of level-0 node 2), and
     // one in sub-diagonal block 3 (left coupling of level-0 node 4): the first reported.

@@ -17,8 +17,8 @@
 use super::factor::{for_each_acc, rows_panel, shared_areas, subtract_acc};
 use super::product::Panel;
 use super::solve::{
-    MAX_CHUNK, SPLIT_MAX_TILES, THREADS, TileRing, WALK_LD, WALK_ROWS, WALK_STAGES, each_col_sum, each_row_sum, move_node_rhs,
-    node_walk_chunk, node_walk_shared_bytes, system_rhs, walk_col_sums, walk_col_times, walk_row_sums, walk_row_times,
+    MAX_CHUNK, THREADS, TileRing, WALK_LD, WALK_ROWS, WALK_STAGES, each_col_sum, each_row_sum, move_node_rhs, node_walk_chunk,
+    node_walk_shared_bytes, system_rhs, walk_col_sums, walk_col_times, walk_row_sums, walk_row_times,
 };
 use super::{Narrow, ProductShape, TILE, TileMac, TiledArgs, dinv_elems, tile_rows, tiles};
 use crate::layout::{levels, nodes_in_level};
@@ -34,12 +34,19 @@ use blocktri_prims::{Real, atomic, sync_threads, thread_idx_x};
 /// entry 98).
 pub const INVERSE_MAX_TILE_ROWS: usize = 256;
 
+/// Fewest tiles per block whose top levels get explicit inverses. Measured against the
+/// split walks (H200, f64, `docs/perf-notes.md` entry 99): at 4 tiles (n = 256,
+/// N = 1024) the solve -12 % and the mixed factor + refinement -5 %, the factor +0.7 %;
+/// at 3 (n = 192) the solve -7 %, mixed -2.6 %, the factor +0.9 %; at 2 (n = 128) the
+/// solve -1.4 % for a factor +1 %, so 2-tile blocks keep the split walks.
+pub const INVERSE_MIN_TILES: usize = 3;
+
 /// Whether the nodes of `level` (of a system of `nblocks` blocks of size `n`) get explicit
-/// inverses: blocks of more than [`SPLIT_MAX_TILES`] tiles (below, the split walks solve
+/// inverses: blocks of at least [`INVERSE_MIN_TILES`] tiles (below, the split walks solve
 /// the top levels) on levels of at most [`INVERSE_MAX_TILE_ROWS`] tile rows per system.
 /// Depends on nothing else: the results' bits differ from the other diagonal solves'.
 pub const fn inverts_level(n: usize, nblocks: u32, level: u32) -> bool {
-    tiles(n) > SPLIT_MAX_TILES && level < levels(nblocks) && nodes_in_level(nblocks, level) as usize * tiles(n) <= INVERSE_MAX_TILE_ROWS
+    tiles(n) >= INVERSE_MIN_TILES && level < levels(nblocks) && nodes_in_level(nblocks, level) as usize * tiles(n) <= INVERSE_MAX_TILE_ROWS
 }
 
 /// The lowest level whose nodes get inverses (the levels above it have fewer nodes, so

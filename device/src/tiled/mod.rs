@@ -20,7 +20,7 @@
 //!    exactly one writer per launch: no atomics, and the results are bitwise
 //!    reproducible run to run.
 //!
-//! On the top levels of blocks of more than four tiles the factorization also forms the
+//! On the top levels of blocks of three tiles or more the factorization also forms the
 //! inverse of each node's `L_ii` ([`inverse`]), which the solves apply as one product.
 //!
 //! The products run on [`product::product_nt`] (FP64 tensor cores for `f64`; FP32 FMA for
@@ -92,6 +92,11 @@ pub struct TiledArgs<T> {
     /// First finished column tile that a column update subtracts ([`factor::update`];
     /// 0 everywhere else).
     pub from_col: u32,
+    /// End (exclusive) of the finished column tiles that [`factor::update`] subtracts;
+    /// 0 means `step` (all of them). Below `step` in the top levels' look-ahead, which
+    /// subtracts the columns before `step - 1` beside step `step - 1` (0 everywhere
+    /// else).
+    pub to_col: u32,
     /// Right-hand-side columns.
     pub nrhs: u32,
     /// Right-hand-side columns per pass of the solve kernels (at most [`solve::MAX_CHUNK`]).
