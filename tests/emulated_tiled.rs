@@ -101,7 +101,6 @@ fn args<T: Scalar>(
         step,
         side,
         from_col: 0,
-        to_col: 0,
         nrhs: solve.map_or(0, |(k, _)| k as u32),
         chunk: solve.map_or(0, |(_, c)| c as u32),
     }
@@ -110,11 +109,9 @@ fn args<T: Scalar>(
 /// Rows of the `64 x 64` products' output tiles.
 const TILE_EDGE: usize = blocktri_device::tiled::TILE;
 
-/// The factor launches of `Tiled::factor_steps` at the levels with few nodes (plain column
-/// updates with the look-ahead), in list order, with the `64 x 64` products of `M`.
+/// The factor launches of `Tiled::factor_steps`, in order, with the `64 x 64` products of `M`.
 fn run_factor<T: Scalar, M: TileMac<T>>(d: &mut Device<T>, a: &BlockTridiag<T>) {
-    let steps = ColumnSteps { lookahead: true, ..ColumnSteps::default() };
-    run_factor_with::<T, M, Narrow<M>>(d, a, steps, narrow_neighbours::<T, M>);
+    run_factor_with::<T, M, Narrow<M>>(d, a, ColumnSteps::default(), narrow_neighbours::<T, M>);
 }
 
 /// The neighbour launch of `side` on the `64 x 64` products of `M`, for a level of
@@ -152,10 +149,6 @@ struct ColumnSteps<'f, T> {
     /// The neighbour products in one launch per side (`BLOCKTRI_NEIGHBOURS=split`)
     /// instead of both sides in one.
     split_neighbours: bool,
-    /// Where the updates are plain (neither fused nor paired) and a block has three tiles
-    /// or more: the look-ahead, column `k + 1` minus the columns before `k` launched
-    /// before step `k`'s own update, which then subtracts column `k - 1` alone.
-    lookahead: bool,
 }
 
 /// [`run_factor`] with the column updates on the product shape `U` (in pairs of columns
@@ -177,22 +170,11 @@ fn run_factor_with<T: Scalar, M: TileMac<T>, U: ProductShape<T>>(
     unsafe { emu::launch_unchecked((s * nb, nt as u32), WIDE_THREADS, prep_shared_bytes(e), || prep(&pa)) };
     let top = levels(nb);
     let product_smem = product_kernel_shared_bytes(e);
-    let ahead = steps.lookahead && !steps.fused && steps.pairs.is_none() && nt >= 3;
     for m in 0..top {
         let nodes = s * nodes_in_level(nb, m);
         for k in 0..nt {
             let x = args(d, a, m, k as u32, 0, None);
-            let mut plan = column_update(k, nt, steps.pairs.map(|(first, _)| first));
-            if ahead && k >= 1 {
-                if k >= 2 {
-                    plan = ColumnUpdate::Narrow { from_col: k - 1 };
-                }
-                if k + 1 < nt {
-                    let y = TiledArgs { to_col: k as u32, ..args(d, a, m, k as u32 + 1, 0, None) };
-                    let blocks = nodes * panel_blocks(n, k + 1, U::ROWS / TILE);
-                    unsafe { emu::launch_unchecked(blocks, U::THREADS, shape_kernel_shared_bytes::<T, U>(), || update::<T, U>(&y)) };
-                }
-            }
+            let plan = column_update(k, nt, steps.pairs.map(|(first, _)| first));
             let from = match plan {
                 ColumnUpdate::Narrow { from_col } => Some(TiledArgs { from_col: from_col as u32, ..x }),
                 _ => None,
@@ -663,7 +645,7 @@ fn run_factor_fused<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, pairs: Op
 where
     Native: TileMac<T>,
 {
-    let steps = ColumnSteps { pairs: pairs.map(|p| (2, p)), fused: true, ..ColumnSteps::default() };
+    let steps = ColumnSteps { pairs: pairs.map(|p| (2, p)), fused: true, split_neighbours: false };
     run_factor_with::<T, Native, Narrow<Native>>(d, a, steps, narrow_neighbours::<T, Native>);
 }
 
@@ -682,25 +664,6 @@ fn pair_launch(x: &TiledArgs<f64>, nodes: u32) {
 fn emulated_tiled_fused_column_steps_and_pairs_match_the_dense_reference() {
     check_with::<f64, Native>(&[(1, 2, 200, 1), (1, 3, 257, 2)], 1e-11, |d, a| run_factor_fused(d, a, Some(&pair_launch)));
     check_with::<f32, Native>(&[(2, 3, 150, 2)], 1e-4, |d, a| run_factor_fused(d, a, None));
-}
-
-/// The top levels' look-ahead (`update` with `to_col`) against the plain column updates
-/// (`BLOCKTRI_LOOKAHEAD=off`): both against the dense reference, on three to five tiles
-/// with partial last tiles, a batch, `f32`; other sums, so not bit for bit.
-#[test]
-fn emulated_tiled_lookahead_and_plain_column_updates_match_the_dense_reference() {
-    for lookahead in [true, false] {
-        let factor = |d: &mut Device<f64>, a: &BlockTridiag<f64>| {
-            let steps = ColumnSteps { lookahead, ..ColumnSteps::default() };
-            run_factor_with::<f64, Native, Narrow<Native>>(d, a, steps, narrow_neighbours::<f64, Native>)
-        };
-        check_with::<f64, Native>(&[(1, 3, 150, 1), (2, 2, 256, 2), (1, 3, 300, 1)], 1e-11, factor);
-    }
-    let factor = |d: &mut Device<f32>, a: &BlockTridiag<f32>| {
-        let steps = ColumnSteps { lookahead: true, ..ColumnSteps::default() };
-        run_factor_with::<f32, Native, Narrow<Native>>(d, a, steps, narrow_neighbours::<f32, Native>)
-    };
-    check_with::<f32, Native>(&[(2, 3, 200, 1)], 1e-4, factor);
 }
 
 #[test]
@@ -739,8 +702,7 @@ fn emulated_tiled_failures_name_the_system_and_block() {
     let info = factor_status(&a, &b);
     assert_eq!(decode_info(info[0]).unwrap(), (0, InfoCode::NotPositiveDefinite as u32, 2));
 
-    // In the fourth tile of the top node (block 3 of 7, level 2), whose update came in two
-    // parts through the look-ahead.
+    // In the fourth tile of the top node (block 3 of 7, level 2).
     let (mut a, b) = problem::<f64>(1, 7, 220, 1, 12);
     a.set_diag(0, 3, 200, 200, -1e5);
     let info = factor_status(&a, &b);

@@ -481,16 +481,10 @@ unsafe fn update_trsm_tiles<T: Real, M: TileMac<T>, const UPDATE: bool>(args: &T
 /// about 10 TFLOP/s on the H100 against 25-27 for these long-`K` products
 /// (`docs/perf-notes.md`, entry 5).
 ///
-/// With `to_col` (nonzero, below `k`) only the columns `from_col .. to_col` are
-/// subtracted: the look-ahead of the top levels, which takes the columns before `k - 1`
-/// off the critical path of step `k` on a second stream, beside step `k - 1`; step `k`
-/// then subtracts column `k - 1` alone (`from_col = k - 1`).
-///
 /// # Safety
-/// As [`trsm`] with `S::THREADS` threads and [`shape_kernel_shared_bytes`]; the columns
-/// `from_col .. to_col` (`to_col` or `k`) have completed, `from_col < to_col <= k`, no
-/// other launch writes column `k` meanwhile (with `from_col > 0` only after an update
-/// that covered column `k` with the columns before `from_col`).
+/// As [`trsm`] with `S::THREADS` threads and [`shape_kernel_shared_bytes`]; the steps
+/// before `k` have completed, and `from_col < k` (with `from_col > 0` only after an
+/// update that covered column `k` with the columns before `from_col`).
 pub unsafe fn update<T: Real, S: ProductShape<T>>(args: &TiledArgs<T>) {
     let a = *args;
     let k = a.step as usize;
@@ -525,11 +519,10 @@ pub unsafe fn update_diagonal<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
 }
 
 /// The output tile of [`update`] at row tile `it` of band `which` (block `blk`) of node
-/// `nd`, step `k = a.step`, columns `from .. to` subtracted (`to = a.to_col`, or `k` where
-/// that is 0).
+/// `nd`, step `k = a.step`, columns `from .. k` subtracted.
 ///
 /// # Safety
-/// `from < to <= k`; the columns `from .. to` are final; no other block touches the output tile;
+/// `from < k`; the finished columns are final; no other block touches the output tile;
 /// `sh` is the kernel's shared area for `S`.
 #[inline(always)]
 unsafe fn update_tile<T: Real, S: ProductShape<T>>(
@@ -543,11 +536,10 @@ unsafe fn update_tile<T: Real, S: ProductShape<T>>(
 ) {
     const { assert!(S::COLS.is_multiple_of(TILE) && S::ROWS.is_multiple_of(TILE)) };
     let (n, ld, k) = (a.n(), a.ld(), a.step as usize);
-    let to = if a.to_col == 0 { k } else { a.to_col as usize };
     let d = unsafe { a.block(a.diag, nd.s, nd.b) };
     let c0 = from * TILE;
     let (pa, pb) = unsafe { (rows_panel(blk, ld, n, it * TILE, c0, S::ROWS), rows_panel(d, ld, n, k * TILE, c0, S::COLS)) };
-    let acc = unsafe { S::product(pa, pb, (to - from) * TILE, sh) };
+    let acc = unsafe { S::product(pa, pb, (k - from) * TILE, sh) };
     // The diagonal tiles are the top of the first output tile of D_i's band (its rows
     // and columns both start at k): keep its lower triangle.
     let diagonal = which == 0 && it == k;

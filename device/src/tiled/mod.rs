@@ -92,11 +92,6 @@ pub struct TiledArgs<T> {
     /// First finished column tile that a column update subtracts ([`factor::update`];
     /// 0 everywhere else).
     pub from_col: u32,
-    /// End (exclusive) of the finished column tiles that [`factor::update`] subtracts;
-    /// 0 means `step` (all of them). Below `step` in the top levels' look-ahead, which
-    /// subtracts the columns before `step - 1` beside step `step - 1` (0 everywhere
-    /// else).
-    pub to_col: u32,
     /// Right-hand-side columns.
     pub nrhs: u32,
     /// Right-hand-side columns per pass of the solve kernels (at most [`solve::MAX_CHUNK`]).

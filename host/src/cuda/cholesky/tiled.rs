@@ -7,11 +7,8 @@
 //! nodes `update_diagonal`, `potrf`, `update_trsm`; at `n >= 512` a `wide_update` of two
 //! columns from step 6 on every other step, `column_update`); then the neighbour
 //! products, both sides in one launch (not on the top level, whose node has no
-//! neighbours). On the levels with plain `update`s (few nodes, three tiles or more),
-//! step `k`'s `update` subtracts column `k - 1` alone: the columns before it were
-//! subtracted beside step `k - 1` on the look-ahead stream ([`Lane::Ahead`]). On the
-//! levels that [`inverts_level`] picks, each step's `potrf` is followed on a side stream
-//! by `inverse_step` (column tile `k` of `L_ii^-T`). Solve:
+//! neighbours). On the levels that [`inverts_level`] picks, each step's `potrf` is
+//! followed on a side stream by `inverse_step` (column tile `k` of `L_ii^-T`). Solve:
 //! per level upward `forward_node` + `forward_couple` (both sides in one launch); downward `backward_couple` +
 //! `backward_node` (the diagonal solves, one block per node; on levels whose nodes' tile
 //! rows all fit on the SMs at once one block per tile row, `forward_split` and
@@ -21,7 +18,7 @@
 //! Factor + solve: each level's forward sweep on a side stream beside the factorization
 //! of the levels above, then the backward sweep.
 
-use super::schedule::{Args, Lane, Step};
+use super::schedule::{Args, Step};
 use super::{Buffers, F32Products, SolveTarget, Sweep};
 use crate::cuda::context::Gpu;
 use crate::cuda::env_override;
@@ -268,11 +265,6 @@ pub(super) struct Tiled {
     /// measurements and the sanitizer runs, solves those levels as before (the
     /// factorization still forms the inverses).
     inverse_solves: bool,
-    /// Whether the levels on plain column updates (neither fused nor paired: the top
-    /// levels) take the columns before `k - 1` off step `k`'s chain, on the
-    /// [`Lane::Ahead`] stream beside step `k - 1`; `BLOCKTRI_LOOKAHEAD=off`, for
-    /// measurements, updates each column in one launch (`docs/perf-notes.md`, entry 99).
-    lookahead: bool,
     /// SMs of the device (the forward coupling's block width depends on the grid).
     multiprocessors: u32,
     /// Shared memory a block may use (the node walks' depends on `n`).
@@ -356,7 +348,6 @@ impl Tiled {
                 copy: k(names::TILED_INVERSE_COPY)?,
             },
             inverse_solves: std::env::var("BLOCKTRI_INVERSE_SOLVES").as_deref() != Ok("off"),
-            lookahead: std::env::var("BLOCKTRI_LOOKAHEAD").as_deref() != Ok("off"),
             multiprocessors: gpu.info().multiprocessors,
             max_shared: smem as usize,
         })
@@ -400,7 +391,6 @@ impl Tiled {
             step,
             side,
             from_col,
-            to_col: 0,
             nrhs: target.map_or(0, |(t, _)| t.k as u32),
             chunk: target.map_or(0, |(_, c)| c as u32),
         }
@@ -455,36 +445,9 @@ impl Tiled {
             let trsm_blocks = |k: usize| (nodes * panel_blocks(n, k + 1, 1), 1);
             let inverts = inverts_level(n, nb, m);
             inverses |= inverts;
-            // The look-ahead: where column k's update is one plain launch, the columns
-            // before k - 1 are subtracted beside step k - 1 (they are final once its
-            // `trsm` of column k - 2 is done, and step k - 1 never touches column k), and
-            // step k subtracts column k - 1 alone: its chain is a `K = 64` update, the
-            // `potrf` and the `trsm` instead of a `K = 64 k` update first.
-            let ahead = self.lookahead && fused.is_none() && pairs.is_none() && nt >= 3;
-            let u = &self.update;
-            let update_blocks = |k: usize| (nodes * panel_blocks(n, k, u.rows / TILE), 1);
             for k in 0..nt {
                 let step = k as u32;
-                let mut update = column_update(k, nt, pairs.map(|_| FIRST_PAIR));
-                if ahead && k >= 1 {
-                    if k >= 2 {
-                        // Column k minus the columns before k - 1, forked at step k - 1.
-                        steps.push(Step::Join(Lane::Ahead));
-                        update = ColumnUpdate::Narrow { from_col: k - 1 };
-                    }
-                    if k + 1 < nt {
-                        // Column k + 1 minus the columns before k (final: the trsm of
-                        // column k - 1 is enqueued above), beside step k.
-                        let args = TiledArgs { to_col: step, ..Self::args_from(b, m, step + 1, 0, 0, None) };
-                        let cfg =
-                            LaunchConfig { grid: (update_blocks(k + 1).0, 1, 1), block: (u.threads, 1, 1), shared_bytes: u.shared_bytes };
-                        steps.push(Step::Fork(Lane::Ahead));
-                        steps.push(Step::Side(
-                            Lane::Ahead,
-                            Box::new(Step::Launch { kernel: &u.kernel, level: m, cfg, args: Args::Tiled(args) }),
-                        ));
-                    }
-                }
+                let update = column_update(k, nt, pairs.map(|_| FIRST_PAIR));
                 // Before the potrf: the pair, the column's update, or (fused) its diagonal
                 // tile's; `(kernel, grid, threads, shared bytes, first finished column)`.
                 let before = match update {
@@ -495,7 +458,10 @@ impl Tiled {
                     }
                     ColumnUpdate::Narrow { from_col } => Some(match fused {
                         Some((diagonal, _, _)) => (diagonal, (nodes, 1), PRODUCT_THREADS, product_smem, from_col as u32),
-                        None => (&u.kernel, update_blocks(k), u.threads, u.shared_bytes, from_col as u32),
+                        None => {
+                            let u = &self.update;
+                            (&u.kernel, (nodes * panel_blocks(n, k, u.rows / TILE), 1), u.threads, u.shared_bytes, from_col as u32)
+                        }
                     }),
                 };
                 if let Some((kernel, grid, threads, smem, from_col)) = before {
@@ -505,9 +471,9 @@ impl Tiled {
                 if inverts {
                     // Column tile k of the inverses needs row tile k of `L_ii`, final from
                     // here: beside the rest of the factorization, which never writes it.
-                    steps.push(Step::Fork(Lane::Side));
+                    steps.push(Step::Fork);
                     let inverse = launch(&self.inverse.step, m, (nodes * (step + 1), 1), PRODUCT_THREADS, product_smem, step, 0);
-                    steps.push(Step::Side(Lane::Side, Box::new(inverse)));
+                    steps.push(Step::Side(Box::new(inverse)));
                 }
                 steps.push(match (update, fused) {
                     (ColumnUpdate::Narrow { from_col }, Some((_, update_trsm, _))) => {
@@ -538,7 +504,7 @@ impl Tiled {
             }
         }
         if inverses {
-            steps.push(Step::Join(Lane::Side));
+            steps.push(Step::Join);
         }
         steps
     }
@@ -583,10 +549,10 @@ impl Tiled {
         let sweeps = SweepLaunches::new(self, b, target);
         let mut steps = sweeps.reset();
         steps.extend(self.factor_steps_with(b, |m, steps| {
-            steps.push(Step::Fork(Lane::Side));
-            steps.extend(sweeps.forward_level(m).into_iter().map(|s| Step::Side(Lane::Side, Box::new(s))));
+            steps.push(Step::Fork);
+            steps.extend(sweeps.forward_level(m).into_iter().map(|s| Step::Side(Box::new(s))));
         }));
-        steps.push(Step::Join(Lane::Side));
+        steps.push(Step::Join);
         steps.extend(sweeps.sweep(Sweep::Backward));
         steps
     }
