@@ -103,6 +103,9 @@ fn chunked_batches_match_the_single_shot() {
         (KernelFamily::Tiled, 1usize, 7usize, 65usize, 1usize, 1usize),
         (KernelFamily::Tiled, 3, 5, 65, 3, 1),
         (KernelFamily::Tiled, 40, 4, 72, 2, 6),
+        // Three tiles: the whole batch's top levels fuse their column updates with the
+        // solves (from 8 nodes), a chunk's do not; the top-level inverses are per system.
+        (KernelFamily::Tiled, 40, 4, 150, 1, 6),
         (KernelFamily::Auto, 3, 33, 8, 1, 2),
         (KernelFamily::Auto, 1000, 16, 8, 2, 96),
         (KernelFamily::Auto, 1000, 9, 16, 1, 333),
