@@ -77,12 +77,18 @@ pub const fn inverse_elems(systems: usize, nblocks: usize, n: usize, ld: usize) 
     systems * inverse_slots(n, nblocks as u32) * ld * n
 }
 
+/// Elements of one part's partial sums in the scratch area: `n` rows of [`MAX_CHUNK`]
+/// columns.
+const fn scratch_part_elems(n: usize) -> usize {
+    n * MAX_CHUNK
+}
+
 /// Elements of the scratch area of one pass of the inverse solves: `n` rows of
 /// [`MAX_CHUNK`] columns per part ([`inverse_parts`]) and node of the
 /// [`first_inverse_level`] (the level with the most such nodes), all systems.
 pub const fn inverse_scratch_elems(systems: usize, nblocks: usize, n: usize) -> usize {
     match first_inverse_level(n, nblocks as u32) {
-        Some(m0) => systems * nodes_in_level(nblocks as u32, m0) as usize * inverse_parts(n) * n * MAX_CHUNK,
+        Some(m0) => systems * nodes_in_level(nblocks as u32, m0) as usize * inverse_parts(n) * scratch_part_elems(n),
         None => 0,
     }
 }
@@ -189,8 +195,8 @@ fn pass_columns<T>(a: &TiledArgs<T>) -> (usize, usize) {
     (c0, chunk.min(k - c0))
 }
 
-/// Node `nd`'s partial sums of part `p` in the scratch area (`n` rows per column,
-/// [`MAX_CHUNK`] columns).
+/// Node `nd`'s partial sums of part `p` in the scratch area ([`scratch_part_elems`]; a
+/// node's parts are consecutive).
 ///
 /// # Safety
 /// `a.scratch` holds [`inverse_scratch_elems`]; `nd` is a node of `a.level`, an inverting
@@ -200,7 +206,7 @@ unsafe fn scratch_part<T: Real>(a: &TiledArgs<T>, nd: super::Node, p: usize) -> 
     let idx = (nd.b + 1) >> (a.level + 1);
     let slot = (nd.s * nodes_in_level(a.nblocks, a.level) as usize + idx) * inverse_parts(a.n()) + p;
     // SAFETY: the caller's contract.
-    unsafe { a.scratch.add(slot * a.n() * MAX_CHUNK) }
+    unsafe { a.scratch.add(slot * scratch_part_elems(a.n())) }
 }
 
 /// [`forward_inverse`] (`BACKWARD = false`) or [`backward_inverse`]: the block of tile row
@@ -315,8 +321,8 @@ pub unsafe fn inverse_copy<T: Real>(args: &TiledArgs<T>) {
     let (bsys, ldb) = unsafe { system_rhs(&a, nd.s) };
     // SAFETY: the node's rows of tile r, columns c0 .. c0 + kc, and their partial sums.
     let dst = unsafe { bsys.add(c0 * ldb + nd.b * n + r * TILE) };
-    // The node's parts are consecutive slots of `n * MAX_CHUNK` values.
-    let (src, part_len) = (unsafe { scratch_part(&a, nd, 0).add(r * TILE) } as *const T, n * MAX_CHUNK);
+    // The node's parts are consecutive slots (scratch_part).
+    let (src, part_len) = (unsafe { scratch_part(&a, nd, 0).add(r * TILE) } as *const T, scratch_part_elems(n));
     let parts = inverse_parts(n);
     let mut finite = true;
     let mut i = thread_idx_x() as usize;
