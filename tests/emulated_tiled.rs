@@ -9,9 +9,9 @@ use blocktri::{BlockTridiag, BlockVec, Scalar};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::level::{INFO_OK, InfoCode, decode_info};
 use blocktri_device::tiled::factor::{
-    ColumnUpdate, RoundingInput, WIDE_THREADS, column_update, neighbour_blocks, neighbour_sides, neighbours, panel_blocks, potrf,
-    potrf_shared_bytes, prep, prep_rounding, prep_shared_bytes, product_kernel_shared_bytes, shape_kernel_shared_bytes, trsm, update,
-    update_diagonal, update_trsm, wide_product_kernel_shared_bytes,
+    CARRY_IN, CARRY_OUT, ColumnUpdate, RoundingInput, WIDE_THREADS, carry_elems, column_update, neighbour_blocks, neighbour_sides,
+    neighbours, panel_blocks, potrf, potrf_shared_bytes, prep, prep_rounding, prep_shared_bytes, product_kernel_shared_bytes,
+    shape_kernel_shared_bytes, trsm, update, update_diagonal, update_trsm, wide_product_kernel_shared_bytes,
 };
 use blocktri_device::tiled::inverse::{
     backward_inverse, forward_inverse, inverse_copy, inverse_elems, inverse_parts, inverse_scratch_elems, inverse_solve_chunk,
@@ -47,6 +47,8 @@ struct Device<T> {
     rhs: Vec<T>,
     /// The inverse solves' scratch area.
     scratch: Vec<T>,
+    /// The column look-ahead's carried accumulators (two halves: steps alternate).
+    carry: Vec<T>,
 }
 
 fn upload<T: Scalar>(a: &BlockTridiag<T>, b: &BlockVec<T>) -> Device<T> {
@@ -69,6 +71,7 @@ fn upload<T: Scalar>(a: &BlockTridiag<T>, b: &BlockVec<T>) -> Device<T> {
         solve_info: vec![INFO_OK; shape.batch],
         rhs: b.as_slice().to_vec(),
         scratch: vec![T::NAN; inverse_scratch_elems(shape.batch, shape.nblocks, shape.block)],
+        carry: vec![T::NAN; 2 * carry_half(shape.batch, shape.block)],
     }
 }
 
@@ -101,6 +104,8 @@ fn args<T: Scalar>(
         step,
         side,
         from_col: 0,
+        to_col: 0,
+        carry: 0,
         nrhs: solve.map_or(0, |(k, _)| k as u32),
         chunk: solve.map_or(0, |(_, c)| c as u32),
     }
@@ -109,9 +114,17 @@ fn args<T: Scalar>(
 /// Rows of the `64 x 64` products' output tiles.
 const TILE_EDGE: usize = blocktri_device::tiled::TILE;
 
-/// The factor launches of `Tiled::factor_steps`, in order, with the `64 x 64` products of `M`.
+/// Elements of one half of the look-ahead's carry area: up to 64 nodes per system of the
+/// largest level, on output tiles of up to `128` rows.
+fn carry_half(systems: usize, n: usize) -> usize {
+    systems.max(1) * 64 * carry_elems(n, 2, 64).max(carry_elems(n, 2, 128))
+}
+
+/// The factor launches of `Tiled::factor_steps` at the levels with few nodes (plain column
+/// updates with the look-ahead), in list order, with the `64 x 64` products of `M`.
 fn run_factor<T: Scalar, M: TileMac<T>>(d: &mut Device<T>, a: &BlockTridiag<T>) {
-    run_factor_with::<T, M, Narrow<M>>(d, a, ColumnSteps::default(), narrow_neighbours::<T, M>);
+    let steps = ColumnSteps { lookahead: true, ..ColumnSteps::default() };
+    run_factor_with::<T, M, Narrow<M>>(d, a, steps, narrow_neighbours::<T, M>);
 }
 
 /// The neighbour launch of `side` on the `64 x 64` products of `M`, for a level of
@@ -149,6 +162,10 @@ struct ColumnSteps<'f, T> {
     /// The neighbour products in one launch per side (`BLOCKTRI_NEIGHBOURS=split`)
     /// instead of both sides in one.
     split_neighbours: bool,
+    /// Where the updates are plain (neither fused nor paired) and a block has three tiles
+    /// or more: the look-ahead, column `k + 1` minus the columns before `k` launched
+    /// before step `k`'s own update, which then subtracts column `k - 1` alone.
+    lookahead: bool,
 }
 
 /// [`run_factor`] with the column updates on the product shape `U` (in pairs of columns
@@ -170,12 +187,36 @@ fn run_factor_with<T: Scalar, M: TileMac<T>, U: ProductShape<T>>(
     unsafe { emu::launch_unchecked((s * nb, nt as u32), WIDE_THREADS, prep_shared_bytes(e), || prep(&pa)) };
     let top = levels(nb);
     let product_smem = product_kernel_shared_bytes(e);
+    let ahead = steps.lookahead && !steps.fused && steps.pairs.is_none() && nt >= 3;
     for m in 0..top {
         let nodes = s * nodes_in_level(nb, m);
         for k in 0..nt {
             let x = args(d, a, m, k as u32, 0, None);
-            let plan = column_update(k, nt, steps.pairs.map(|(first, _)| first));
+            let mut plan = column_update(k, nt, steps.pairs.map(|(first, _)| first));
+            // The carry slots of step j: the half of its parity, as the executor's.
+            let half = carry_half(s as usize, n);
+            let carry_at = |d: &mut Device<T>, j: usize| d.carry[(j % 2) * half..].as_mut_ptr();
+            let mut carried = false;
+            if ahead && k >= 1 {
+                if k >= 2 {
+                    plan = ColumnUpdate::Narrow { from_col: k - 1 };
+                    carried = true;
+                }
+                if k + 1 < nt {
+                    let y = TiledArgs {
+                        to_col: k as u32,
+                        carry: CARRY_OUT,
+                        scratch: carry_at(d, k + 1),
+                        ..args(d, a, m, k as u32 + 1, 0, None)
+                    };
+                    let blocks = nodes * panel_blocks(n, k + 1, U::ROWS / TILE);
+                    unsafe { emu::launch_unchecked(blocks, U::THREADS, shape_kernel_shared_bytes::<T, U>(), || update::<T, U>(&y)) };
+                }
+            }
             let from = match plan {
+                ColumnUpdate::Narrow { from_col } if carried => {
+                    Some(TiledArgs { from_col: from_col as u32, carry: CARRY_IN, scratch: carry_at(d, k), ..x })
+                }
                 ColumnUpdate::Narrow { from_col } => Some(TiledArgs { from_col: from_col as u32, ..x }),
                 _ => None,
             };
@@ -645,7 +686,7 @@ fn run_factor_fused<T: Scalar>(d: &mut Device<T>, a: &BlockTridiag<T>, pairs: Op
 where
     Native: TileMac<T>,
 {
-    let steps = ColumnSteps { pairs: pairs.map(|p| (2, p)), fused: true, split_neighbours: false };
+    let steps = ColumnSteps { pairs: pairs.map(|p| (2, p)), fused: true, ..ColumnSteps::default() };
     run_factor_with::<T, Native, Narrow<Native>>(d, a, steps, narrow_neighbours::<T, Native>);
 }
 
@@ -664,6 +705,43 @@ fn pair_launch(x: &TiledArgs<f64>, nodes: u32) {
 fn emulated_tiled_fused_column_steps_and_pairs_match_the_dense_reference() {
     check_with::<f64, Native>(&[(1, 2, 200, 1), (1, 3, 257, 2)], 1e-11, |d, a| run_factor_fused(d, a, Some(&pair_launch)));
     check_with::<f32, Native>(&[(2, 3, 150, 2)], 1e-4, |d, a| run_factor_fused(d, a, None));
+}
+
+/// The top levels' look-ahead (`update` carrying its accumulators of the columns before
+/// `k - 1`, launched beside step `k - 1`) gives the bits of the plain column updates
+/// (`BLOCKTRI_LOOKAHEAD=off`), so that where it runs (chosen by the batch's node count)
+/// cannot change a result: three to five tiles with partial last tiles, a batch, the
+/// `128 x 64` update tiles, `f32` on the FMA and 3xTF32 products; both also against the
+/// dense reference.
+#[test]
+fn emulated_tiled_lookahead_gives_the_bits_of_the_plain_column_updates() {
+    fn same_bits<T: Scalar, M: TileMac<T>, U: ProductShape<T>>(cases: &[(usize, usize, usize, usize)], tol: f64) {
+        let seed = fresh_seed();
+        for (i, &(s, nb, n, k)) in cases.iter().enumerate() {
+            let (a, b) = problem::<T>(s, nb, n, k, seed + i as u64);
+            let factored = |lookahead: bool| {
+                let mut d = upload(&a, &b);
+                let steps = ColumnSteps { lookahead, ..ColumnSteps::default() };
+                run_factor_with::<T, M, U>(&mut d, &a, steps, narrow_neighbours::<T, M>);
+                assert!(d.info.iter().all(|&x| x == INFO_OK), "S={s} N={nb} n={n}: info {:?}", d.info);
+                d
+            };
+            let (mut on, off) = (factored(true), factored(false));
+            let bits = |v: &[T]| v.iter().map(|x| x.to_f64().to_bits()).collect::<Vec<_>>();
+            let parts = [("diag", &on.diag, &off.diag), ("left", &on.left, &off.left), ("right", &on.right, &off.right)];
+            for (name, x, y) in parts.into_iter().chain([("dinv", &on.dinv, &off.dinv)]) {
+                assert!(bits(x) == bits(y), "{} {name} differs: S={s} N={nb} n={n} (seed {seed})", T::PRECISION);
+            }
+            run_solve(&mut on, &a, k, k.min(MAX_CHUNK), EMULATED_SMS);
+            let x = BlockVec::from_vec(a.shape(), k, on.rhs.clone()).unwrap();
+            let err = error_vs_reference(&x, &dense_solution(&a, &b));
+            assert!(err < tol, "{} S={s} N={nb} n={n} k={k}: {err:e} (seed {seed})", T::PRECISION);
+        }
+    }
+    same_bits::<f64, Native, Narrow<Native>>(&[(1, 3, 150, 1), (2, 2, 256, 2), (1, 3, 300, 1)], 1e-11);
+    same_bits::<f64, Native, Tall>(&[(1, 3, 200, 1)], 1e-11);
+    same_bits::<f32, Native, Narrow<Native>>(&[(2, 3, 200, 1)], 1e-4);
+    same_bits::<f32, Tf32x3, Narrow<Tf32x3>>(&[(1, 3, 260, 1)], 1e-4);
 }
 
 #[test]
@@ -702,7 +780,8 @@ fn emulated_tiled_failures_name_the_system_and_block() {
     let info = factor_status(&a, &b);
     assert_eq!(decode_info(info[0]).unwrap(), (0, InfoCode::NotPositiveDefinite as u32, 2));
 
-    // In the fourth tile of the top node (block 3 of 7, level 2).
+    // In the fourth tile of the top node (block 3 of 7, level 2), whose update came in two
+    // parts through the look-ahead.
     let (mut a, b) = problem::<f64>(1, 7, 220, 1, 12);
     a.set_diag(0, 3, 200, 200, -1e5);
     let info = factor_status(&a, &b);

@@ -481,10 +481,23 @@ unsafe fn update_trsm_tiles<T: Real, M: TileMac<T>, const UPDATE: bool>(args: &T
 /// about 10 TFLOP/s on the H100 against 25-27 for these long-`K` products
 /// (`docs/perf-notes.md`, entry 5).
 ///
+/// The look-ahead of the top levels takes the columns before `k - 1` off the critical
+/// path of step `k`: beside step `k - 1`, on a second stream, a launch with `carry =`
+/// [`CARRY_OUT`] and `to_col = k - 1` multiplies the columns `0 .. k - 1` and leaves each
+/// block's accumulators in `scratch` (one slot of `S::ROWS x S::COLS` values per block
+/// of the grid, [`carry_elems`]); step `k` then launches the same grid with `carry =`
+/// [`CARRY_IN`] and `from_col = k - 1`, which continues those accumulators over column
+/// `k - 1` and subtracts the sum. One accumulator chain per output element either way, so
+/// the bits are those of one launch over all the columns ([`ProductShape::product_from`]):
+/// where the look-ahead runs does not change the result.
+///
 /// # Safety
-/// As [`trsm`] with `S::THREADS` threads and [`shape_kernel_shared_bytes`]; the steps
-/// before `k` have completed, and `from_col < k` (with `from_col > 0` only after an
-/// update that covered column `k` with the columns before `from_col`).
+/// As [`trsm`] with `S::THREADS` threads and [`shape_kernel_shared_bytes`]; the columns
+/// `from_col .. to_col` (`to_col` or `k`) have completed, `from_col < to_col <= k`, no
+/// other launch writes column `k` meanwhile (with `from_col > 0` only after an update
+/// that covered column `k` with the columns before `from_col`, or with `CARRY_IN` after
+/// the `CARRY_OUT` launch of the same step, grid and `scratch`, which no other launch
+/// touched between them).
 pub unsafe fn update<T: Real, S: ProductShape<T>>(args: &TiledArgs<T>) {
     let a = *args;
     let k = a.step as usize;
@@ -518,12 +531,26 @@ pub unsafe fn update_diagonal<T: Real, M: TileMac<T>>(args: &TiledArgs<T>) {
     }
 }
 
+/// [`TiledArgs::carry`] of an [`update`] that keeps its accumulators in `scratch`.
+pub const CARRY_OUT: u32 = 1;
+/// [`TiledArgs::carry`] of an [`update`] that starts from the accumulators in `scratch`.
+pub const CARRY_IN: u32 = 2;
+
+/// Elements of `scratch` that an [`update`] launch at step `k` with a `carry` uses per
+/// node, on output tiles of `rows x 64` (one slot per block of its grid, every thread's
+/// accumulators).
+pub const fn carry_elems(n: usize, k: usize, rows: usize) -> usize {
+    panel_blocks(n, k, rows / TILE) as usize * rows * TILE
+}
+
 /// The output tile of [`update`] at row tile `it` of band `which` (block `blk`) of node
-/// `nd`, step `k = a.step`, columns `from .. k` subtracted.
+/// `nd`, step `k = a.step`, columns `from .. to` subtracted (`to = a.to_col`, or `k` where
+/// that is 0), or with a [`TiledArgs::carry`] kept in (`CARRY_OUT`) or continued from
+/// (`CARRY_IN`) `scratch`.
 ///
 /// # Safety
-/// `from < k`; the finished columns are final; no other block touches the output tile;
-/// `sh` is the kernel's shared area for `S`.
+/// `from < to <= k`; the columns `from .. to` are final; no other block touches the output tile;
+/// `sh` is the kernel's shared area for `S`; with a carry as [`update`] says.
 #[inline(always)]
 unsafe fn update_tile<T: Real, S: ProductShape<T>>(
     a: &TiledArgs<T>,
@@ -536,10 +563,29 @@ unsafe fn update_tile<T: Real, S: ProductShape<T>>(
 ) {
     const { assert!(S::COLS.is_multiple_of(TILE) && S::ROWS.is_multiple_of(TILE)) };
     let (n, ld, k) = (a.n(), a.ld(), a.step as usize);
+    let to = if a.to_col == 0 { k } else { a.to_col as usize };
     let d = unsafe { a.block(a.diag, nd.s, nd.b) };
     let c0 = from * TILE;
     let (pa, pb) = unsafe { (rows_panel(blk, ld, n, it * TILE, c0, S::ROWS), rows_panel(d, ld, n, k * TILE, c0, S::COLS)) };
-    let acc = unsafe { S::product(pa, pb, (k - from) * TILE, sh) };
+    // This block's slot of the carried accumulators: value e of thread tid at
+    // `e THREADS + tid` (coalesced); both launches of a step have the same grid.
+    let threads = S::THREADS as usize;
+    let (tid, slot) = (thread_idx_x() as usize, block_idx_x() as usize * S::ROWS * S::COLS);
+    let mut init = S::zero_acc();
+    if a.carry == CARRY_IN {
+        for (e, v) in init.as_mut().iter_mut().enumerate() {
+            // SAFETY: this block's slot, written by the CARRY_OUT launch (contract).
+            *v = unsafe { *a.scratch.add(slot + e * threads + tid) };
+        }
+    }
+    let acc = unsafe { S::product_from(init, pa, pb, (to - from) * TILE, sh) };
+    if a.carry == CARRY_OUT {
+        for (e, &v) in acc.as_ref().iter().enumerate() {
+            // SAFETY: as above; only this thread writes the entry.
+            unsafe { *a.scratch.add(slot + e * threads + tid) = v };
+        }
+        return;
+    }
     // The diagonal tiles are the top of the first output tile of D_i's band (its rows
     // and columns both start at k): keep its lower triangle.
     let diagonal = which == 0 && it == k;

@@ -71,7 +71,8 @@ pub struct TiledArgs<T> {
     /// ([`solve::split_flag_offset`]; solves, null elsewhere).
     pub flags: *mut u32,
     /// One pass of the inverse solves' results ([`inverse::inverse_scratch_elems`];
-    /// solves, null elsewhere).
+    /// solves), or the column look-ahead's accumulators ([`factor::update`] with a
+    /// `carry`: [`factor::carry_elems`] for the launch's grid); null elsewhere.
     pub scratch: *mut T,
     /// Symmetry tolerance of the input check.
     pub sym_tol: T,
@@ -92,6 +93,14 @@ pub struct TiledArgs<T> {
     /// First finished column tile that a column update subtracts ([`factor::update`];
     /// 0 everywhere else).
     pub from_col: u32,
+    /// End (exclusive) of the finished column tiles that [`factor::update`] multiplies;
+    /// 0 means `step` (all of them). Below `step` in the top levels' look-ahead
+    /// ([`factor::CARRY_OUT`]), 0 everywhere else.
+    pub to_col: u32,
+    /// [`factor::update`]: [`factor::CARRY_OUT`] keeps the accumulators of the columns
+    /// `from_col .. to_col` in `scratch` instead of subtracting them, [`factor::CARRY_IN`]
+    /// starts from those and subtracts the sum; 0 (everywhere else) neither.
+    pub carry: u32,
     /// Right-hand-side columns.
     pub nrhs: u32,
     /// Right-hand-side columns per pass of the solve kernels (at most [`solve::MAX_CHUNK`]).

@@ -624,7 +624,24 @@ impl<T: Real, const RA: usize, const RB: usize, const THREADS: usize, const KC: 
 #[inline(always)]
 pub unsafe fn product_nt<T: Real, M: TileMac<T>>(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> [T; ACC] {
     // SAFETY: forwarded contract.
-    unsafe { product_nt_planned::<T, M>(a, b, k, smem, M::COPIES) }
+    unsafe { product_nt_from::<T, M>([T::ZERO; ACC], a, b, k, smem) }
+}
+
+/// [`product_nt`] continuing from the accumulators `init` instead of zeros: the `k` loop
+/// is one accumulator chain per output element, so a product over columns `0..k1` whose
+/// accumulators are handed to one over `k1..k2` of the same panels (`k1` a multiple of
+/// the staged chunk) gives the bits of one product over `0..k2`.
+///
+/// # Safety
+/// As [`product_nt`].
+#[inline(always)]
+pub unsafe fn product_nt_from<T: Real, M: TileMac<T>>(init: [T; ACC], a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> [T; ACC] {
+    // SAFETY: forwarded contract (TILE rows, PRODUCT_THREADS threads).
+    unsafe {
+        staged_product::<T, TILE, TILE, { PRODUCT_THREADS as usize }, BK, ACC>(init, a, b, k, smem, M::COPIES, false, |acc, sa, sb, _| {
+            M::mac_chunk(acc, sa, sb)
+        })
+    }
 }
 
 /// [`product_nt`] with the copy plan given instead of the multiply-add's own
@@ -637,9 +654,16 @@ pub unsafe fn product_nt<T: Real, M: TileMac<T>>(a: Panel<T>, b: Panel<T>, k: us
 pub unsafe fn product_nt_planned<T: Real, M: TileMac<T>>(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T, plan: CopyPlan) -> [T; ACC] {
     // SAFETY: forwarded contract (TILE rows, PRODUCT_THREADS threads).
     unsafe {
-        staged_product::<T, TILE, TILE, { PRODUCT_THREADS as usize }, BK, ACC>(a, b, k, smem, plan, false, |acc, sa, sb, _| {
-            M::mac_chunk(acc, sa, sb)
-        })
+        staged_product::<T, TILE, TILE, { PRODUCT_THREADS as usize }, BK, ACC>(
+            [T::ZERO; ACC],
+            a,
+            b,
+            k,
+            smem,
+            plan,
+            false,
+            |acc, sa, sb, _| M::mac_chunk(acc, sa, sb),
+        )
     }
 }
 
@@ -651,7 +675,8 @@ const fn staged_elems(ra: usize, rb: usize, kc: usize, elem_bytes: usize) -> usi
 
 /// The staged `k` loop of every product: chunks of `KC` columns of both panels (up to
 /// `RA` rows of `a`, `RB` of `b`) through [`STAGES`] shared-memory stages, `mac`
-/// multiplying each staged chunk into the `N` accumulators; `plan` says how interior chunks
+/// multiplying each staged chunk into the `N` accumulators (starting from `init`: zeros,
+/// or an earlier product's over the columns before these); `plan` says how interior chunks
 /// are copied, `parts` whether the copies of the chunk `STAGES - 1` ahead go right after
 /// the barrier (`false`) or to the multiply-add, which issues them in parts between its
 /// tensor-core operations ([`FillParts`]); both constants at every call site.
@@ -662,7 +687,9 @@ const fn staged_elems(ra: usize, rb: usize, kc: usize, elem_bytes: usize) -> usi
 /// used by anyone else during the call; panels as in `issue_chunk_at`; `mac` reads only the
 /// staged chunks it is given.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)] // each one a choice of the call site, as the docs say
 unsafe fn staged_product<T: Real, const RA: usize, const RB: usize, const THREADS: usize, const KC: usize, const N: usize>(
+    init: [T; N],
     a: Panel<T>,
     b: Panel<T>,
     k: usize,
@@ -672,7 +699,7 @@ unsafe fn staged_product<T: Real, const RA: usize, const RB: usize, const THREAD
     mut mac: impl FnMut(&mut [T; N], *const T, *const T, &mut ChunkFill<'_, T, RA, RB, THREADS, KC>),
 ) -> [T; N] {
     let tid = thread_idx_x() as usize;
-    let mut acc = [T::ZERO; N];
+    let mut acc = init;
     let chunks = k.div_ceil(KC);
     if chunks == 0 {
         return acc;
@@ -783,12 +810,24 @@ pub trait ProductShape<T: Real> {
     /// Shared memory of the product in bytes.
     const SHARED_BYTES: usize;
     /// A thread's accumulators.
-    type Acc: Copy + AsRef<[T]>;
+    type Acc: Copy + AsRef<[T]> + AsMut<[T]>;
+    /// Accumulators that hold zeros.
+    fn zero_acc() -> Self::Acc;
     /// This thread's accumulators of `A B^T` (as [`product_nt`]).
     ///
     /// # Safety
     /// As [`product_nt`] for this shape's threads, shared memory and edge.
-    unsafe fn product(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> Self::Acc;
+    #[inline(always)]
+    unsafe fn product(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> Self::Acc {
+        // SAFETY: forwarded contract.
+        unsafe { Self::product_from(Self::zero_acc(), a, b, k, smem) }
+    }
+    /// [`Self::product`] continuing from the accumulators `init` (as [`product_nt_from`]:
+    /// the bits of one product over the columns of both calls).
+    ///
+    /// # Safety
+    /// As [`Self::product`].
+    unsafe fn product_from(init: Self::Acc, a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> Self::Acc;
     /// `(row, col)` in the output tile of accumulator `e` of thread `tid`.
     fn acc_coord(tid: usize, e: usize) -> (usize, usize);
 }
@@ -803,9 +842,13 @@ impl<T: Real, M: TileMac<T>> ProductShape<T> for Narrow<M> {
     const SHARED_BYTES: usize = product_shared_bytes(T::BYTES);
     type Acc = [T; ACC];
     #[inline(always)]
-    unsafe fn product(a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> Self::Acc {
+    fn zero_acc() -> Self::Acc {
+        [T::ZERO; ACC]
+    }
+    #[inline(always)]
+    unsafe fn product_from(init: Self::Acc, a: Panel<T>, b: Panel<T>, k: usize, smem: *mut T) -> Self::Acc {
         // SAFETY: forwarded contract.
-        unsafe { product_nt::<T, M>(a, b, k, smem) }
+        unsafe { product_nt_from::<T, M>(init, a, b, k, smem) }
     }
     #[inline(always)]
     fn acc_coord(tid: usize, e: usize) -> (usize, usize) {
@@ -858,11 +901,21 @@ impl<const SPLIT: bool, const RA: usize, const RB: usize, const RM: usize, const
     /// As [`ProductShape::product`].
     #[inline(always)]
     pub unsafe fn product_planned(a: Panel<f32>, b: Panel<f32>, k: usize, smem: *mut f32, plan: CopyPlan) -> [f32; RM] {
+        // SAFETY: forwarded contract.
+        unsafe { Self::product_planned_from([0.0; RM], a, b, k, smem, plan) }
+    }
+
+    /// [`Self::product_planned`] continuing from the accumulators `init`.
+    ///
+    /// # Safety
+    /// As [`ProductShape::product`].
+    #[inline(always)]
+    unsafe fn product_planned_from(init: [f32; RM], a: Panel<f32>, b: Panel<f32>, k: usize, smem: *mut f32, plan: CopyPlan) -> [f32; RM] {
         let (row0, col0, g, t) = Dmma::<RA, RB, RM, BK, NTHREADS>::region(thread_idx_x() as usize);
         let ld = (lds_rows(RA, 4), lds_rows(RB, 4));
         // SAFETY: forwarded contract; the region lies inside the stages.
         unsafe {
-            staged_product::<f32, RA, RB, NTHREADS, BK, RM>(a, b, k, smem, plan, false, |acc, sa, sb, _| {
+            staged_product::<f32, RA, RB, NTHREADS, BK, RM>(init, a, b, k, smem, plan, false, |acc, sa, sb, _| {
                 tf32_region::<SPLIT, RM, BK>(acc, sa, sb, ld, (row0 + g, col0 + g), t)
             })
         }
@@ -878,9 +931,13 @@ impl<const SPLIT: bool, const RA: usize, const RB: usize, const RM: usize, const
     const SHARED_BYTES: usize = staged_elems(RA, RB, BK, 4) * 4;
     type Acc = [f32; RM];
     #[inline(always)]
-    unsafe fn product(a: Panel<f32>, b: Panel<f32>, k: usize, smem: *mut f32) -> Self::Acc {
+    fn zero_acc() -> Self::Acc {
+        [0.0; RM]
+    }
+    #[inline(always)]
+    unsafe fn product_from(init: Self::Acc, a: Panel<f32>, b: Panel<f32>, k: usize, smem: *mut f32) -> Self::Acc {
         // SAFETY: forwarded contract.
-        unsafe { Self::product_planned(a, b, k, smem, <TensorTf32<SPLIT> as TileMac<f32>>::COPIES) }
+        unsafe { Self::product_planned_from(init, a, b, k, smem, <TensorTf32<SPLIT> as TileMac<f32>>::COPIES) }
     }
     #[inline(always)]
     fn acc_coord(tid: usize, e: usize) -> (usize, usize) {
@@ -902,11 +959,21 @@ impl<const RA: usize, const RB: usize, const RM: usize, const KC: usize, const N
     /// As [`ProductShape::product`].
     #[inline(always)]
     pub unsafe fn product_planned(a: Panel<f64>, b: Panel<f64>, k: usize, smem: *mut f64, plan: CopyPlan) -> [f64; RM] {
+        // SAFETY: forwarded contract.
+        unsafe { Self::product_planned_from([0.0; RM], a, b, k, smem, plan) }
+    }
+
+    /// [`Self::product_planned`] continuing from the accumulators `init`.
+    ///
+    /// # Safety
+    /// As [`ProductShape::product`].
+    #[inline(always)]
+    unsafe fn product_planned_from(init: [f64; RM], a: Panel<f64>, b: Panel<f64>, k: usize, smem: *mut f64, plan: CopyPlan) -> [f64; RM] {
         let (row0, col0, g, t) = Self::region(thread_idx_x() as usize);
         let ld = (lds_rows(RA, 8), lds_rows(RB, 8));
         // SAFETY: forwarded contract; the region lies inside the stages.
         unsafe {
-            staged_product::<f64, RA, RB, NTHREADS, KC, RM>(a, b, k, smem, plan, RM > 32, |acc, sa, sb, next| {
+            staged_product::<f64, RA, RB, NTHREADS, KC, RM>(init, a, b, k, smem, plan, RM > 32, |acc, sa, sb, next| {
                 dmma_region::<RM, KC, RM>(acc, sa, sb, ld, RM <= 32, (row0 + g, col0 + g), t, next)
             })
         }
@@ -932,10 +999,14 @@ impl<const RA: usize, const RB: usize, const RM: usize, const KC: usize, const N
     const SHARED_BYTES: usize = staged_elems(RA, RB, KC, 8) * 8;
     type Acc = [f64; RM];
     #[inline(always)]
-    unsafe fn product(a: Panel<f64>, b: Panel<f64>, k: usize, smem: *mut f64) -> Self::Acc {
+    fn zero_acc() -> Self::Acc {
+        [0.0; RM]
+    }
+    #[inline(always)]
+    unsafe fn product_from(init: Self::Acc, a: Panel<f64>, b: Panel<f64>, k: usize, smem: *mut f64) -> Self::Acc {
         // The same multiply-add as the 64 x 64 f64 product, so the same plan.
         // SAFETY: forwarded contract.
-        unsafe { Self::product_planned(a, b, k, smem, <Native as TileMac<f64>>::COPIES) }
+        unsafe { Self::product_planned_from(init, a, b, k, smem, <Native as TileMac<f64>>::COPIES) }
     }
     #[inline(always)]
     fn acc_coord(tid: usize, e: usize) -> (usize, usize) {

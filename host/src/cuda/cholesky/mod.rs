@@ -494,9 +494,9 @@ pub struct GpuCholesky<T: Scalar> {
     /// The event [`GpuCholesky::wait_for_stream`] records on the caller's stream (made on
     /// first use, reused: a wait takes the event's state when it is enqueued).
     stream_event: std::sync::OnceLock<cudarc::driver::CudaEvent>,
-    /// The second stream of schedules that run work beside the main one ([`Step::Side`]),
-    /// made on first use.
-    side_stream: std::sync::OnceLock<Arc<CudaStream>>,
+    /// The streams of schedules that run work beside the main one ([`Step::Side`]), one
+    /// per [`schedule::Lane`], made on first use.
+    side_streams: [std::sync::OnceLock<Arc<CudaStream>>; 2],
 }
 
 impl<T: Scalar> std::fmt::Debug for GpuCholesky<T> {
@@ -572,7 +572,7 @@ impl<T: Scalar> GpuCholesky<T> {
             rhs_known_finite: false,
             captures: Default::default(),
             stream_event: Default::default(),
-            side_stream: Default::default(),
+            side_streams: Default::default(),
         };
         solver.family()?; // options that cannot work are an error now, not at the first factor
         Ok(solver)
@@ -1115,20 +1115,23 @@ impl<T: Scalar> GpuCholesky<T> {
         timed("solve: launch", || self.launch_solve())
     }
 
-    /// The streams `steps` run on: the solver's, and its side stream where they fork
-    /// (made here, before any capture).
+    /// The streams `steps` run on: the solver's, and a side stream for each lane they
+    /// fork to (made here, before any capture).
     fn lanes(&self, steps: &[Step<'_, T>]) -> Result<Lanes<'_>> {
-        let side = match steps.iter().any(Step::forks) {
-            true => Some(match self.side_stream.get() {
-                Some(side) => side,
-                None => {
-                    let side = self.gpu.new_stream()?;
-                    self.side_stream.get_or_init(|| side)
-                }
-            }),
-            false => None,
-        };
-        Ok(Lanes { main: &self.stream, side: side.map(|s| &**s) })
+        let mut lanes = Lanes::single(&self.stream);
+        for (lane, slot) in schedule::Lane::ALL.into_iter().zip(&self.side_streams) {
+            if steps.iter().any(|s| s.forks() == Some(lane)) {
+                let side = match slot.get() {
+                    Some(side) => side,
+                    None => {
+                        let side = self.gpu.new_stream()?;
+                        slot.get_or_init(|| side)
+                    }
+                };
+                lanes.side[lane.index()] = Some(&**side);
+            }
+        }
+        Ok(lanes)
     }
 
     /// Captures `steps` into a graph (their shared-memory limits raised first: setting a
@@ -1302,7 +1305,7 @@ impl<T: Scalar> GpuCholesky<T> {
             let t1 = self.stream.record_event(flags)?;
             t1.synchronize()?;
             // Side steps run in list order here: timed as the others.
-            let launch = if let Step::Side(inner) = step { &**inner } else { step };
+            let launch = if let Step::Side(_, inner) = step { &**inner } else { step };
             if let Step::Launch { kernel, level, cfg, .. } = launch {
                 let micros = 1e3 * t0.elapsed_ms(&t1)? as f64;
                 out.push((

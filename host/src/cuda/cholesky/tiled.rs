@@ -7,8 +7,12 @@
 //! nodes `update_diagonal`, `potrf`, `update_trsm`; at `n >= 512` a `wide_update` of two
 //! columns from step 6 on every other step, `column_update`); then the neighbour
 //! products, both sides in one launch (not on the top level, whose node has no
-//! neighbours). On the levels that [`inverts_level`] picks, each step's `potrf` is
-//! followed on a side stream by `inverse_step` (column tile `k` of `L_ii^-T`). Solve:
+//! neighbours). On the levels with plain `update`s (at most 63 nodes, three tiles or
+//! more), step `k`'s `update` multiplies column `k - 1` alone, continuing the
+//! accumulators of the columns before it, which a launch beside step `k - 1` on the
+//! look-ahead stream ([`Lane::Ahead`]) left in a carry area: the bits of one launch. On
+//! the levels that [`inverts_level`] picks, each step's `potrf` is followed on a side stream
+//! by `inverse_step` (column tile `k` of `L_ii^-T`). Solve:
 //! per level upward `forward_node` + `forward_couple` (both sides in one launch); downward `backward_couple` +
 //! `backward_node` (the diagonal solves, one block per node; on levels whose nodes' tile
 //! rows all fit on the SMs at once one block per tile row, `forward_split` and
@@ -18,7 +22,7 @@
 //! Factor + solve: each level's forward sweep on a side stream beside the factorization
 //! of the levels above, then the backward sweep.
 
-use super::schedule::{Args, Step};
+use super::schedule::{Args, Lane, Step};
 use super::{Buffers, F32Products, SolveTarget, Sweep};
 use crate::cuda::context::Gpu;
 use crate::cuda::env_override;
@@ -28,8 +32,8 @@ use crate::scalar::Scalar;
 use blocktri_device::kernels::{kernel_name, names};
 use blocktri_device::layout::{levels, nodes_in_level};
 use blocktri_device::tiled::factor::{
-    ColumnUpdate, RoundingInput, WIDE_THREADS, column_update, neighbour_blocks, neighbour_sides, panel_blocks, potrf_shared_bytes,
-    prep_shared_bytes, product_kernel_shared_bytes, shape_kernel_shared_bytes,
+    CARRY_IN, CARRY_OUT, ColumnUpdate, RoundingInput, WIDE_THREADS, carry_elems, column_update, neighbour_blocks, neighbour_sides,
+    panel_blocks, potrf_shared_bytes, prep_shared_bytes, product_kernel_shared_bytes, shape_kernel_shared_bytes,
 };
 use blocktri_device::tiled::inverse::{inverse_elems, inverse_parts, inverse_solve_chunk, inverse_solve_shared_bytes, inverts_level};
 use blocktri_device::tiled::solve::{
@@ -207,10 +211,41 @@ struct InverseKernels {
 }
 
 /// Device elements of the inverted diagonal tiles of a shape and, behind them, the top
-/// levels' inverted diagonal blocks at leading dimension `ld` (`dinv`).
+/// levels' inverted diagonal blocks at leading dimension `ld` and the column look-ahead's
+/// carried accumulators (`dinv`).
 pub(super) fn dinv_len(batch: usize, nblocks: usize, n: usize, ld: usize) -> usize {
+    carry_offset(batch, nblocks, n, ld) + 2 * carry_half(batch, nblocks, n)
+}
+
+/// Where the column look-ahead's carry area starts in `dinv`.
+fn carry_offset(batch: usize, nblocks: usize, n: usize, ld: usize) -> usize {
     batch * nblocks * dinv_elems(n) + inverse_elems(batch, nblocks, n, ld)
 }
+
+/// Levels of more nodes (all systems) than this take no column look-ahead: they are the
+/// crowded ones, whose column updates fill the GPU by themselves, and the carry area
+/// grows with the nodes.
+const LOOKAHEAD_MAX_NODES: usize = 63;
+
+/// Elements of one half of the look-ahead's carry area (steps alternate halves, so that
+/// the launch beside step `k` never writes what step `k`'s own update reads): every node
+/// of the largest level that [`LOOKAHEAD_MAX_NODES`] admits, the slots of step 2 (the
+/// largest grid that carries) on output tiles of 64 or 128 rows, whichever is larger.
+fn carry_half(batch: usize, nblocks: usize, n: usize) -> usize {
+    if tiles(n) < LOOKAHEAD_MIN_TILES {
+        return 0;
+    }
+    let nodes = (0..levels(nblocks as u32))
+        .map(|m| batch * nodes_in_level(nblocks as u32, m) as usize)
+        .filter(|&nodes| nodes <= LOOKAHEAD_MAX_NODES)
+        .max()
+        .unwrap_or(0);
+    nodes * carry_elems(n, 2, TILE).max(carry_elems(n, 2, 2 * TILE))
+}
+
+/// Fewest tiles per block for the look-ahead: with two, step 1's update has one finished
+/// column and nothing to take ahead.
+const LOOKAHEAD_MIN_TILES: usize = 3;
 
 /// The tiled engine of one plan.
 #[derive(Debug)]
@@ -265,6 +300,12 @@ pub(super) struct Tiled {
     /// measurements and the sanitizer runs, solves those levels as before (the
     /// factorization still forms the inverses).
     inverse_solves: bool,
+    /// Whether the levels on plain column updates (neither fused nor paired: the top
+    /// levels) take the products of the columns before `k - 1` off step `k`'s chain, on
+    /// the [`Lane::Ahead`] stream beside step `k - 1`; `BLOCKTRI_LOOKAHEAD=off`, for
+    /// measurements, updates each column in one launch, with the same bits
+    /// (`docs/perf-notes.md`, entries 99 and 100).
+    lookahead: bool,
     /// SMs of the device (the forward coupling's block width depends on the grid).
     multiprocessors: u32,
     /// Shared memory a block may use (the node walks' depends on `n`).
@@ -348,6 +389,7 @@ impl Tiled {
                 copy: k(names::TILED_INVERSE_COPY)?,
             },
             inverse_solves: std::env::var("BLOCKTRI_INVERSE_SOLVES").as_deref() != Ok("off"),
+            lookahead: std::env::var("BLOCKTRI_LOOKAHEAD").as_deref() != Ok("off"),
             multiprocessors: gpu.info().multiprocessors,
             max_shared: smem as usize,
         })
@@ -391,6 +433,8 @@ impl Tiled {
             step,
             side,
             from_col,
+            to_col: 0,
+            carry: 0,
             nrhs: target.map_or(0, |(t, _)| t.k as u32),
             chunk: target.map_or(0, |(_, c)| c as u32),
         }
@@ -445,9 +489,52 @@ impl Tiled {
             let trsm_blocks = |k: usize| (nodes * panel_blocks(n, k + 1, 1), 1);
             let inverts = inverts_level(n, nb, m);
             inverses |= inverts;
+            // The look-ahead: where column k's update is one plain launch, the products of
+            // the columns before k - 1 run beside step k - 1 (those columns are final once
+            // its `trsm` of column k - 2 is done) and keep their accumulators in the carry
+            // area; step k continues them over column k - 1 and subtracts the sum: the
+            // same bits (one accumulator chain per entry), and a chain of a `K = 64` update,
+            // the `potrf` and the `trsm` instead of a `K = 64 k` update first.
+            let ahead =
+                self.lookahead && fused.is_none() && pairs.is_none() && nt >= LOOKAHEAD_MIN_TILES && nodes as usize <= LOOKAHEAD_MAX_NODES;
+            let u = &self.update;
+            let update_blocks = |k: usize| (nodes * panel_blocks(n, k, u.rows / TILE), 1);
+            // The carry slots of step j (halves by parity; sized for every level here).
+            let half = carry_half(shape.batch, shape.nblocks, n);
+            let carry_at = |j: usize| {
+                let dinv = b.dinv.as_ref().map_or(std::ptr::null_mut(), |d| d.ptr().as_mut_ptr());
+                dinv.wrapping_add(carry_offset(shape.batch, shape.nblocks, n, b.ld) + (j % 2) * half)
+            };
             for k in 0..nt {
                 let step = k as u32;
-                let update = column_update(k, nt, pairs.map(|_| FIRST_PAIR));
+                let mut update = column_update(k, nt, pairs.map(|_| FIRST_PAIR));
+                let mut carried = false;
+                if ahead && k >= 1 {
+                    if k >= 2 {
+                        // Column k's products of the columns before k - 1, forked at step
+                        // k - 1, continued over column k - 1 below.
+                        steps.push(Step::Join(Lane::Ahead));
+                        update = ColumnUpdate::Narrow { from_col: k - 1 };
+                        carried = true;
+                    }
+                    if k + 1 < nt {
+                        // Column k + 1's products of the columns before k (final: the trsm
+                        // of column k - 1 is enqueued above), beside step k.
+                        let args = TiledArgs {
+                            to_col: step,
+                            carry: CARRY_OUT,
+                            scratch: carry_at(k + 1),
+                            ..Self::args_from(b, m, step + 1, 0, 0, None)
+                        };
+                        let cfg =
+                            LaunchConfig { grid: (update_blocks(k + 1).0, 1, 1), block: (u.threads, 1, 1), shared_bytes: u.shared_bytes };
+                        steps.push(Step::Fork(Lane::Ahead));
+                        steps.push(Step::Side(
+                            Lane::Ahead,
+                            Box::new(Step::Launch { kernel: &u.kernel, level: m, cfg, args: Args::Tiled(args) }),
+                        ));
+                    }
+                }
                 // Before the potrf: the pair, the column's update, or (fused) its diagonal
                 // tile's; `(kernel, grid, threads, shared bytes, first finished column)`.
                 let before = match update {
@@ -458,22 +545,23 @@ impl Tiled {
                     }
                     ColumnUpdate::Narrow { from_col } => Some(match fused {
                         Some((diagonal, _, _)) => (diagonal, (nodes, 1), PRODUCT_THREADS, product_smem, from_col as u32),
-                        None => {
-                            let u = &self.update;
-                            (&u.kernel, (nodes * panel_blocks(n, k, u.rows / TILE), 1), u.threads, u.shared_bytes, from_col as u32)
-                        }
+                        None => (&u.kernel, update_blocks(k), u.threads, u.shared_bytes, from_col as u32),
                     }),
                 };
                 if let Some((kernel, grid, threads, smem, from_col)) = before {
-                    steps.push(launch_from(kernel, m, grid, threads, smem, step, 0, from_col));
+                    let mut update = launch_from(kernel, m, grid, threads, smem, step, 0, from_col);
+                    if let (true, Step::Launch { args: Args::Tiled(x), .. }) = (carried, &mut update) {
+                        (x.carry, x.scratch) = (CARRY_IN, carry_at(k));
+                    }
+                    steps.push(update);
                 }
                 steps.push(launch(&self.potrf, m, (nodes, 1), WIDE_THREADS, potrf_shared_bytes(T::BYTES) as u32, step, 0));
                 if inverts {
                     // Column tile k of the inverses needs row tile k of `L_ii`, final from
                     // here: beside the rest of the factorization, which never writes it.
-                    steps.push(Step::Fork);
+                    steps.push(Step::Fork(Lane::Side));
                     let inverse = launch(&self.inverse.step, m, (nodes * (step + 1), 1), PRODUCT_THREADS, product_smem, step, 0);
-                    steps.push(Step::Side(Box::new(inverse)));
+                    steps.push(Step::Side(Lane::Side, Box::new(inverse)));
                 }
                 steps.push(match (update, fused) {
                     (ColumnUpdate::Narrow { from_col }, Some((_, update_trsm, _))) => {
@@ -504,7 +592,7 @@ impl Tiled {
             }
         }
         if inverses {
-            steps.push(Step::Join);
+            steps.push(Step::Join(Lane::Side));
         }
         steps
     }
@@ -549,10 +637,10 @@ impl Tiled {
         let sweeps = SweepLaunches::new(self, b, target);
         let mut steps = sweeps.reset();
         steps.extend(self.factor_steps_with(b, |m, steps| {
-            steps.push(Step::Fork);
-            steps.extend(sweeps.forward_level(m).into_iter().map(|s| Step::Side(Box::new(s))));
+            steps.push(Step::Fork(Lane::Side));
+            steps.extend(sweeps.forward_level(m).into_iter().map(|s| Step::Side(Lane::Side, Box::new(s))));
         }));
-        steps.push(Step::Join);
+        steps.push(Step::Join(Lane::Side));
         steps.extend(sweeps.sweep(Sweep::Backward));
         steps
     }
