@@ -568,7 +568,8 @@ unsafe fn update_tile<T: Real, S: ProductShape<T>>(
     let c0 = from * TILE;
     let (pa, pb) = unsafe { (rows_panel(blk, ld, n, it * TILE, c0, S::ROWS), rows_panel(d, ld, n, k * TILE, c0, S::COLS)) };
     // This block's slot of the carried accumulators: value e of thread tid at
-    // `e THREADS + tid` (coalesced); both launches of a step have the same grid.
+    // `e THREADS + tid` (coalesced; every shape's THREADS threads hold ROWS x COLS
+    // accumulators between them); both launches of a step have the same grid.
     let threads = S::THREADS as usize;
     let (tid, slot) = (thread_idx_x() as usize, block_idx_x() as usize * S::ROWS * S::COLS);
     let mut init = S::zero_acc();
