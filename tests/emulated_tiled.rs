@@ -163,8 +163,9 @@ struct ColumnSteps<'f, T> {
     /// instead of both sides in one.
     split_neighbours: bool,
     /// Where the updates are plain (neither fused nor paired) and a block has three tiles
-    /// or more: the look-ahead, column `k + 1` minus the columns before `k` launched
-    /// before step `k`'s own update, which then subtracts column `k - 1` alone.
+    /// or more: the look-ahead, column `k + 1`'s products of the columns before `k`
+    /// launched before step `k`'s own update, their accumulators carried into step
+    /// `k + 1`'s update of column `k` alone.
     lookahead: bool,
 }
 
@@ -188,14 +189,14 @@ fn run_factor_with<T: Scalar, M: TileMac<T>, U: ProductShape<T>>(
     let top = levels(nb);
     let product_smem = product_kernel_shared_bytes(e);
     let ahead = steps.lookahead && !steps.fused && steps.pairs.is_none() && nt >= 3;
+    // The carry slots of step j: the half of its parity, as the executor's.
+    let half = carry_half(s as usize, n);
+    let carry_at = |d: &mut Device<T>, j: usize| d.carry[(j % 2) * half..].as_mut_ptr();
     for m in 0..top {
         let nodes = s * nodes_in_level(nb, m);
         for k in 0..nt {
             let x = args(d, a, m, k as u32, 0, None);
             let mut plan = column_update(k, nt, steps.pairs.map(|(first, _)| first));
-            // The carry slots of step j: the half of its parity, as the executor's.
-            let half = carry_half(s as usize, n);
-            let carry_at = |d: &mut Device<T>, j: usize| d.carry[(j % 2) * half..].as_mut_ptr();
             let mut carried = false;
             if ahead && k >= 1 {
                 if k >= 2 {

@@ -478,6 +478,11 @@ impl Tiled {
         let mut steps = vec![Step::ResetStatus { addr: b.info.ptr().addr(), systems: shape.batch }, prep];
         let top = levels(nb);
         let mut inverses = false;
+        // The look-ahead's carry slots of step j (halves by parity; sized for every level).
+        let carry_base = b.dinv.as_ref().map_or(std::ptr::null_mut(), |d| d.ptr().as_mut_ptr());
+        let carry_base = carry_base.wrapping_add(carry_offset(shape.batch, shape.nblocks, n, b.ld));
+        let half = carry_half(shape.batch, shape.nblocks, n);
+        let carry_at = |j: usize| carry_base.wrapping_add((j % 2) * half);
         for m in 0..top {
             let nodes = s * nodes_in_level(nb, m);
             // Pairs where the level's first pair launch fills the GPU.
@@ -499,12 +504,6 @@ impl Tiled {
                 self.lookahead && fused.is_none() && pairs.is_none() && nt >= LOOKAHEAD_MIN_TILES && nodes as usize <= LOOKAHEAD_MAX_NODES;
             let u = &self.update;
             let update_blocks = |k: usize| (nodes * panel_blocks(n, k, u.rows / TILE), 1);
-            // The carry slots of step j (halves by parity; sized for every level here).
-            let half = carry_half(shape.batch, shape.nblocks, n);
-            let carry_at = |j: usize| {
-                let dinv = b.dinv.as_ref().map_or(std::ptr::null_mut(), |d| d.ptr().as_mut_ptr());
-                dinv.wrapping_add(carry_offset(shape.batch, shape.nblocks, n, b.ld) + (j % 2) * half)
-            };
             for k in 0..nt {
                 let step = k as u32;
                 let mut update = column_update(k, nt, pairs.map(|_| FIRST_PAIR));
@@ -520,19 +519,12 @@ impl Tiled {
                     if k + 1 < nt {
                         // Column k + 1's products of the columns before k (final: the trsm
                         // of column k - 1 is enqueued above), beside step k.
-                        let args = TiledArgs {
-                            to_col: step,
-                            carry: CARRY_OUT,
-                            scratch: carry_at(k + 1),
-                            ..Self::args_from(b, m, step + 1, 0, 0, None)
-                        };
-                        let cfg =
-                            LaunchConfig { grid: (update_blocks(k + 1).0, 1, 1), block: (u.threads, 1, 1), shared_bytes: u.shared_bytes };
+                        let mut ahead = launch_from(&u.kernel, m, update_blocks(k + 1), u.threads, u.shared_bytes, step + 1, 0, 0);
+                        if let Step::Launch { args: Args::Tiled(x), .. } = &mut ahead {
+                            (x.to_col, x.carry, x.scratch) = (step, CARRY_OUT, carry_at(k + 1));
+                        }
                         steps.push(Step::Fork(Lane::Ahead));
-                        steps.push(Step::Side(
-                            Lane::Ahead,
-                            Box::new(Step::Launch { kernel: &u.kernel, level: m, cfg, args: Args::Tiled(args) }),
-                        ));
+                        steps.push(Step::Side(Lane::Ahead, Box::new(ahead)));
                     }
                 }
                 // Before the potrf: the pair, the column's update, or (fused) its diagonal
