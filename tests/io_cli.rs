@@ -391,6 +391,8 @@ fn cli_reports_bad_input_in_one_line_without_a_panic() {
         (&["bench", "--out-dir", under_a_file], "rhs.npy"),
         (&["bench", "--refine-tolerances", "1e-12,2"], "between 0 and 1"),
         (&["bench", "--refine-tolerances", "tiny"], "not a number"),
+        (&["bench", "--max-gb", "0"], "positive number of gigabytes"),
+        (&["bench", "--max-gb", "lots"], "positive number of gigabytes"),
     ];
     for (args, needle) in cases {
         let (ok, stdout, stderr) = blocktri(args);

@@ -233,6 +233,11 @@ struct BenchArgs {
     /// Start no new configuration after this many minutes (the report says what was left out).
     #[arg(long)]
     max_minutes: Option<f64>,
+    /// Largest device memory one configuration may use, in GB (default: 8 quick, 24 full;
+    /// a configuration above it is reported as skipped). Raise it on a larger device to
+    /// run the peers at the sizes they would otherwise skip.
+    #[arg(long, value_parser = parse_gigabytes)]
+    max_gb: Option<usize>,
     /// Level-kernel family of blocktri-gpu (auto, generic, rows, rows-levels, panel, blocked, tiled, chain).
     #[arg(long, default_value = "auto")]
     kernels: String,
@@ -260,6 +265,14 @@ struct BenchArgs {
     /// comma-separated, one set of rows each (default: the library's, 1e-13).
     #[arg(long, value_delimiter = ',', value_parser = parse_tolerance)]
     refine_tolerances: Vec<f64>,
+}
+
+/// `--max-gb`: a positive, finite number of gigabytes (10^9 bytes), as bytes.
+fn parse_gigabytes(s: &str) -> std::result::Result<usize, String> {
+    match s.parse::<f64>() {
+        Ok(gb) if gb.is_finite() && gb > 0.0 && gb < 1e9 => Ok((gb * 1e9) as usize),
+        _ => Err(format!("expected a positive number of gigabytes, got `{s}`")),
+    }
 }
 
 fn parse_precision(s: &str) -> Result<Precision> {
@@ -610,6 +623,9 @@ fn bench_cmd(args: &BenchArgs) -> Result<()> {
     config.kernels = parse_family(&args.kernels)?;
     config.f32_products = parse_products(&args.f32_products)?;
     config.time_limit_s = args.max_minutes.map(|m| m * 60.0);
+    if let Some(bytes) = args.max_gb {
+        config.max_bytes = bytes;
+    }
     let list = |v: &[u32]| (!v.is_empty()).then(|| v.iter().map(|&x| x as usize).collect());
     config.sizes = bench::Sizes {
         batches: list(&args.batches),
