@@ -233,7 +233,7 @@ struct BenchArgs {
     /// Start no new configuration after this many minutes (the report says what was left out).
     #[arg(long)]
     max_minutes: Option<f64>,
-    /// Largest device memory one configuration may use, in GB (default: 8 quick, 24 full;
+    /// Largest device memory one configuration may use, in GB (default: 8 GiB quick, 24 GiB full;
     /// a configuration above it is reported as skipped). Raise it on a larger device to
     /// run the peers at the sizes they would otherwise skip.
     #[arg(long, value_parser = parse_gigabytes)]
