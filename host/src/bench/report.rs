@@ -46,6 +46,85 @@ fn fmt_frac(v: Option<f64>) -> String {
     v.map_or("-".into(), |x| format!("{:.1}%", 100.0 * x))
 }
 
+/// The sweeps whose problems are block-tridiagonal systems without a border.
+const BLOCK_TRIDIAGONAL_SUITES: [&str; 4] = ["horizon", "batch", "fp64-sweep", "kalman"];
+
+/// Flops of sequential block Cholesky on `batch` systems of `nblocks` blocks of order
+/// `block`: per system `N n^3 / 3` for the diagonal factors and `2 (N - 1) n^3` for the
+/// coupling solves and the diagonal updates, about `7/3 n^3 N`. Issue #10 measures every
+/// factorization against this count, whatever it executes (nested dissection runs
+/// 2.3-2.7x as many flops).
+///
+/// ```
+/// use blocktri::bench::report::sequential_factor_flops;
+/// assert_eq!(sequential_factor_flops(1, 1, 3), 9.0);
+/// assert_eq!(sequential_factor_flops(2, 4, 2), 2.0 * (4.0 * 8.0 / 3.0 + 2.0 * 3.0 * 8.0));
+/// ```
+pub fn sequential_factor_flops(batch: usize, nblocks: usize, block: usize) -> f64 {
+    let n3 = (block as f64).powi(3);
+    batch as f64 * (nblocks as f64 * n3 / 3.0 + 2.0 * nblocks.saturating_sub(1) as f64 * n3)
+}
+
+/// The share of the measured matrix-product peak (FP64 or FP32, by the row's precision)
+/// that a `factor` or `factor+solve` row of a block-tridiagonal sweep reaches when its
+/// time is charged with [`sequential_factor_flops`]; `None` for other phases and sweeps,
+/// skipped rows and runs without a measured peak.
+pub fn sequential_share(r: &Row, p: &Peaks) -> Option<f64> {
+    let peak = if r.precision == "f64" { p.fp64_tflops } else { p.fp32_tflops } * 1e12;
+    let counted = matches!(r.phase.as_str(), "factor" | "factor+solve") && BLOCK_TRIDIAGONAL_SUITES.contains(&r.suite.as_str());
+    (counted && peak > 0.0 && r.time.median_ms > 0.0)
+        .then(|| sequential_factor_flops(r.batch, r.nblocks, r.block) / (peak * r.time.median_ms * 1e-3))
+}
+
+/// Our factor + solve against the fastest peer's, one line per configuration and method
+/// of this project (`blocktri-*`) in `rows` (one sweep and precision): the peer's time is
+/// its `factor+solve` row where it has one, else its `factor` plus its `solve`; a peer
+/// that skipped either is left out. Empty when no configuration has both sides.
+fn against_fastest_peer(rows: &[&Row]) -> String {
+    type Config = (usize, usize, usize, usize);
+    let key = |r: &Row| -> Config { (r.batch, r.nblocks, r.block, r.nrhs) };
+    let measured = |r: &&&Row| r.time.median_ms > 0.0;
+    // (config, method) -> (factor, solve, factor+solve) medians.
+    let mut times: BTreeMap<(Config, &str), [Option<f64>; 3]> = BTreeMap::new();
+    for r in rows.iter().filter(measured) {
+        let slot = match r.phase.as_str() {
+            "factor" => 0,
+            "solve" => 1,
+            "factor+solve" => 2,
+            _ => continue,
+        };
+        times.entry((key(r), r.method.as_str())).or_default()[slot] = Some(r.time.median_ms);
+    }
+    let mut fastest: BTreeMap<Config, (f64, &str)> = BTreeMap::new();
+    for (&(cfg, method), t) in &times {
+        let total = t[2].or_else(|| Some(t[0]? + t[1]?));
+        if let (false, Some(total)) = (method.starts_with("blocktri"), total) {
+            let e = fastest.entry(cfg).or_insert((f64::INFINITY, method));
+            if total < e.0 {
+                *e = (total, method);
+            }
+        }
+    }
+    let mut s = String::new();
+    for (&(cfg, method), t) in &times {
+        if let (true, Some(ours), Some(&(peer, peer_name))) = (method.starts_with("blocktri"), t[2], fastest.get(&cfg)) {
+            if s.is_empty() {
+                s += "Factor + solve against the fastest peer (a peer's factor plus its solve where it has no combined row):\n\n";
+                s += "| S | N | n | k | method | median ms | fastest peer | its ms | ratio |\n|---:|---:|---:|---:|---|---:|---|---:|---:|\n";
+            }
+            let (b, nb, n, k) = cfg;
+            let _ = writeln!(
+                s,
+                "| {b} | {nb} | {n} | {k} | {method} | {} | {peer_name} | {} | {:.2} |",
+                fmt_ms(ours),
+                fmt_ms(peer),
+                ours / peer
+            );
+        }
+    }
+    s
+}
+
 /// Flags residuals more than 100x worse than the best method's on the same problem.
 pub fn flag_residuals(rows: &mut [Row]) {
     let mut best: BTreeMap<(String, String, usize, usize, usize), f64> = BTreeMap::new();
@@ -124,12 +203,12 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<String>> {
     let mut written = Vec::new();
     let csv_path = dir.join("rows.csv");
     let mut csv = String::from(
-        "suite,method,precision,batch,nblocks,block,nrhs,phase,median_ms,min_ms,max_ms,runs,residual,flops,bytes,floor_ms,fraction_of_floor,note\n",
+        "suite,method,precision,batch,nblocks,block,nrhs,phase,median_ms,min_ms,max_ms,runs,residual,flops,bytes,floor_ms,fraction_of_floor,sequential_share,note\n",
     );
     for r in &report.rows {
         let _ = writeln!(
             csv,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"",
             r.suite,
             r.method,
             r.precision,
@@ -147,6 +226,7 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<String>> {
             r.bytes,
             r.floor_ms.map_or(String::new(), |v| v.to_string()),
             r.fraction_of_floor.map_or(String::new(), |v| v.to_string()),
+            sequential_share(r, &report.peaks).map_or(String::new(), |v| v.to_string()),
             r.note.replace('"', "'")
         );
     }
@@ -182,6 +262,10 @@ pub fn markdown(report: &Report) -> String {
         p.device, p.multiprocessors, p.ptx_arch, p.copy_gbs, p.write_gbs, p.fp64_tflops, p.fp32_tflops
     );
     let _ = writeln!(s, "Command: `{}` — date {}\n", report.command, report.date);
+    let _ = writeln!(
+        s,
+        "`% of floor`: `max(flops / peak, bytes / bandwidth)` over the median, counting the flops the method's algorithm needs. `seq %` (factor and factor + solve): sequential block Cholesky's flops (`7/3 n^3 N` per system) over the measured product peak and the median, the same yardstick for every method.\n"
+    );
     let mut suites: Vec<(String, String)> = report.rows.iter().map(|r| (r.suite.clone(), r.precision.clone())).collect();
     suites.dedup();
     let mut seen = std::collections::BTreeSet::new();
@@ -192,24 +276,32 @@ pub fn markdown(report: &Report) -> String {
         let _ = writeln!(s, "#### {suite} ({prec})\n");
         let _ = writeln!(
             s,
-            "| S | N | n | method | phase | median ms | residual | % of floor | note |\n|---:|---:|---:|---|---|---:|---:|---:|---|"
+            "| S | N | n | method | phase | median ms | residual | % of floor | seq % | note |\n|---:|---:|---:|---|---|---:|---:|---:|---:|---|"
         );
-        for r in report.rows.iter().filter(|r| r.suite == suite && r.precision == prec) {
+        let rows: Vec<&Row> = report.rows.iter().filter(|r| r.suite == suite && r.precision == prec).collect();
+        for r in &rows {
+            let phase = if r.nrhs > 1 { format!("{} k={}", r.phase, r.nrhs) } else { r.phase.clone() };
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 r.batch,
                 r.nblocks,
                 r.block,
                 r.method,
-                r.phase,
+                phase,
                 fmt_ms(r.time.median_ms),
                 fmt_opt_e(r.residual),
                 fmt_frac(r.fraction_of_floor),
+                fmt_frac(sequential_share(r, p)),
                 r.note
             );
         }
         s.push('\n');
+        let comparison = against_fastest_peer(&rows);
+        if !comparison.is_empty() {
+            s += &comparison;
+            s.push('\n');
+        }
     }
     for n in &report.notes {
         let _ = writeln!(s, "- {n}");
@@ -351,4 +443,64 @@ pub fn plots(report: &Report, dir: &Path) -> Result<Vec<String>> {
         put(&format!("tridiag_inverse_{prec}.svg"), &format!("Tridiagonal inverse ({prec})"), "n", "ms", s, true)?;
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scalar::Precision;
+
+    fn row(method: &str, phase: &str, median_ms: f64) -> Row {
+        let mut r = Row::new("fp64-sweep", method, Precision::F64, (1, 512, 512, 1), phase);
+        r.time.median_ms = median_ms;
+        r
+    }
+
+    fn report(rows: Vec<Row>) -> Report {
+        let peaks = Peaks { fp64_tflops: 50.0, fp32_tflops: 40.0, ..Peaks::default() };
+        Report { peaks, rows, notes: Vec::new(), command: "bench".into(), date: "2026-12-02".into() }
+    }
+
+    #[test]
+    fn the_sequential_share_charges_seven_thirds_n_cubed_per_block() {
+        let r = report(vec![row("blocktri-gpu", "factor", 16.0), row("blocktri-gpu", "solve", 2.0)]);
+        let flops = 512.0 * 512f64.powi(3) / 3.0 + 2.0 * 511.0 * 512f64.powi(3);
+        let share = sequential_share(&r.rows[0], &r.peaks).unwrap();
+        assert!((share - flops / (50e12 * 16e-3)).abs() < 1e-12, "{share}");
+        // Solves, other sweeps, skipped rows and runs without a peak have none.
+        assert_eq!(sequential_share(&r.rows[1], &r.peaks), None);
+        let mut inverse = row("blocktri-gpu", "factor", 1.0);
+        inverse.suite = "tridiag".into();
+        assert_eq!(sequential_share(&inverse, &r.peaks), None);
+        assert_eq!(sequential_share(&row("cudss", "factor", 0.0).skipped("too large"), &r.peaks), None);
+        assert_eq!(sequential_share(&r.rows[0], &Peaks::default()), None);
+    }
+
+    #[test]
+    fn the_fastest_peer_is_chosen_by_factor_plus_solve() {
+        let md = markdown(&report(vec![
+            row("blocktri-gpu", "factor", 16.0),
+            row("blocktri-gpu", "solve", 2.0),
+            row("blocktri-gpu", "factor+solve", 18.0),
+            // factor + solve 74.5: the fastest peer, though cuDSS's solve is faster.
+            row("vendor-schur", "factor", 63.4),
+            row("vendor-schur", "solve", 11.1),
+            row("cudss", "factor", 275.0),
+            row("cudss", "solve", 4.2),
+            // A peer that skipped its factor is left out.
+            row("vendor-seq", "factor", 0.0).skipped("needs 40 GB"),
+            row("vendor-seq", "solve", 1.0),
+        ]));
+        let line = md.lines().find(|l| l.starts_with("| 1 | 512 | 512 | 1 | blocktri-gpu |")).expect(&md);
+        assert_eq!(line, "| 1 | 512 | 512 | 1 | blocktri-gpu | 18.0 | vendor-schur | 74.5 | 0.24 |");
+        assert!(md.contains("| seq % |"), "{md}");
+    }
+
+    #[test]
+    fn no_comparison_without_a_peer_or_without_our_factor_plus_solve() {
+        let ours_only = markdown(&report(vec![row("blocktri-gpu", "factor+solve", 18.0)]));
+        assert!(!ours_only.contains("fastest peer"), "{ours_only}");
+        let peers_only = markdown(&report(vec![row("vendor-schur", "factor", 63.4), row("vendor-schur", "solve", 11.1)]));
+        assert!(!peers_only.contains("fastest peer"), "{peers_only}");
+    }
 }
