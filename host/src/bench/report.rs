@@ -69,6 +69,17 @@ pub fn sequential_factor_flops(batch: usize, nblocks: usize, block: usize) -> f6
 /// that a `factor` or `factor+solve` row of a block-tridiagonal sweep reaches when its
 /// time is charged with [`sequential_factor_flops`]; `None` for other phases and sweeps,
 /// skipped rows and runs without a measured peak.
+///
+/// ```
+/// use blocktri::bench::{Row, peaks::Peaks, report::sequential_share};
+/// use blocktri::Precision;
+/// let peaks = Peaks { fp64_tflops: 50.0, ..Peaks::default() };
+/// let mut r = Row::new("fp64-sweep", "blocktri-gpu", Precision::F64, (1, 512, 512, 1), "factor");
+/// r.time.median_ms = 16.0;
+/// // 7/3 512^3 512 flops (less one block's coupling) in 16 ms at 50 TFLOP/s: about 20 %.
+/// let share = sequential_share(&r, &peaks).unwrap();
+/// assert!((share - 0.2).abs() < 0.01);
+/// ```
 pub fn sequential_share(r: &Row, p: &Peaks) -> Option<f64> {
     let peak = if r.precision == "f64" { p.fp64_tflops } else { p.fp32_tflops } * 1e12;
     let counted = matches!(r.phase.as_str(), "factor" | "factor+solve") && BLOCK_TRIDIAGONAL_SUITES.contains(&r.suite.as_str());
