@@ -87,7 +87,7 @@ impl Row {
 
     /// Fills the floor from the peaks (GPU rows).
     pub fn with_floor(mut self, peaks: &peaks::Peaks, precision: Precision) -> Self {
-        let peak = if precision == Precision::F64 { peaks.fp64_tflops } else { peaks.fp32_tflops } * 1e12;
+        let peak = peaks.product_flops(precision);
         if peak > 0.0 && peaks.copy_gbs > 0.0 && self.time.median_ms > 0.0 {
             let floor = (self.flops / peak).max(self.bytes / (peaks.copy_gbs * 1e9)) * 1e3;
             self.floor_ms = Some(floor);

@@ -5,6 +5,7 @@
 use super::timing::{Repeat, time_gpu};
 use crate::cuda::{DeviceBuffer, Gpu};
 use crate::error::Result;
+use crate::scalar::Precision;
 use cudarc::driver::result;
 use serde::Serialize;
 use std::sync::Arc;
@@ -33,6 +34,15 @@ pub struct Peaks {
 }
 
 impl Peaks {
+    /// The measured matrix-product peak of `precision`, in flop/s (zero if not measured).
+    pub(crate) fn product_flops(&self, precision: Precision) -> f64 {
+        let tflops = match precision {
+            Precision::F64 => self.fp64_tflops,
+            Precision::F32 => self.fp32_tflops,
+        };
+        tflops * 1e12
+    }
+
     /// Milliseconds to move `bytes_in` to the device and `bytes_out` back at the measured
     /// pinned bandwidths (`None` when they were not measured).
     pub fn transfer_floor_ms(&self, bytes_in: f64, bytes_out: f64) -> Option<f64> {

@@ -4,6 +4,7 @@
 use super::peaks::Peaks;
 use super::{Report, Row};
 use crate::error::{Error, Result};
+use crate::scalar::Precision;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -81,7 +82,7 @@ pub fn sequential_factor_flops(batch: usize, nblocks: usize, block: usize) -> f6
 /// assert!((share - 0.2).abs() < 0.01);
 /// ```
 pub fn sequential_share(r: &Row, p: &Peaks) -> Option<f64> {
-    let peak = if r.precision == "f64" { p.fp64_tflops } else { p.fp32_tflops } * 1e12;
+    let peak = p.product_flops(if r.precision == Precision::F64.to_string() { Precision::F64 } else { Precision::F32 });
     let counted = matches!(r.phase.as_str(), "factor" | "factor+solve") && BLOCK_TRIDIAGONAL_SUITES.contains(&r.suite.as_str());
     (counted && peak > 0.0 && r.time.median_ms > 0.0)
         .then(|| sequential_factor_flops(r.batch, r.nblocks, r.block) / (peak * r.time.median_ms * 1e-3))
@@ -188,9 +189,14 @@ pub fn table_header(p: &Peaks) -> String {
     s
 }
 
+/// A row's phase, with its right-hand-side columns when there are several (`solve k=4`).
+fn phase_label(r: &Row) -> String {
+    if r.nrhs > 1 { format!("{} k={}", r.phase, r.nrhs) } else { r.phase.clone() }
+}
+
 /// One line of [`table`]; the phase says the right-hand-side columns when there are several.
 pub fn table_row(r: &Row) -> String {
-    let phase = if r.nrhs > 1 { format!("{} k={}", r.phase, r.nrhs) } else { r.phase.clone() };
+    let phase = phase_label(r);
     format!(
         "{:<10} {:<4} {:>5} {:>6} {:>5} {:<15} {:<16} {:>10} {:>10} {:>9} {:>8}  {}\n",
         r.suite,
@@ -291,7 +297,7 @@ pub fn markdown(report: &Report) -> String {
         );
         let rows: Vec<&Row> = report.rows.iter().filter(|r| r.suite == suite && r.precision == prec).collect();
         for r in &rows {
-            let phase = if r.nrhs > 1 { format!("{} k={}", r.phase, r.nrhs) } else { r.phase.clone() };
+            let phase = phase_label(r);
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -459,7 +465,6 @@ pub fn plots(report: &Report, dir: &Path) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scalar::Precision;
 
     fn row(method: &str, phase: &str, median_ms: f64) -> Row {
         let mut r = Row::new("fp64-sweep", method, Precision::F64, (1, 512, 512, 1), phase);
