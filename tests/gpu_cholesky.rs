@@ -190,6 +190,16 @@ fn tiled_failures_name_the_system_and_block() {
     solver.factor(&a).unwrap();
     let x = solver.solve(&b).unwrap();
     assert!(residual::accuracy(&a, &x, &b).unwrap().relative_residual < 1e-12);
+    // Two tiles, the second partial: a pivot in the second tile (level 1), then one in the
+    // first (level 0).
+    for (row, level, block) in [(80, 1, 5), (10, 0, 4)] {
+        let (mut a, _) = problem::<f64>(3, 9, 100, 1, 13);
+        a.set_diag(2, block, row, row, -1e6);
+        match solver.factor(&a) {
+            Err(Error::NotPositiveDefinite { system: 2, block: b, level: l }) if b == block && l == level => {}
+            other => panic!("expected NotPositiveDefinite at system 2 block {block}, got {other:?}"),
+        }
+    }
 }
 
 /// The tiled engine's factor + solve runs each level's forward sweep on a second stream

@@ -162,6 +162,9 @@ fn sanitize_cholesky_tiled() {
     // Small: one partial tile, a batch, the fused range forced onto the tiled engine.
     family_case::<f64>(&g, KernelFamily::Tiled, (2, 9, 33, 3), 1e-12);
     family_case::<f32>(&g, KernelFamily::Tiled, (2, 9, 33, 3), 1e-4);
+    // Two tiles, the second partial (every column step of a level updates the last one).
+    solve_case::<f64>(&g, 2, 5, 100, 1, 1e-12);
+    family_case::<f32>(&g, KernelFamily::Tiled, (1, 5, 120, 1), 1e-4);
     // Large: three tiles with a partial one, more right-hand sides than one solve pass.
     solve_case::<f64>(&g, 1, 6, 150, 10, 1e-12);
     solve_case::<f32>(&g, 1, 6, 150, 2, 1e-4);
