@@ -64,7 +64,8 @@ pub unsafe extern "ptx-kernel" fn fresh_accumulate(x: *const f32, total: *mut f3
 "#,
     );
 
-    // The host crate: a build script with the builder, a main that prints what it embedded.
+    // The host crate: a build script with the builder, a main that prints what it embedded
+    // (the embedded PTX is compressed; the builder crate gives the text back).
     write(
         &root.join("app/Cargo.toml"),
         &format!(
@@ -75,8 +76,11 @@ edition = "2024"
 
 [workspace]
 
+[dependencies]
+blocktri-ptx = {{ path = "{0}" }}
+
 [build-dependencies]
-blocktri-ptx = {{ path = "{}" }}
+blocktri-ptx = {{ path = "{0}" }}
 "#,
             path_of("ptx-builder")
         ),
@@ -93,7 +97,8 @@ blocktri-ptx = {{ path = "{}" }}
         &root.join("app/src/main.rs"),
         r#"include!(concat!(env!("OUT_DIR"), "/fresh_kernels_ptx.rs"));
 fn main() {
-    let (arch, ptx) = PTX[0];
+    let (arch, packed) = PTX[0];
+    let ptx = blocktri_ptx::decompress(packed).expect("the embedded PTX decompresses");
     let entry = ptx.lines().find(|l| l.contains(".entry")).unwrap_or("none");
     println!("{arch} {KERNELS:?} {}", entry.trim());
 }

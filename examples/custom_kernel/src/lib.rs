@@ -20,8 +20,8 @@ use blocktri::cuda::{DeviceBuffer, Gpu, LaunchConfig, Module};
 use blocktri_prims::emu::{self, SyncPtr};
 use custom_kernel_kernels::{saxpy_dot, shared_bytes};
 
-/// The example's PTX, embedded by `build.rs`: `PTX: &[(&str, &str)]` (architecture, PTX
-/// source) and `KERNELS: &[&str]`.
+/// The example's PTX, embedded by `build.rs`: `PTX: &[(&str, &[u8])]` (architecture, the PTX
+/// compressed as one zstd frame) and `KERNELS: &[&str]`.
 pub mod ptx {
     include!(concat!(env!("OUT_DIR"), "/custom_kernel_kernels_ptx.rs"));
 }

@@ -21,7 +21,10 @@ pub use cholesky::{DeviceArray, F32Products, GpuCholesky, GpuOptions, KernelFami
 pub use context::{Gpu, GpuInfo};
 pub use context::{MEMORY_LIMIT_ENV, PTX_ARCH_ENV};
 pub use graph::Graph;
-pub use launch::{DEPENDENT_LAUNCH_ENV, DevicePtr, Kernel, KernelParam, KernelParams, LaunchConfig, MODULE_LOADING_ENV, Module};
+pub use launch::{
+    DEPENDENT_LAUNCH_ENV, DevicePtr, EmbeddedPtx, Kernel, KernelParam, KernelParams, LaunchConfig, MODULE_LOADING_ENV, Module,
+    embedded_ptx_text,
+};
 pub use memory::DeviceBuffer;
 pub use mixed::{MixedCholesky, RefineOptions, RefineReport};
 pub use transfer::{PinnedBuffer, Plain, host_transfer_bytes, is_page_locked, measure_transfers};
