@@ -104,8 +104,9 @@ pub struct PtxModule {
 }
 
 /// zstd level of the embedded PTX: ~9x smaller than the text and ~0.4 s per 22 MB module
-/// at build time (level 19 gains another 15 % for ~14 s); decompression runs at ~1 GB/s
-/// whatever the level.
+/// at build time (level 19 gains another 15 % for ~14 s); decompression takes about the
+/// same time whatever the level (~60 ms for 22 MB on the H200 machine's CPU, with the
+/// UTF-8 check, `docs/perf-notes.md` entry 103).
 const ZSTD_LEVEL: i32 = 9;
 
 /// Compresses PTX text the way the generated Rust file embeds it: one zstd frame that
@@ -257,11 +258,11 @@ impl PtxBuilder {
             }
             let compressed = out_dir.join(format!("{krate}.{arch}.ptx.zst"));
             let packed = compress(&text).map_err(|e| BuildError::Io { path: compressed.display().to_string(), source: e })?;
-            std::fs::write(&compressed, packed).map_err(|e| BuildError::Io { path: compressed.display().to_string(), source: e })?;
+            write(&compressed, packed)?;
             modules.push(PtxModule { arch: arch.clone(), path: ptx_path, compressed });
         }
         let rust_file = out_dir.join(format!("{krate}_ptx.rs"));
-        write(&rust_file, &embed_source(&modules, &kernels))?;
+        write(&rust_file, embed_source(&modules, &kernels))?;
         Ok(PtxOutput { modules, kernels, rust_file })
     }
 
@@ -379,8 +380,8 @@ fn read(path: &Path) -> Result<String, BuildError> {
     std::fs::read_to_string(path).map_err(|e| BuildError::Io { path: path.display().to_string(), source: e })
 }
 
-fn write(path: &Path, text: &str) -> Result<(), BuildError> {
-    std::fs::write(path, text).map_err(|e| BuildError::Io { path: path.display().to_string(), source: e })
+fn write(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), BuildError> {
+    std::fs::write(path, contents).map_err(|e| BuildError::Io { path: path.display().to_string(), source: e })
 }
 
 /// The `[package] name` of a crate, with `-` replaced by `_`.
