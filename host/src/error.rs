@@ -145,6 +145,22 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// The same error again, for a caller that keeps one and reports it more than once
+    /// (`Error` is not `Clone`: [`Error::Io`] holds an `io::Error`). The variants that
+    /// opening a device returns keep their kind; any other becomes [`Error::NoGpu`] with
+    /// its message.
+    pub(crate) fn replayed(&self) -> Error {
+        match self {
+            Error::NoGpu(m) => Error::NoGpu(m.clone()),
+            Error::Shape(m) => Error::Shape(m.clone()),
+            Error::Cuda(m) => Error::Cuda(m.clone()),
+            Error::Format { path, msg } => Error::Format { path: path.clone(), msg: msg.clone() },
+            other => Error::NoGpu(other.to_string()),
+        }
+    }
+}
+
 impl From<cudarc::driver::DriverError> for Error {
     fn from(e: cudarc::driver::DriverError) -> Self {
         Error::Cuda(e.to_string())
@@ -212,4 +228,22 @@ pub(crate) fn advise_huge_pages(addr: usize, bytes: usize) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = (addr, bytes);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    #[test]
+    fn a_replayed_error_keeps_its_kind_and_message() {
+        let shape = Error::Shape("BLOCKTRI_PTX_ARCH=sm_70: no such PTX build".into());
+        assert!(matches!(shape.replayed(), Error::Shape(ref m) if m.contains("sm_70")));
+        let no_gpu = Error::NoGpu("the CUDA driver reports no device".into());
+        assert_eq!(no_gpu.replayed().to_string(), no_gpu.to_string());
+        let format = Error::Format { path: "<embedded PTX sm_90>".into(), msg: "damaged".into() };
+        assert_eq!(format.replayed().to_string(), format.to_string());
+        // A kind that opening a device does not return reads as "no GPU", message kept.
+        let other = Error::OutOfMemory { needed: 2, free: 1 };
+        assert!(matches!(other.replayed(), Error::NoGpu(ref m) if m.contains("need 2 bytes")));
+    }
 }

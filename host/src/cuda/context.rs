@@ -1,6 +1,6 @@
 //! [`Gpu`]: one CUDA device with blocktri's kernels loaded.
 
-use super::launch::{Kernel, Module};
+use super::launch::{Kernel, Module, embedded_ptx_text};
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaContext, CudaStream, sys};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -70,6 +70,21 @@ fn parse_bytes(s: &str) -> Option<usize> {
     num.trim().parse::<usize>().ok()?.checked_mul(mult)
 }
 
+/// The compute capability of device `ordinal`, asked of the driver without a context.
+fn device_capability(ordinal: usize) -> Result<(i32, i32)> {
+    let no_gpu = |e: cudarc::driver::DriverError| Error::NoGpu(format!("cannot query device {ordinal}: {e}"));
+    let dev = cudarc::driver::result::device::get(ordinal as i32).map_err(no_gpu)?;
+    let attr = |a| {
+        // SAFETY: `dev` is a device handle the driver returned; the attribute is read
+        // into a local.
+        unsafe { cudarc::driver::result::device::get_attribute(dev, a) }.map_err(no_gpu)
+    };
+    Ok((
+        attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+        attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+    ))
+}
+
 impl Gpu {
     /// Opens device `ordinal`. Fails with [`Error::NoGpu`] when no driver or device is
     /// found.
@@ -85,7 +100,19 @@ impl Gpu {
         if ordinal >= count as usize {
             return Err(Error::NoGpu(format!("device {ordinal} requested, {count} present")));
         }
-        let ctx = CudaContext::new(ordinal).map_err(|e| Error::NoGpu(format!("cannot open device {ordinal}: {e}")))?;
+        // The PTX build is chosen from the device's compute capability before a context
+        // exists and decompressed (~60 ms) on a second thread while the driver creates
+        // the context: measured, the first load pays ~30 ms for the compressed PTX
+        // instead of ~60 (docs/perf-notes.md entry 103).
+        let build = Module::choose_embedded(crate::ptx::PTX, device_capability(ordinal)?)?;
+        let (ctx, text) = std::thread::scope(|s| {
+            let text = s.spawn(move || embedded_ptx_text(build));
+            let ctx = CudaContext::new(ordinal).map_err(|e| Error::NoGpu(format!("cannot open device {ordinal}: {e}")));
+            (ctx, text.join())
+        });
+        let ctx = ctx?;
+        // A panic in the decompression is a bug; it is reported as an error all the same.
+        text.unwrap_or_else(|_| Err(Error::Cuda("decompressing the embedded PTX panicked".into())))?;
         // SAFETY: nothing has been allocated or launched through this context by us yet;
         // every stream we use is ordered explicitly (see the type docs).
         unsafe { ctx.disable_event_tracking() };
@@ -116,12 +143,14 @@ impl Gpu {
         Self::with_ordinal(0)
     }
 
-    /// Device 0, opened once per process and shared (the error is kept too).
+    /// Device 0, opened once per process and shared (the error is kept too, and each
+    /// caller gets it again with its kind: a misnamed `BLOCKTRI_PTX_ARCH` stays a
+    /// [`Error::Shape`], not "no GPU").
     pub fn shared() -> Result<Arc<Self>> {
-        static SHARED: OnceLock<std::result::Result<Arc<Gpu>, String>> = OnceLock::new();
-        match SHARED.get_or_init(|| Gpu::new().map_err(|e| e.to_string())) {
+        static SHARED: OnceLock<Result<Arc<Gpu>>> = OnceLock::new();
+        match SHARED.get_or_init(Gpu::new) {
             Ok(g) => Ok(g.clone()),
-            Err(msg) => Err(Error::NoGpu(msg.trim_start_matches("no CUDA GPU available: ").to_string())),
+            Err(e) => Err(e.replayed()),
         }
     }
 

@@ -357,8 +357,8 @@ impl Module {
 
     /// The build [`Self::from_embedded`] loads for a device of compute capability
     /// `capability` (the highest `sm_XY` not above it, or the one `BLOCKTRI_PTX_ARCH`
-    /// names). It needs no context, so a caller may pick (and decompress) the build before
-    /// one exists.
+    /// names). It needs no context: [`super::Gpu`] picks the build and decompresses it while
+    /// the driver creates the context.
     pub(crate) fn choose_embedded(builds: &[EmbeddedPtx], capability: (i32, i32)) -> Result<EmbeddedPtx> {
         let forced = std::env::var(super::context::PTX_ARCH_ENV).ok().filter(|v| !v.trim().is_empty());
         let only = forced.as_deref().map(str::trim);
@@ -480,7 +480,8 @@ pub type EmbeddedPtx = (&'static str, &'static [u8]);
 /// The PTX text of an embedded build, decompressed on its first use and kept for the rest
 /// of the process, as the text was when it was embedded uncompressed: a build is
 /// decompressed once however many [`Module`]s load it (~60 ms for the crate's 22 MB of
-/// PTX per architecture on the H200 machine, `docs/perf-notes.md` entry 103). Bytes that are not one zstd frame of text are a
+/// PTX per architecture on the H200 machine, `docs/perf-notes.md` entry 103; [`super::Gpu`]
+/// runs it beside the context creation, which hides about half of that). Bytes that are not one zstd frame of text are a
 /// [`Error::Format`].
 ///
 /// ```
