@@ -127,6 +127,11 @@ pub unsafe fn factor_solve_blocked<T: Real, const NP: usize>(args: &FactorArgs<T
 /// # Safety
 /// As [`factor_blocked`] (or [`factor_solve_blocked`]); `nd` is a node of `args.level`
 /// whose lower levels are complete and visible to the block.
+// Inlined: left to LLVM it stayed a called function, which under the per-level kernels'
+// 128-register cap spilled 52-96 bytes (and kept a 192-232-byte stack frame for the call)
+// inside the strip loop; inlined, 126-128 registers and no spill at padded size 64, and
+// 126 instead of 148 at 32 (f64 factor -4 to -9 %, `docs/perf-notes.md` entry 104).
+#[inline(always)]
 pub(crate) unsafe fn factor_blocked_node<T: Real, const NP: usize, const RHS: bool>(args: &FactorArgs<T>, nd: &Node) {
     let team = Block;
     let a = *args;

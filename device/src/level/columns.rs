@@ -280,6 +280,10 @@ unsafe fn start<T: Real, const NP: usize, const STAGED: bool>(a: &SolveArgs<T>, 
 /// # Safety
 /// As [`solve_forward_panel_columns`] (the staged layout's shared memory when `STAGED`);
 /// the forward sweep of `nd`'s lower levels is complete and visible to the block.
+// Inlined into the per-level kernels: as a called function it cost a 120-160-byte frame
+// for its arguments and 82-86 registers (solves with 32 columns -9 to -23 % at N = 4096
+// inlined, `docs/perf-notes.md` entry 104); the single launch calls it through a wrapper.
+#[inline(always)]
 pub(crate) unsafe fn solve_forward_columns_node<T: Real, const NP: usize, const STAGED: bool>(
     args: &SolveArgs<T>,
     nd: &Node,
@@ -427,6 +431,8 @@ unsafe fn backward_columns_in_warp<T: Real>(l: *const T, s: usize, inv: *const T
 /// As [`solve_backward_panel_columns`] (the staged layout's shared memory when `STAGED`);
 /// the backward sweep of `nd`'s neighbours and `nd`'s forward substitution are complete
 /// and visible to the block.
+// Inlined as `solve_forward_columns_node` is (entry 104).
+#[inline(always)]
 pub(crate) unsafe fn solve_backward_columns_node<T: Real, const NP: usize, const STAGED: bool>(
     args: &SolveArgs<T>,
     nd: &Node,

@@ -374,10 +374,35 @@ pub unsafe fn solve_panel_columns_dataflow<T: Real, const NP: usize>(args: &Solv
         solve_sweeps(
             args,
             |a, nd| solve_columns_load_node::<T, NP>(a, nd),
-            |a, nd| solve_forward_columns_node::<T, NP, true>(a, nd, true),
-            |a, nd| solve_backward_columns_node::<T, NP, true>(a, nd, true),
+            |a, nd| forward_columns_called::<T, NP>(a, nd),
+            |a, nd| backward_columns_called::<T, NP>(a, nd),
         )
     }
+}
+
+// The column node bodies are inlined into the per-level kernels (no call frame: solves with
+// 32 columns at N = 4096 -9 to -23 %), but stay called functions here: both inlined into
+// the one kernel made the single launch 14-34 % slower at N = 512 (`docs/perf-notes.md`,
+// entry 104).
+
+/// [`solve_forward_columns_node`] as a called function, for [`solve_panel_columns_dataflow`].
+///
+/// # Safety
+/// As [`solve_forward_columns_node`] with the staged layout, the node's tiles loaded.
+#[inline(never)]
+unsafe fn forward_columns_called<T: Real, const NP: usize>(a: &SolveArgs<T>, nd: &Node) {
+    // SAFETY: forwarded.
+    unsafe { solve_forward_columns_node::<T, NP, true>(a, nd, true) }
+}
+
+/// [`solve_backward_columns_node`] as a called function, for [`solve_panel_columns_dataflow`].
+///
+/// # Safety
+/// As [`solve_backward_columns_node`] with the staged layout, the node's tiles loaded.
+#[inline(never)]
+unsafe fn backward_columns_called<T: Real, const NP: usize>(a: &SolveArgs<T>, nd: &Node) {
+    // SAFETY: forwarded.
+    unsafe { solve_backward_columns_node::<T, NP, true>(a, nd, true) }
 }
 
 #[cfg(test)]
