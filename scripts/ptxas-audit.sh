@@ -4,7 +4,8 @@
 #   scripts/ptxas-audit.sh            every kernel (~5 min on two cores)
 #   scripts/ptxas-audit.sh 'solve_*'  those matching
 # A called node body under a register cap spilled inside the blocked factor's strip loop
-# for weeks (docs/perf-notes.md, entry 104): run this after changing a kernel's body.
+# unnoticed over several sessions (docs/perf-notes.md, entry 104): run this after
+# changing a kernel's body.
 # core::panicking's functions (never reached on the device) are not counted as calls.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -480,9 +480,9 @@ pub type EmbeddedPtx = (&'static str, &'static [u8]);
 /// The PTX text of an embedded build, decompressed on its first use and kept for the rest
 /// of the process, as the text was when it was embedded uncompressed: a build is
 /// decompressed once however many [`Module`]s load it (~60 ms for the crate's 22 MB of
-/// PTX per architecture on the H200 machine, `docs/perf-notes.md` entry 103; [`super::Gpu`]
-/// runs it beside the context creation, which hides about half of that). Bytes that are not one zstd frame of text are a
-/// [`Error::Format`].
+/// PTX per architecture on the H200 machine, `docs/perf-notes.md` entry 103;
+/// [`super::Gpu`] runs it beside the context creation, which hides about half of that).
+/// Bytes that are not one zstd frame of text are a [`Error::Format`].
 ///
 /// ```
 /// let (arch, packed) = blocktri::ptx::PTX[0];
