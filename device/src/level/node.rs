@@ -276,6 +276,28 @@ impl<T: Real> FactorBlocks<T> {
     /// As [`FactorBlocks::of`]; the factorization is complete (stream order).
     #[inline(always)]
     pub(crate) unsafe fn entry(&self, r: usize, c: usize) -> (T, T, T) {
+        // SAFETY: forwarded.
+        unsafe { self.entry_from(r, c, true) }
+    }
+
+    /// [`FactorBlocks::entry`] with `L_ii` zero above its diagonal, not read: for the
+    /// solves that use only its lower triangle, which saves the loads of the other
+    /// (about a sixth of a node's bytes with both couplings).
+    ///
+    /// # Safety
+    /// As [`FactorBlocks::entry`].
+    #[inline(always)]
+    pub(crate) unsafe fn lower_entry(&self, r: usize, c: usize) -> (T, T, T) {
+        // SAFETY: forwarded.
+        unsafe { self.entry_from(r, c, r >= c) }
+    }
+
+    /// [`FactorBlocks::entry`], `L_ii`'s entry read only where `diag_read`, else zero.
+    ///
+    /// # Safety
+    /// As [`FactorBlocks::entry`].
+    #[inline(always)]
+    unsafe fn entry_from(&self, r: usize, c: usize, diag_read: bool) -> (T, T, T) {
         if r >= self.n || c >= self.n {
             return (if r == c { T::ONE } else { T::ZERO }, T::ZERO, T::ZERO);
         }
@@ -284,7 +306,8 @@ impl<T: Real> FactorBlocks<T> {
         unsafe {
             let lv = if self.left.is_null() { T::ZERO } else { load_readonly(self.left.add(at)) };
             let rv = if self.right.is_null() { T::ZERO } else { load_readonly(self.right.add(at)) };
-            (load_readonly(self.diag.add(at)), lv, rv)
+            let d = if diag_read { load_readonly(self.diag.add(at)) } else { T::ZERO };
+            (d, lv, rv)
         }
     }
 }

@@ -110,6 +110,22 @@ impl Variant {
         }
     }
 
+    /// Nodes per multiprocessor up to which a level joins the single-launch solve: as for
+    /// the factor, about as many as that launch holds at once. The blocked family's solve
+    /// bodies are the panel ones, which hold more nodes per SM than its factor's (at 64 in
+    /// `f64` two: 102 KB of shared memory, 72 registers; at 32 four). Measured on the H200
+    /// against the factor's one and two (`docs/perf-notes.md`, entry 105): at 64 the
+    /// per-level launch of 256 lone nodes (31 µs) joins the single launch, solve
+    /// `N = 4096` 0.548 -> 0.539 ms, `N = 512` 0.245 -> 0.231, factor + solve -0.5 to
+    /// -1.2 %; at 32 within the noise (-0.8 to 0 %). The other families keep the factor's.
+    fn solve_dataflow_nodes_per_sm(self) -> u32 {
+        match self {
+            Variant::Blocked(np) if np > 32 => 2,
+            Variant::Blocked(_) => 4,
+            _ => self.dataflow_nodes_per_sm(),
+        }
+    }
+
     /// Shared memory of the factor kernel with `nrhs` interlaced right-hand-side columns,
     /// for one node.
     pub(super) fn factor_smem(self, n: usize, nrhs: usize, elem: usize) -> u32 {
@@ -549,8 +565,21 @@ impl Fused {
     /// the per-level kernels need no flags; the levels from the first one that fits
     /// ([`Variant::dataflow_nodes_per_sm`] nodes per multiprocessor) go in one launch.
     fn dataflow_from(&self, nb: u32, systems: u32) -> Option<u32> {
+        self.first_fitting(nb, systems, dataflow_nodes_per_sm(self.variant))
+    }
+
+    /// The first level of the single-launch solve ([`Fused::dataflow_from`] with
+    /// [`Variant::solve_dataflow_nodes_per_sm`]): the solve's single launch holds other
+    /// numbers of nodes per multiprocessor than the factor's.
+    fn solve_dataflow_from(&self, nb: u32, systems: u32) -> Option<u32> {
+        self.first_fitting(nb, systems, solve_dataflow_nodes_per_sm(self.variant))
+    }
+
+    /// The first level with at most `per_sm` nodes per multiprocessor, where the family
+    /// has single-launch kernels.
+    fn first_fitting(&self, nb: u32, systems: u32, per_sm: u32) -> Option<u32> {
         self.dataflow.as_ref()?;
-        let fits = self.multiprocessors * dataflow_nodes_per_sm(self.variant);
+        let fits = self.multiprocessors * per_sm;
         (0..levels(nb)).find(|&m| systems * nodes_in_level(nb, m) <= fits)
     }
 
@@ -605,7 +634,7 @@ impl Fused {
         let (forward_kernel, backward_kernel, cfg) = self.level_solves::<T>(columns, n, target.k, chunk);
         let level_cfg = |m| cfg(s * nodes_in_level(nb, m));
         let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
-        let first = self.dataflow_from(nb, s);
+        let first = self.solve_dataflow_from(nb, s);
         let below = first.unwrap_or(levels(nb));
         if forward {
             steps.extend((0..below).map(|m| {
@@ -748,6 +777,13 @@ fn dataflow_nodes_per_sm(variant: Variant) -> u32 {
     env_override("BLOCKTRI_DATAFLOW_PER_SM").unwrap_or(variant.dataflow_nodes_per_sm())
 }
 
+/// Nodes per multiprocessor up to which a level joins the single-launch solve
+/// ([`Variant::solve_dataflow_nodes_per_sm`]); `BLOCKTRI_SOLVE_DATAFLOW_PER_SM` overrides it
+/// for measurements, as `BLOCKTRI_DATAFLOW_PER_SM` does the factor's.
+fn solve_dataflow_nodes_per_sm(variant: Variant) -> u32 {
+    env_override("BLOCKTRI_SOLVE_DATAFLOW_PER_SM").unwrap_or(variant.solve_dataflow_nodes_per_sm())
+}
+
 /// Threads per block of the blocked family's per-level factor launches from
 /// `BLOCKTRI_BLOCKED_THREADS`, for measurements (`docs/perf-notes.md`, entry 72): a whole
 /// number of warps from two up; anything else is ignored.
@@ -869,6 +905,10 @@ mod tests {
         assert_eq!(Variant::Blocked(32).dataflow_nodes_per_sm(), 2);
         assert_eq!(Variant::Rows(16).dataflow_nodes_per_sm(), DATAFLOW_NODES_PER_SM);
         assert_eq!(Variant::Panel(64).dataflow_nodes_per_sm(), DATAFLOW_NODES_PER_SM);
+        // The solve's single launch holds more blocked nodes than the factor's.
+        assert_eq!(Variant::Blocked(64).solve_dataflow_nodes_per_sm(), 2);
+        assert_eq!(Variant::Blocked(32).solve_dataflow_nodes_per_sm(), 4);
+        assert_eq!(Variant::Rows(16).solve_dataflow_nodes_per_sm(), DATAFLOW_NODES_PER_SM);
     }
 
     #[test]
