@@ -29,7 +29,7 @@ use blocktri_device::level::{
 };
 use blocktri_device::level::{
     SOLVE_WARPS_PER_BLOCK, factor_blocked_dataflow, nodes_from, solve_backward_rows_warps, solve_backward_subtree_rows,
-    solve_forward_rows_warps, solve_panel_columns_dataflow, solve_panel_dataflow, solve_rows_warps_shared_bytes,
+    solve_forward_rows_warps, solve_panel_columns_dataflow, solve_panel_dataflow, solve_rows_block, solve_rows_warps_shared_bytes,
 };
 use blocktri_prims::emu;
 use common::{dense_solution, error_vs_reference, fresh_seed, problem};
@@ -104,6 +104,9 @@ enum Family {
     /// The rows kernels, the per-level solves a warp per node
     /// (`level::solve_forward_rows_warps`, `level::solve_backward_rows_warps`).
     RowsWarps,
+    /// The rows kernels, both sweeps of the levels from `.0` up in one thread block per
+    /// system of `.1` warps (`level::solve_rows_block`), the levels below one launch each.
+    RowsBlock(u32, u32),
     /// The blocked panel factor and the panel solves, single-launch sweeps from this level.
     BlockedDataflow(u32),
     Panel,
@@ -183,7 +186,7 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
     // solves follow the factor the host pairs them with (rows up to n = 16 in f64).
     let rows = a.shape().block <= 16;
     let fam = match fam {
-        Family::RowsSubtree(_) | Family::RowsWarps => ROWS,
+        Family::RowsSubtree(_) | Family::RowsWarps | Family::RowsBlock(..) => ROWS,
         Family::Columns(_) if rows => ROWS,
         Family::Columns(_) => BLOCKED,
         Family::ColumnsDataflow(first) if rows => Family::RowsDataflow(first),
@@ -318,7 +321,7 @@ fn run_factor(d: &mut Device, a: &BlockTridiag<f64>, fam: Family, nrhs: u32) {
             | Family::BlockedDataflow(_) => {
                 unreachable!("launched above")
             }
-            Family::RowsSubtree(_) | Family::RowsWarps | Family::Columns(_) | Family::ColumnsDataflow(_) => {
+            Family::RowsSubtree(_) | Family::RowsWarps | Family::RowsBlock(..) | Family::Columns(_) | Family::ColumnsDataflow(_) => {
                 unreachable!("factored as the rows or the blocked family")
             }
         }
@@ -356,7 +359,7 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         other => other,
     };
     let (smem, threads) = match fam {
-        Family::Rows | Family::RowsDataflow(_) | Family::RowsSubtree(_) | Family::RowsWarps => {
+        Family::Rows | Family::RowsDataflow(_) | Family::RowsSubtree(_) | Family::RowsWarps | Family::RowsBlock(..) => {
             (solve_rows_shared_bytes(np, 8), ROW_THREADS)
         }
         Family::Panel | Family::Blocked | Family::BlockedDataflow(_) => (solve_panel_shared_bytes(pp, 8), panel_solve_threads(pp)),
@@ -383,10 +386,10 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
                 _ => unreachable!("a warp per node up to padded size 16"),
             })
         },
-        (Family::Rows | Family::RowsDataflow(_) | Family::RowsSubtree(_), true) => unsafe {
+        (Family::Rows | Family::RowsDataflow(_) | Family::RowsSubtree(_) | Family::RowsBlock(..), true) => unsafe {
             emu::launch_unchecked(grid.div_ceil(per), threads, per as usize * smem, || rows_kernel!(np, solve_forward_rows, a))
         },
-        (Family::Rows | Family::RowsDataflow(_) | Family::RowsSubtree(_), false) => unsafe {
+        (Family::Rows | Family::RowsDataflow(_) | Family::RowsSubtree(_) | Family::RowsBlock(..), false) => unsafe {
             emu::launch_unchecked(grid.div_ceil(per), threads, per as usize * smem, || rows_kernel!(np, solve_backward_rows, a))
         },
         (Family::Panel | Family::Blocked | Family::BlockedDataflow(_), true) => unsafe {
@@ -453,6 +456,30 @@ fn run_solve(d: &mut Device, a: &BlockTridiag<f64>, k: usize, chunk: u32, forwar
         }
         return;
     }
+    if let Family::RowsBlock(first, warps) = fam {
+        // As the host schedules it: the levels below `first` one launch each around one
+        // launch of a block per system for both sweeps of the levels above.
+        let first = first.min(levels(nb) - 1);
+        if forward {
+            for m in 0..first {
+                launch(&args(d, m), s * nodes_in_level(nb, m), true);
+            }
+        }
+        let sweeps = if forward { SWEEP_FORWARD | SWEEP_BACKWARD } else { SWEEP_BACKWARD };
+        let a = SolveArgs { sweeps, ..args(d, first) };
+        unsafe {
+            emu::launch_unchecked(s, 32 * warps, warps as usize * smem, || match np {
+                4 => solve_rows_block::<f64, 4>(&a),
+                8 => solve_rows_block::<f64, 8>(&a),
+                16 => solve_rows_block::<f64, 16>(&a),
+                _ => unreachable!("a warp per node up to padded size 16"),
+            })
+        };
+        for m in (0..first).rev() {
+            launch(&args(d, m), s * nodes_in_level(nb, m), false);
+        }
+        return;
+    }
     if let Family::RowsSubtree(most) = fam {
         // As the host schedules it: the levels from `depth` up one launch each, then one
         // subtree launch for the levels below.
@@ -510,6 +537,13 @@ fn emulated_factor_and_solve_match_the_dense_reference() {
     // sizes 4, 8 and 16, ranges cut short by the end of the chain, batches.
     for depth in [1, 2, 3, 7] {
         check_factor_and_solve(Family::RowsSubtree(depth), CASES);
+    }
+    // The top levels in one block per system: from level 0 and from level 2, one warp (a
+    // warp takes every node of a level in turn), three and thirty-two, batches, chains
+    // cut short, every padded size the kernel takes.
+    for fam in [Family::RowsBlock(0, 1), Family::RowsBlock(0, 3), Family::RowsBlock(2, 32), Family::RowsBlock(1, 5)] {
+        check_factor_and_solve(fam, CASES);
+        check_factor_and_solve(fam, &[(3, 37, 2, 2), (2, 33, 16, 3), (1, 64, 7, 1), (2, 47, 9, 2)]);
     }
     // The solves a warp per node: every padded size they take, batches.
     check_factor_and_solve(Family::RowsWarps, CASES);
@@ -593,6 +627,10 @@ fn check_factor_and_solve(fam: Family, cases: &[(usize, usize, usize, usize)]) {
 #[test]
 fn emulated_interlaced_factor_forward_then_backward() {
     for fam in [Family::Generic(96), ROWS, ROWS_DATAFLOW, Family::RowsDataflow(2), Family::RowsSubtree(7), Family::RowsWarps, CHAIN] {
+        check_interlaced(fam, CASES);
+    }
+    // The backward sweep alone in one block per system, from level 0 and from level 2.
+    for fam in [Family::RowsBlock(0, 4), Family::RowsBlock(2, 2)] {
         check_interlaced(fam, CASES);
     }
     // The blocked factor: per-level launches (several warps of neighbour products beside

@@ -77,6 +77,17 @@ fn sanitize_cholesky_every_family() {
     family_case::<f64>(&g, KernelFamily::Generic, (1, 20, 70, 1), 1e-12);
 }
 
+/// The solve of short chains in one thread block per system (`level::solve_rows_block`):
+/// 32 warps (N = 64), fewer, padded sizes 4 and 8, batches, two columns, f32.
+#[test]
+fn sanitize_rows_block_solve() {
+    let Some(g) = gpu() else { return };
+    family_case::<f64>(&g, KernelFamily::Rows, (1, 64, 8, 1), 1e-12);
+    family_case::<f64>(&g, KernelFamily::Rows, (2, 50, 7, 1), 1e-12);
+    family_case::<f64>(&g, KernelFamily::Rows, (3, 37, 3, 2), 1e-12);
+    family_case::<f32>(&g, KernelFamily::Rows, (2, 60, 5, 1), 1e-4);
+}
+
 /// The blocked factor with its interlaced forward substitution (`factor_solve_blocked`
 /// and its single launch; `docs/perf-notes.md` entry 78), small enough for racecheck:
 /// level 0 in per-level launches at padded sizes 64 and 32, the rest in the single launch.

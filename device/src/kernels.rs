@@ -58,6 +58,10 @@ pub mod names {
     /// [`crate::level::solve_backward_rows_warps`], a warp per node (padded size 16:
     /// `solve_backward_warps16_f64`).
     pub const SOLVE_BACKWARD_WARPS: &str = "solve_backward_warps";
+    /// [`crate::level::solve_rows_block`], one thread block per system for short chains
+    /// (padded sizes 4 and 8: `solve_rows_block8_f64`; at 16 it was slower than the single
+    /// launch, `docs/perf-notes.md` entry 106).
+    pub const SOLVE_ROWS_BLOCK: &str = "solve_rows_block";
     /// [`crate::level::factor_rows_dataflow`] (`factor_rows_dataflow16_f64`).
     pub const FACTOR_ROWS_DATAFLOW: &str = "factor_rows_dataflow";
     /// [`crate::level::factor_solve_rows`] (`factor_solve_rows16_f64`).
@@ -252,7 +256,7 @@ mod entry {
         factor_rows, factor_rows_dataflow, factor_solve_blocked, factor_solve_blocked_dataflow, factor_solve_rows,
         factor_solve_rows_dataflow, solve_backward_level, solve_backward_panel, solve_backward_rows, solve_backward_rows_warps,
         solve_backward_subtree_rows, solve_forward_level, solve_forward_panel, solve_forward_rows, solve_forward_rows_warps,
-        solve_panel_columns_dataflow, solve_panel_dataflow, solve_rows_dataflow,
+        solve_panel_columns_dataflow, solve_panel_dataflow, solve_rows_block, solve_rows_dataflow,
     };
     use crate::logdet::{LogDetArgs, log_det_parts};
     use crate::refine::{ROWS_PER_LANE, RefineArgs, demote_matrix, demote_rhs, promote, residual, residual_sum};
@@ -334,6 +338,8 @@ mod entry {
     kernel!(solve_backward_subtree_rows8_f64, solve_backward_subtree_rows8_f32, solve_backward_subtree_rows::<_, 8>, SolveArgs);
     kernel!(solve_forward_warps16_f64, solve_forward_warps16_f32, solve_forward_rows_warps::<_, 16>, SolveArgs);
     kernel!(solve_backward_warps16_f64, solve_backward_warps16_f32, solve_backward_rows_warps::<_, 16>, SolveArgs);
+    kernel!(solve_rows_block4_f64, solve_rows_block4_f32, solve_rows_block::<_, 4>, SolveArgs);
+    kernel!(solve_rows_block8_f64, solve_rows_block8_f32, solve_rows_block::<_, 8>, SolveArgs);
     macro_rules! rows_dataflow_kernels {
         ($np:literal, $f64f:ident, $f32f:ident, $f64s:ident, $f32s:ident) => {
             kernel!($f64f, $f32f, factor_rows_dataflow::<_, $np>, FactorArgs);

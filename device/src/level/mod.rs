@@ -30,7 +30,7 @@ pub use panel::{
 pub use rows::{
     ROW_THREADS, SOLVE_WARPS_PER_BLOCK, factor_rows, factor_rows_shared_bytes, factor_solve_rows, rows_nodes_per_block,
     rows_solve_nodes_per_block, solve_backward_rows, solve_backward_rows_warps, solve_forward_rows, solve_forward_rows_warps,
-    solve_rows_shared_bytes, solve_rows_warps_shared_bytes,
+    solve_rows_block, solve_rows_shared_bytes, solve_rows_warps_shared_bytes,
 };
 pub use solve::{SolveArgs, solve_backward_level, solve_forward_level, solve_shared_bytes};
 pub use subtree::{

@@ -29,13 +29,15 @@
 //! Storage, arguments and status words are those of [`super::factor`] and
 //! [`super::solve`], so both kernel families interoperate.
 
-use super::node::{FactorBlocks, Node, load_checked, load_level_output, node, packed_node};
+use super::dataflow::SWEEP_FORWARD;
+use super::node::{FactorBlocks, Node, load_checked, load_level_output, node, node_at, packed_node};
 use super::{FactorArgs, InfoCode, SolveArgs, align_elems, info_key};
 use crate::layout::fill_slot;
+use crate::layout::{levels, nodes_in_level};
 use crate::team::{LaneSlice, Team, Warp};
 use crate::tile::copy_batched;
 use blocktri_prims::mma::{has_sm90_dmma, mma_m16n8k16_f64};
-use blocktri_prims::{Real, atomic, lane_id, shared, sync_warp, warp_id};
+use blocktri_prims::{Real, atomic, block_dim_x, block_idx_x, lane_id, shared, sync_threads, sync_warp, warp_id};
 
 /// Threads per block of every kernel here: three warps.
 pub const ROW_THREADS: u32 = 96;
@@ -766,10 +768,26 @@ unsafe fn warp_node<T: Real, const NP: usize>(a: &SolveArgs<T>) -> Option<(Node,
     if !live {
         return None;
     }
+    // SAFETY: the caller's contract; `nd` is a node of the level.
+    let (tiles, vectors) = unsafe { load_warp_node::<T, NP>(a, &nd, warp as usize) };
+    Some((nd, tiles, vectors))
+}
+
+/// Loads node `nd`'s `L_ii`, `L_li`, `L_ri` into the shared tiles of warp region `sub`
+/// (the per-level kernels' slot layout, padded as [`load_factor`] pads) and `1 / L_jj`
+/// into its first vector, by the calling warp alone; returns the region's tiles and
+/// vectors, written and visible to the warp. Every lane of the warp calls it, after the
+/// warp's last read of the region (the node bodies end with `__syncwarp`).
+///
+/// # Safety
+/// `a` satisfies [`super::solve_backward_level`]'s contract for `nd`'s level, and the
+/// block's dynamic shared memory holds region `sub` ([`solve_rows_shared_bytes`] each).
+#[inline(always)]
+unsafe fn load_warp_node<T: Real, const NP: usize>(a: &SolveArgs<T>, nd: &Node, sub: usize) -> ([*mut T; 3], [*mut T; 4]) {
     let t = ldt(NP);
-    let (tiles, vectors) = solve_region::<T, NP>(Slot { width: 32, sub: warp as usize, live });
+    let (tiles, vectors) = solve_region::<T, NP>(Slot { width: 32, sub, live: true });
     // SAFETY: the caller's contract; the blocks of `nd`.
-    let blocks = unsafe { FactorBlocks::of(a, &nd, true) };
+    let blocks = unsafe { FactorBlocks::of(a, nd, true) };
     copy_batched(
         Warp,
         NP,
@@ -788,7 +806,7 @@ unsafe fn warp_node<T: Real, const NP: usize>(a: &SolveArgs<T>) -> Option<(Node,
         unsafe { *vectors[0].add(lane) = T::ONE / *tiles[0].add(lane * t + lane) };
     }
     sync_warp();
-    Some((nd, tiles, vectors))
+    (tiles, vectors)
 }
 
 /// Forward substitution of one level with one warp per node, [`SOLVE_WARPS_PER_BLOCK`]
@@ -803,12 +821,30 @@ unsafe fn warp_node<T: Real, const NP: usize>(a: &SolveArgs<T>) -> Option<(Node,
 /// As [`solve_forward_rows`], with the grid, threads and shared memory of
 /// [`solve_backward_rows_warps`] and `args.n <= NP <= 16`.
 pub unsafe fn solve_forward_rows_warps<T: Real, const NP: usize>(args: &SolveArgs<T>) {
-    const { assert!(NP <= 16, "L_li y and L_ri y take NP lanes each") };
     let a = *args;
     // SAFETY: the caller's contract. A warp without a node leaves: no other warp waits for it.
-    let Some((nd, tiles, [inv_diag, ybuf, _, _])) = (unsafe { warp_node::<T, NP>(&a) }) else { return };
+    let Some((nd, tiles, vectors)) = (unsafe { warp_node::<T, NP>(&a) }) else { return };
+    // SAFETY: the node's tiles are loaded; the caller's contract.
+    unsafe { forward_warp_body::<T, NP>(&a, &nd, tiles, vectors, !a.flags.is_null()) }
+}
+
+/// The node body of [`solve_forward_rows_warps`] for node `nd` of `a`'s level, its tiles
+/// and vectors loaded by [`load_warp_node`]; `coherent`: the right-hand sides are read
+/// through L2 (other blocks or warps of this launch wrote them). Ends with `__syncwarp`.
+///
+/// # Safety
+/// As [`solve_forward_rows_warps`] for `nd`; every node that updates `nd`'s segment is
+/// done and ordered before this call.
+#[inline(always)]
+unsafe fn forward_warp_body<T: Real, const NP: usize>(
+    a: &SolveArgs<T>,
+    nd: &Node,
+    tiles: [*mut T; 3],
+    [inv_diag, ybuf, _, _]: [*mut T; 4],
+    coherent: bool,
+) {
+    const { assert!(NP <= 16, "L_li y and L_ri y take NP lanes each") };
     let (n, k) = (a.n as usize, a.nrhs as usize);
-    let coherent = !a.flags.is_null();
     let t = ldt(NP);
     let lane = lane_id() as usize;
     // Lane r < NP keeps row r of L (the substitution's operand).
@@ -879,12 +915,30 @@ pub const fn solve_rows_warps_shared_bytes(np: usize, elem_bytes: usize) -> usiz
 /// [`SOLVE_WARPS_PER_BLOCK`]`)` blocks of `32 *` [`SOLVE_WARPS_PER_BLOCK`] threads,
 /// [`solve_rows_warps_shared_bytes`] of shared memory and `args.n <= NP <= 16`.
 pub unsafe fn solve_backward_rows_warps<T: Real, const NP: usize>(args: &SolveArgs<T>) {
-    const { assert!(NP <= 16, "x_l and x_r take NP lanes each") };
     let a = *args;
     // SAFETY: the caller's contract. A warp without a node leaves: no other warp waits for it.
-    let Some((nd, tiles, [inv_diag, xl, xr, _])) = (unsafe { warp_node::<T, NP>(&a) }) else { return };
+    let Some((nd, tiles, vectors)) = (unsafe { warp_node::<T, NP>(&a) }) else { return };
+    // SAFETY: the node's tiles are loaded; the caller's contract.
+    unsafe { backward_warp_body::<T, NP>(&a, &nd, tiles, vectors, !a.flags.is_null()) }
+}
+
+/// The node body of [`solve_backward_rows_warps`] for node `nd` of `a`'s level, its tiles
+/// and vectors loaded by [`load_warp_node`]; `coherent` as in [`forward_warp_body`]. Ends
+/// with `__syncwarp`.
+///
+/// # Safety
+/// As [`solve_backward_rows_warps`] for `nd`; its neighbours' solutions and its own
+/// forward result are done and ordered before this call.
+#[inline(always)]
+unsafe fn backward_warp_body<T: Real, const NP: usize>(
+    a: &SolveArgs<T>,
+    nd: &Node,
+    tiles: [*mut T; 3],
+    [inv_diag, xl, xr, _]: [*mut T; 4],
+    coherent: bool,
+) {
+    const { assert!(NP <= 16, "x_l and x_r take NP lanes each") };
     let (n, k) = (a.n as usize, a.nrhs as usize);
-    let coherent = !a.flags.is_null();
     let t = ldt(NP);
     let lane = lane_id() as usize;
     // Lane c keeps column c of L (row c of L^T), as warp 0 of the per-level kernel.
@@ -935,6 +989,61 @@ pub unsafe fn solve_backward_rows_warps<T: Real, const NP: usize>(args: &SolveAr
     }
     if bad {
         unsafe { atomic::atomic_min_u64(a.info.add(nd.s), info_key(a.level, InfoCode::NonFiniteSolution, nd.b as u32)) };
+    }
+}
+
+/// Both sweeps of the solve (or the backward one) on levels `args.level..`, **one thread
+/// block per system**: the warps of the block take a level's nodes in turn (warp `w` the
+/// nodes `w, w + warps, ..`, the node bodies of [`solve_forward_rows_warps`] and
+/// [`solve_backward_rows_warps`], so the arithmetic and its order are theirs), and a block
+/// barrier between levels orders each level's writes before the next level's reads. For
+/// short chains: the single-launch sweep ([`super::solve_rows_dataflow`]) hands each node
+/// on through a completion flag in global memory and a block of its own, ~5 µs a level
+/// and sweep at N = 64, padded size 8; here a level costs the node body's own chain of
+/// global round trips (~3 µs) and a barrier. Measured on the H200 (`docs/perf-notes.md`,
+/// entry 106): the solve at N = 64 -12 to -28 % at padded size 8, but +15 % at 16 and
+/// slower from N = 512, where a warp takes several nodes of a level one after another.
+///
+/// # Safety
+/// As [`solve_backward_rows_warps`] for each of those levels, with a grid of
+/// `args.systems` blocks of a whole number of warps and that many
+/// [`solve_rows_shared_bytes`]`(NP)` regions of shared memory, `args.n <= NP <= 16`; with
+/// [`super::SWEEP_FORWARD`] in `args.sweeps` the forward substitution of the levels below
+/// `args.level` complete (stream order), without it the whole forward substitution; the
+/// backward substitution of the levels below follows (stream order).
+pub unsafe fn solve_rows_block<T: Real, const NP: usize>(args: &SolveArgs<T>) {
+    let a = *args;
+    let (nb, s, warp, warps) = (a.nblocks, block_idx_x(), warp_id(), block_dim_x() / 32);
+    let top = levels(nb);
+    // One level of one sweep: the warps' nodes, then the barrier before the next level.
+    let level = |m: u32, forward: bool| {
+        let am = SolveArgs { level: m, ..a };
+        let mut t = warp;
+        while t < nodes_in_level(nb, m) {
+            let nd = node_at(nb, m, s, t);
+            // SAFETY: the caller's contract; region `warp` is this warp's, and the previous
+            // node body ended with `__syncwarp`. Every node that `nd` reads finished on a
+            // lower level (forward) or a higher one (backward), before a block barrier; the
+            // segments are read through L2 (`coherent`), as other warps wrote them.
+            unsafe {
+                let (tiles, vectors) = load_warp_node::<T, NP>(&am, &nd, warp as usize);
+                if forward {
+                    forward_warp_body::<T, NP>(&am, &nd, tiles, vectors, true);
+                } else {
+                    backward_warp_body::<T, NP>(&am, &nd, tiles, vectors, true);
+                }
+            }
+            t += warps;
+        }
+        sync_threads();
+    };
+    if a.sweeps & SWEEP_FORWARD != 0 {
+        for m in a.level..top {
+            level(m, true);
+        }
+    }
+    for m in (a.level..top).rev() {
+        level(m, false);
     }
 }
 

@@ -366,6 +366,13 @@ pub(super) struct Fused {
     /// [`SOLVE_WARPS_PADDED`]. Each `None` where [`solve_warps`] turns it off.
     forward_warps: Option<Kernel>,
     backward_warps: Option<Kernel>,
+    /// The whole solve in one thread block per system for short chains
+    /// (`blocktri_device::level::solve_rows_block`) and the most warps its block takes: rows
+    /// kernels up to [`BLOCK_MAX_PADDED`], unless [`KernelFamily::RowsLevels`].
+    block: Option<(Kernel, u32)>,
+    /// The most nodes of level 0 per system for [`Fused::block`] ([`BLOCK_SOLVE_NODES`];
+    /// `BLOCKTRI_BLOCK_SOLVE_NODES` for measurements, `0`: never).
+    block_nodes: u32,
     /// The solves of many columns; `None` for the generic family, padded size 96 and where
     /// their shared memory does not fit.
     columns: Option<LazyColumns>,
@@ -482,6 +489,16 @@ impl Fused {
             }
             _ => (None, None),
         };
+        let block = match variant {
+            Variant::Rows(np) if np <= BLOCK_MAX_PADDED && options.kernels != KernelFamily::RowsLevels => {
+                let kernel = sized(names::SOLVE_ROWS_BLOCK, np)?;
+                // Every warp a shared region of its own, within the registers' limit.
+                let by_smem = smem as usize / solve_rows_shared_bytes(np, T::BYTES);
+                let warps = (by_smem as u32).min(kernel.max_threads_per_block()? / 32).min(32);
+                (warps > 0).then_some((kernel, warps))
+            }
+            _ => None,
+        };
         let columns = match variant {
             Variant::Rows(np) | Variant::Panel(np) | Variant::Blocked(np) => columns_size(np),
             Variant::Generic => None,
@@ -517,6 +534,8 @@ impl Fused {
             subtree,
             forward_warps,
             backward_warps,
+            block,
+            block_nodes: env_override("BLOCKTRI_BLOCK_SOLVE_NODES").unwrap_or(BLOCK_SOLVE_NODES),
             columns,
             columns_from: env_override(match variant {
                 Variant::Rows(_) => "BLOCKTRI_ROWS_COLUMNS_FROM",
@@ -583,6 +602,18 @@ impl Fused {
         (0..levels(nb)).find(|&m| systems * nodes_in_level(nb, m) <= fits)
     }
 
+    /// Where the solve runs in one thread block per system, and that block's warps: from
+    /// level 0, where the family has the kernel, level 0 has at most [`Fused::block_nodes`]
+    /// nodes (every level then has at most one node per warp), the columns go one at a time
+    /// (no `columns` kernels) and the systems fit one block per multiprocessor; `None`
+    /// otherwise. Starting above level 0, with the levels below launched one by one, was
+    /// measured slower than the single launch (`docs/perf-notes.md`, entry 106).
+    fn block_from(&self, nb: u32, systems: u32, columns: Option<&Columns>) -> Option<(u32, u32)> {
+        let (_, most) = self.block.as_ref()?;
+        let warps = block_warps(nodes_in_level(nb, 0), systems, self.multiprocessors, self.block_nodes.min(*most))?;
+        columns.is_none().then_some((0, warps))
+    }
+
     /// The factorization: reset the status words, zero the update accumulators, one
     /// launch per level (the top levels in one launch where the family has single-launch
     /// kernels); with `rhs`, the factor kernels also do the forward substitution.
@@ -634,8 +665,11 @@ impl Fused {
         let (forward_kernel, backward_kernel, cfg) = self.level_solves::<T>(columns, n, target.k, chunk);
         let level_cfg = |m| cfg(s * nodes_in_level(nb, m));
         let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
-        let first = self.solve_dataflow_from(nb, s);
-        let below = first.unwrap_or(levels(nb));
+        // The top levels in one block per system where that applies, else in the single
+        // launch where the family has one.
+        let block = self.block_from(nb, s, columns);
+        let first = if block.is_some() { None } else { self.solve_dataflow_from(nb, s) };
+        let below = block.map(|(m, _)| m).or(first).unwrap_or(levels(nb));
         if forward {
             steps.extend((0..below).map(|m| {
                 let (kernel, cfg) = self.warps_or::<T>(Sweep::Forward, forward_kernel, level_cfg(m), columns, s * nodes_in_level(nb, m));
@@ -651,6 +685,11 @@ impl Fused {
                 None => (&dataflow.solve, self.dataflow_solve_config::<T>(n, chunk, grid)),
             };
             steps.push(Step::Launch { kernel, level: m, cfg, args: Args::Solve(SolveArgs { flags: target.flags, sweeps, ..args(m) }) });
+        }
+        if let (Some((kernel, _)), Some((m, warps)), Variant::Rows(np)) = (&self.block, block, self.variant) {
+            let sweeps = if forward { SWEEP_FORWARD | SWEEP_BACKWARD } else { SWEEP_BACKWARD };
+            let cfg = LaunchConfig::linear(s, 32 * warps, warps * solve_rows_shared_bytes(np, T::BYTES) as u32);
+            steps.push(Step::Launch { kernel, level: m, cfg, args: Args::Solve(SolveArgs { sweeps, ..args(m) }) });
         }
         // The lowest levels by subtrees, in one launch, where the family has that kernel
         // (it takes the columns one at a time: not with the column solves).
@@ -792,6 +831,23 @@ fn blocked_threads() -> Option<u32> {
     (threads >= 64 && threads.is_multiple_of(32)).then_some(threads)
 }
 
+/// The most nodes of level 0 (per system) for which a solve runs in one thread block per
+/// system ([`Fused::block_from`]: chains of up to 64 blocks). Measured on the H200
+/// (`docs/perf-notes.md`, entry 106): at padded size 8 the solve at N = 64 -12 to -28 %;
+/// at padded size 16 +15 %, so the kernel is built for 4 and 8 only.
+const BLOCK_SOLVE_NODES: u32 = 32;
+
+/// The warps of a solve in one thread block per system ([`Fused::block_from`]): one per
+/// node of level 0 (`nodes`, at least one) where there are at most `limit` of them and
+/// the `systems` blocks fit one per multiprocessor; `None` otherwise.
+fn block_warps(nodes: u32, systems: u32, multiprocessors: u32, limit: u32) -> Option<u32> {
+    (systems <= multiprocessors && nodes <= limit).then_some(nodes.max(1))
+}
+
+/// The largest padded size whose solve can run in one thread block per system
+/// ([`BLOCK_SOLVE_NODES`]).
+const BLOCK_MAX_PADDED: usize = 8;
+
 /// The largest padded size whose backward sweep starts with the subtree launch. Measured
 /// on the H200 (`docs/perf-notes.md`, entry 71): at padded sizes 4 and 8 the launch takes
 /// the lowest four levels' backward kernel time from 40-80 µs to 18-20 µs (N = 16384 and
@@ -912,6 +968,18 @@ mod tests {
     }
 
     #[test]
+    fn short_chains_solve_in_one_block_per_system() {
+        // N = 64: 32 nodes on level 0, a warp each; N = 65 has 33 and keeps the single launch.
+        assert_eq!(block_warps(nodes_in_level(64, 0), 1, 132, BLOCK_SOLVE_NODES), Some(32));
+        assert_eq!(block_warps(nodes_in_level(65, 0), 1, 132, BLOCK_SOLVE_NODES), None);
+        // One block (N = 1): its one node on level 0, one warp.
+        assert_eq!(block_warps(nodes_in_level(1, 0), 7, 132, BLOCK_SOLVE_NODES), Some(1));
+        // More systems than multiprocessors, or the measurement switch at 0: never.
+        assert_eq!(block_warps(4, 133, 132, BLOCK_SOLVE_NODES), None);
+        assert_eq!(block_warps(4, 1, 132, 0), None);
+    }
+
+    #[test]
     fn every_kernel_the_fused_engine_loads_is_built() {
         let built = |name: String| assert!(crate::ptx::KERNELS.contains(&name.as_str()), "{name} is not in the PTX");
         for precision in ["f32", "f64"] {
@@ -933,6 +1001,9 @@ mod tests {
             }
             for base in [names::SOLVE_FORWARD_WARPS, names::SOLVE_BACKWARD_WARPS] {
                 built(format!("{base}{SOLVE_WARPS_PADDED}_{precision}"));
+            }
+            for np in [4, BLOCK_MAX_PADDED] {
+                built(format!("{}{np}_{precision}", names::SOLVE_ROWS_BLOCK));
             }
             for np in PANEL_SIZES {
                 for base in [
