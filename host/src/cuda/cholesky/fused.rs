@@ -604,7 +604,8 @@ impl Fused {
 
     /// Where the solve runs in one thread block per system, and that block's warps: from
     /// level 0, where the family has the kernel, level 0 has at most [`Fused::block_nodes`]
-    /// nodes (every level then has at most one node per warp), the columns go one at a time
+    /// nodes and at most as many as the block's warps (every level then has at most one
+    /// node per warp, the form measured in the committed rule), the columns go one at a time
     /// (no `columns` kernels) and the systems fit one block per multiprocessor; `None`
     /// otherwise. Starting above level 0, with the levels below launched one by one, was
     /// measured slower than the single launch (`docs/perf-notes.md`, entry 106).
@@ -832,9 +833,11 @@ fn blocked_threads() -> Option<u32> {
 }
 
 /// The most nodes of level 0 (per system) for which a solve runs in one thread block per
-/// system ([`Fused::block_from`]: chains of up to 64 blocks). Measured on the H200
-/// (`docs/perf-notes.md`, entry 106): at padded size 8 the solve at N = 64 -12 to -28 %;
-/// at padded size 16 +15 %, so the kernel is built for 4 and 8 only.
+/// system ([`Fused::block_from`]: chains of up to 64 blocks, where the kernel's registers
+/// allow a warp per node; in `f64` at padded sizes 4 and 8 they allow fewer than 32 warps,
+/// so there N <= 32). Measured on the H200 (`docs/perf-notes.md`, entry 106): solves at
+/// N = 16 and 32 -28 to -35 %, factor + solve -9 to -13 %; at padded size 16 +15 % at N = 64,
+/// so the kernel is built for 4 and 8 only.
 const BLOCK_SOLVE_NODES: u32 = 32;
 
 /// The warps of a solve in one thread block per system ([`Fused::block_from`]): one per
