@@ -1000,9 +1000,10 @@ unsafe fn backward_warp_body<T: Real, const NP: usize>(
 /// short chains: the single-launch sweep ([`super::solve_rows_dataflow`]) hands each node
 /// on through a completion flag in global memory and a block of its own, ~5 µs a level
 /// and sweep at N = 64, padded size 8; here a level costs the node body's own chain of
-/// global round trips (~3 µs) and a barrier. Measured on the H200 (`docs/perf-notes.md`,
-/// entry 106): the solve at N = 64 -12 to -28 % at padded size 8, but +15 % at 16 and
-/// slower from N = 512, where a warp takes several nodes of a level one after another.
+/// global round trips (~1.7 µs at padded size 8, ~3 µs at 16) and a barrier. Measured on
+/// the H200 (`docs/perf-notes.md`, entry 106): solves at N = 16 and 32 -28 to -35 % at
+/// padded sizes 4 and 8, but +15 % at 16 (N = 64) and slower from N = 512, where a warp
+/// takes several nodes of a level one after another.
 ///
 /// # Safety
 /// As [`solve_backward_rows_warps`] for each of those levels, with a grid of

@@ -367,12 +367,11 @@ pub(super) struct Fused {
     forward_warps: Option<Kernel>,
     backward_warps: Option<Kernel>,
     /// The whole solve in one thread block per system for short chains
-    /// (`blocktri_device::level::solve_rows_block`) and the most warps its block takes: rows
-    /// kernels up to [`BLOCK_MAX_PADDED`], unless [`KernelFamily::RowsLevels`].
+    /// (`blocktri_device::level::solve_rows_block`) and the most nodes of level 0 it takes:
+    /// a warp each, as many as its registers and shared memory allow, at most
+    /// [`BLOCK_SOLVE_NODES`] (`BLOCKTRI_BLOCK_SOLVE_NODES` for measurements, `0`: never);
+    /// rows kernels up to [`BLOCK_MAX_PADDED`], unless [`KernelFamily::RowsLevels`].
     block: Option<(Kernel, u32)>,
-    /// The most nodes of level 0 per system for [`Fused::block`] ([`BLOCK_SOLVE_NODES`];
-    /// `BLOCKTRI_BLOCK_SOLVE_NODES` for measurements, `0`: never).
-    block_nodes: u32,
     /// The solves of many columns; `None` for the generic family, padded size 96 and where
     /// their shared memory does not fit.
     columns: Option<LazyColumns>,
@@ -495,7 +494,8 @@ impl Fused {
                 // Every warp a shared region of its own, within the registers' limit.
                 let by_smem = smem as usize / solve_rows_shared_bytes(np, T::BYTES);
                 let warps = (by_smem as u32).min(kernel.max_threads_per_block()? / 32).min(32);
-                (warps > 0).then_some((kernel, warps))
+                let most = warps.min(env_override("BLOCKTRI_BLOCK_SOLVE_NODES").unwrap_or(BLOCK_SOLVE_NODES));
+                (most > 0).then_some((kernel, most))
             }
             _ => None,
         };
@@ -535,7 +535,6 @@ impl Fused {
             forward_warps,
             backward_warps,
             block,
-            block_nodes: env_override("BLOCKTRI_BLOCK_SOLVE_NODES").unwrap_or(BLOCK_SOLVE_NODES),
             columns,
             columns_from: env_override(match variant {
                 Variant::Rows(_) => "BLOCKTRI_ROWS_COLUMNS_FROM",
@@ -602,17 +601,17 @@ impl Fused {
         (0..levels(nb)).find(|&m| systems * nodes_in_level(nb, m) <= fits)
     }
 
-    /// Where the solve runs in one thread block per system, and that block's warps: from
-    /// level 0, where the family has the kernel, level 0 has at most [`Fused::block_nodes`]
-    /// nodes and at most as many as the block's warps (every level then has at most one
-    /// node per warp, the form measured in the committed rule), the columns go one at a time
-    /// (no `columns` kernels) and the systems fit one block per multiprocessor; `None`
-    /// otherwise. Starting above level 0, with the levels below launched one by one, was
-    /// measured slower than the single launch (`docs/perf-notes.md`, entry 106).
-    fn block_from(&self, nb: u32, systems: u32, columns: Option<&Columns>) -> Option<(u32, u32)> {
+    /// The warps of the solve in one thread block per system, where it runs: every level
+    /// from 0, where the family has the kernel, level 0 has at most as many nodes as
+    /// [`Fused::block`] takes (every level then has at most one node per warp), the columns
+    /// go one at a time (no `columns` kernels) and the systems fit one block per
+    /// multiprocessor; `None` otherwise. Starting above level 0, with the levels below
+    /// launched one by one, was measured slower than the single launch
+    /// (`docs/perf-notes.md`, entry 106).
+    fn block_warps(&self, nb: u32, systems: u32, columns: Option<&Columns>) -> Option<u32> {
         let (_, most) = self.block.as_ref()?;
-        let warps = block_warps(nodes_in_level(nb, 0), systems, self.multiprocessors, self.block_nodes.min(*most))?;
-        columns.is_none().then_some((0, warps))
+        let warps = block_warps(nodes_in_level(nb, 0), systems, self.multiprocessors, *most)?;
+        columns.is_none().then_some(warps)
     }
 
     /// The factorization: reset the status words, zero the update accumulators, one
@@ -666,11 +665,11 @@ impl Fused {
         let (forward_kernel, backward_kernel, cfg) = self.level_solves::<T>(columns, n, target.k, chunk);
         let level_cfg = |m| cfg(s * nodes_in_level(nb, m));
         let mut steps = vec![Step::ResetStatus { addr: target.info as u64, systems: shape.batch }];
-        // The top levels in one block per system where that applies, else in the single
-        // launch where the family has one.
-        let block = self.block_from(nb, s, columns);
+        // Every level in one block per system where that applies, else the top levels in the
+        // single launch where the family has one.
+        let block = self.block_warps(nb, s, columns);
         let first = if block.is_some() { None } else { self.solve_dataflow_from(nb, s) };
-        let below = block.map(|(m, _)| m).or(first).unwrap_or(levels(nb));
+        let below = if block.is_some() { 0 } else { first.unwrap_or(levels(nb)) };
         if forward {
             steps.extend((0..below).map(|m| {
                 let (kernel, cfg) = self.warps_or::<T>(Sweep::Forward, forward_kernel, level_cfg(m), columns, s * nodes_in_level(nb, m));
@@ -687,10 +686,10 @@ impl Fused {
             };
             steps.push(Step::Launch { kernel, level: m, cfg, args: Args::Solve(SolveArgs { flags: target.flags, sweeps, ..args(m) }) });
         }
-        if let (Some((kernel, _)), Some((m, warps)), Variant::Rows(np)) = (&self.block, block, self.variant) {
+        if let (Some((kernel, _)), Some(warps), Variant::Rows(np)) = (&self.block, block, self.variant) {
             let sweeps = if forward { SWEEP_FORWARD | SWEEP_BACKWARD } else { SWEEP_BACKWARD };
             let cfg = LaunchConfig::linear(s, 32 * warps, warps * solve_rows_shared_bytes(np, T::BYTES) as u32);
-            steps.push(Step::Launch { kernel, level: m, cfg, args: Args::Solve(SolveArgs { sweeps, ..args(m) }) });
+            steps.push(Step::Launch { kernel, level: 0, cfg, args: Args::Solve(SolveArgs { sweeps, ..args(0) }) });
         }
         // The lowest levels by subtrees, in one launch, where the family has that kernel
         // (it takes the columns one at a time: not with the column solves).
@@ -833,14 +832,14 @@ fn blocked_threads() -> Option<u32> {
 }
 
 /// The most nodes of level 0 (per system) for which a solve runs in one thread block per
-/// system ([`Fused::block_from`]: chains of up to 64 blocks, where the kernel's registers
+/// system ([`Fused::block_warps`]: chains of up to 64 blocks, where the kernel's registers
 /// allow a warp per node; in `f64` at padded sizes 4 and 8 they allow fewer than 32 warps,
 /// so there N <= 32). Measured on the H200 (`docs/perf-notes.md`, entry 106): solves at
 /// N = 16 and 32 -28 to -35 %, factor + solve -9 to -13 %; at padded size 16 +15 % at N = 64,
 /// so the kernel is built for 4 and 8 only.
 const BLOCK_SOLVE_NODES: u32 = 32;
 
-/// The warps of a solve in one thread block per system ([`Fused::block_from`]): one per
+/// The warps of a solve in one thread block per system ([`Fused::block_warps`]): one per
 /// node of level 0 (`nodes`, at least one) where there are at most `limit` of them and
 /// the `systems` blocks fit one per multiprocessor; `None` otherwise.
 fn block_warps(nodes: u32, systems: u32, multiprocessors: u32, limit: u32) -> Option<u32> {
