@@ -545,6 +545,10 @@ fn emulated_factor_and_solve_match_the_dense_reference() {
         check_factor_and_solve(fam, CASES);
         check_factor_and_solve(fam, &[(3, 37, 2, 2), (2, 33, 16, 3), (1, 64, 7, 1), (2, 47, 9, 2)]);
     }
+    // The host's rounds on level 0 (`docs/perf-notes.md` entry 108): 64 nodes in three
+    // rounds of 22 warps, the last one short (f64 at padded size 4), 32 in two of 16 (at 8).
+    check_factor_and_solve(Family::RowsBlock(0, 22), &[(1, 128, 4, 1), (2, 120, 3, 2)]);
+    check_factor_and_solve(Family::RowsBlock(0, 16), &[(1, 64, 8, 1), (2, 61, 6, 1)]);
     // The solves a warp per node: every padded size they take, batches.
     check_factor_and_solve(Family::RowsWarps, CASES);
     check_factor_and_solve(Family::RowsWarps, &[(3, 37, 2, 2), (5, 9, 16, 1), (2, 33, 12, 3)]);

@@ -78,9 +78,10 @@ fn sanitize_cholesky_every_family() {
 }
 
 /// The solve of short chains in one thread block per system (`level::solve_rows_block`):
-/// 32 warps (f32, padded size 4, N = 64: there the registers allow a warp per node),
-/// 16 and fewer (f64 takes the block at N <= 32, `docs/perf-notes.md` entry 106), padded
-/// sizes 4 and 8, batches, two columns. N = 64 in f64 keeps the single launch.
+/// a warp per node of level 0 (32 warps in f32 at padded size 4, N = 64; 16 and fewer in
+/// f64), and warps that take level 0's nodes in two rounds (f64, N = 64 at padded size 8)
+/// or three (f64, N = 128 at 4: there the registers allow 28 warps; `docs/perf-notes.md`
+/// entries 106 and 108); padded sizes 4 and 8, batches, two columns.
 #[test]
 fn sanitize_rows_block_solve() {
     let Some(g) = gpu() else { return };
@@ -89,6 +90,7 @@ fn sanitize_rows_block_solve() {
     family_case::<f64>(&g, KernelFamily::Rows, (3, 30, 3, 2), 1e-12);
     family_case::<f32>(&g, KernelFamily::Rows, (2, 64, 3, 1), 1e-4);
     family_case::<f64>(&g, KernelFamily::Rows, (1, 64, 8, 1), 1e-12);
+    family_case::<f64>(&g, KernelFamily::Rows, (2, 128, 4, 1), 1e-12);
 }
 
 /// The blocked factor with its interlaced forward substitution (`factor_solve_blocked`

@@ -367,11 +367,9 @@ pub(super) struct Fused {
     forward_warps: Option<Kernel>,
     backward_warps: Option<Kernel>,
     /// The whole solve in one thread block per system for short chains
-    /// (`blocktri_device::level::solve_rows_block`) and the most nodes of level 0 it takes:
-    /// a warp each, as many as its registers and shared memory allow, at most
-    /// [`BLOCK_SOLVE_NODES`] (`BLOCKTRI_BLOCK_SOLVE_NODES` for measurements, `0`: never);
-    /// rows kernels up to [`BLOCK_MAX_PADDED`], unless [`KernelFamily::RowsLevels`].
-    block: Option<(Kernel, u32)>,
+    /// (`blocktri_device::level::solve_rows_block`); rows kernels up to
+    /// [`BLOCK_MAX_PADDED`], unless [`KernelFamily::RowsLevels`].
+    block: Option<BlockSolve>,
     /// The solves of many columns; `None` for the generic family, padded size 96 and where
     /// their shared memory does not fit.
     columns: Option<LazyColumns>,
@@ -494,8 +492,9 @@ impl Fused {
                 // Every warp a shared region of its own, within the registers' limit.
                 let by_smem = smem as usize / solve_rows_shared_bytes(np, T::BYTES);
                 let warps = (by_smem as u32).min(kernel.max_threads_per_block()? / 32).min(32);
-                let most = warps.min(env_override("BLOCKTRI_BLOCK_SOLVE_NODES").unwrap_or(BLOCK_SOLVE_NODES));
-                (most > 0).then_some((kernel, most))
+                let rounds = env_override("BLOCKTRI_BLOCK_SOLVE_ROUNDS").unwrap_or(block_solve_rounds(np));
+                let nodes = (rounds * warps).min(env_override("BLOCKTRI_BLOCK_SOLVE_NODES").unwrap_or(BLOCK_SOLVE_NODES));
+                (nodes > 0).then_some(BlockSolve { kernel, warps, nodes })
             }
             _ => None,
         };
@@ -603,14 +602,14 @@ impl Fused {
 
     /// The warps of the solve in one thread block per system, where it runs: every level
     /// from 0, where the family has the kernel, level 0 has at most as many nodes as
-    /// [`Fused::block`] takes (every level then has at most one node per warp), the columns
+    /// [`Fused::block`] takes (its warps take them in at most [`block_solve_rounds`]), the columns
     /// go one at a time (no `columns` kernels) and the systems fit one block per
     /// multiprocessor; `None` otherwise. Starting above level 0, with the levels below
     /// launched one by one, was measured slower than the single launch
     /// (`docs/perf-notes.md`, entry 106).
     fn block_warps(&self, nb: u32, systems: u32, columns: Option<&Columns>) -> Option<u32> {
-        let (_, most) = self.block.as_ref()?;
-        let warps = block_warps(nodes_in_level(nb, 0), systems, self.multiprocessors, *most)?;
+        let b = self.block.as_ref()?;
+        let warps = block_warps(nodes_in_level(nb, 0), systems, self.multiprocessors, b.nodes, b.warps)?;
         columns.is_none().then_some(warps)
     }
 
@@ -686,7 +685,7 @@ impl Fused {
             };
             steps.push(Step::Launch { kernel, level: m, cfg, args: Args::Solve(SolveArgs { flags: target.flags, sweeps, ..args(m) }) });
         }
-        if let (Some((kernel, _)), Some(warps), Variant::Rows(np)) = (&self.block, block, self.variant) {
+        if let (Some(BlockSolve { kernel, .. }), Some(warps), Variant::Rows(np)) = (&self.block, block, self.variant) {
             let sweeps = if forward { SWEEP_FORWARD | SWEEP_BACKWARD } else { SWEEP_BACKWARD };
             let cfg = LaunchConfig::linear(s, 32 * warps, warps * solve_rows_shared_bytes(np, T::BYTES) as u32);
             steps.push(Step::Launch { kernel, level: 0, cfg, args: Args::Solve(SolveArgs { sweeps, ..args(0) }) });
@@ -832,18 +831,46 @@ fn blocked_threads() -> Option<u32> {
 }
 
 /// The most nodes of level 0 (per system) for which a solve runs in one thread block per
-/// system ([`Fused::block_warps`]: chains of up to 64 blocks, where the kernel's registers
-/// allow a warp per node; in `f64` at padded sizes 4 and 8 they allow fewer than 32 warps,
-/// so there N <= 32). Measured on the H200 (`docs/perf-notes.md`, entry 106): solves at
-/// N = 16 and 32 -28 to -35 %, factor + solve -9 to -13 %; at padded size 16 +15 % at N = 64,
-/// so the kernel is built for 4 and 8 only.
-const BLOCK_SOLVE_NODES: u32 = 32;
+/// system ([`Fused::block_warps`]: chains of up to 128 blocks, where the kernel's warps take
+/// level 0 in at most [`block_solve_rounds`]). Measured on the H200 (`docs/perf-notes.md`,
+/// entries 106 and 108): solves at N = 16 and 32 -28 to -35 %, factor + solve -9 to -13 %;
+/// at N = 64 -17 to -29 %; at padded size 16 +15 % at N = 64, so the kernel is built for 4
+/// and 8 only.
+const BLOCK_SOLVE_NODES: u32 = 64;
 
-/// The warps of a solve in one thread block per system ([`Fused::block_warps`]): one per
-/// node of level 0 (`nodes`, at least one) where there are at most `limit` of them and
-/// the `systems` blocks fit one per multiprocessor; `None` otherwise.
-fn block_warps(nodes: u32, systems: u32, multiprocessors: u32, limit: u32) -> Option<u32> {
-    (systems <= multiprocessors && nodes <= limit).then_some(nodes.max(1))
+/// Rounds of warps the solve in one thread block per system may take on level 0 at padded
+/// size `np`: a warp takes up to this many of its nodes one after another where the
+/// kernel's registers allow fewer warps than level 0 has nodes
+/// (`BLOCKTRI_BLOCK_SOLVE_ROUNDS` for measurements). Measured on the H200
+/// (`docs/perf-notes.md`, entry 108; the single launch against the block, ms):
+/// - two rounds: f64 N = 64 solve 0.034 -> 0.024 at padded size 4, 0.036 -> 0.030 at 8,
+///   f32 at 8 0.034 -> 0.027; f32 N = 128 at 4 0.037 -> 0.029;
+/// - three: f64 N = 128 at 4 0.0375 -> 0.033, but at 8 0.041 -> 0.045 (f32 even);
+/// - four and more (N = 256): slower at both sizes (+1 to +50 %).
+const fn block_solve_rounds(np: usize) -> u32 {
+    if np <= 4 { 3 } else { 2 }
+}
+
+/// The solve in one thread block per system (`blocktri_device::level::solve_rows_block`):
+/// its kernel, the most warps its registers and shared memory allow, and the most nodes of
+/// level 0 it takes (at most [`BLOCK_SOLVE_NODES`] and [`BLOCK_SOLVE_ROUNDS`] per warp;
+/// `BLOCKTRI_BLOCK_SOLVE_NODES` for measurements, `0`: never).
+#[derive(Debug)]
+struct BlockSolve {
+    kernel: Kernel,
+    warps: u32,
+    nodes: u32,
+}
+
+/// The warps of a solve in one thread block per system ([`Fused::block_warps`]): where
+/// level 0 has at most `limit` nodes (`nodes`) and the `systems` blocks fit one per
+/// multiprocessor, a warp per node, or where the kernel takes fewer than `nodes` warps
+/// (`most`), the fewest warps that take level 0 in as few rounds as `most` warps would;
+/// `None` otherwise.
+fn block_warps(nodes: u32, systems: u32, multiprocessors: u32, limit: u32, most: u32) -> Option<u32> {
+    let nodes = nodes.max(1);
+    let rounds = nodes.div_ceil(most.max(1));
+    (systems <= multiprocessors && nodes <= limit).then_some(nodes.div_ceil(rounds))
 }
 
 /// The largest padded size whose solve can run in one thread block per system
@@ -971,14 +998,23 @@ mod tests {
 
     #[test]
     fn short_chains_solve_in_one_block_per_system() {
-        // N = 64: 32 nodes on level 0, a warp each; N = 65 has 33 and keeps the single launch.
-        assert_eq!(block_warps(nodes_in_level(64, 0), 1, 132, BLOCK_SOLVE_NODES), Some(32));
-        assert_eq!(block_warps(nodes_in_level(65, 0), 1, 132, BLOCK_SOLVE_NODES), None);
+        // N = 64: 32 nodes on level 0, a warp each where the kernel takes 32 warps.
+        assert_eq!(block_warps(nodes_in_level(64, 0), 1, 132, BLOCK_SOLVE_NODES, 32), Some(32));
+        // N = 128: 64 nodes in two rounds of 32 warps; N = 129 has 65 and keeps the single
+        // launch.
+        assert_eq!(block_warps(nodes_in_level(128, 0), 1, 132, BLOCK_SOLVE_NODES, 32), Some(32));
+        assert_eq!(block_warps(nodes_in_level(129, 0), 1, 132, BLOCK_SOLVE_NODES, 32), None);
+        // Three rounds at padded size 4, two at 8 (`Fused::new` bounds the nodes by them).
+        assert_eq!((block_solve_rounds(4), block_solve_rounds(8)), (3, 2));
         // One block (N = 1): its one node on level 0, one warp.
-        assert_eq!(block_warps(nodes_in_level(1, 0), 7, 132, BLOCK_SOLVE_NODES), Some(1));
+        assert_eq!(block_warps(nodes_in_level(1, 0), 7, 132, BLOCK_SOLVE_NODES, 32), Some(1));
         // More systems than multiprocessors, or the measurement switch at 0: never.
-        assert_eq!(block_warps(4, 133, 132, BLOCK_SOLVE_NODES), None);
-        assert_eq!(block_warps(4, 1, 132, 0), None);
+        assert_eq!(block_warps(4, 133, 132, BLOCK_SOLVE_NODES, 32), None);
+        assert_eq!(block_warps(4, 1, 132, 0, 32), None);
+        // Fewer warps than nodes: two rounds of 32 nodes take 16 warps, not 20.
+        assert_eq!(block_warps(32, 1, 132, 64, 20), Some(16));
+        assert_eq!(block_warps(30, 1, 132, 64, 20), Some(15));
+        assert_eq!(block_warps(20, 1, 132, 64, 20), Some(20));
     }
 
     #[test]
