@@ -657,8 +657,8 @@ pub fn bench<T: VendorScalar>(
         problems.push((a, b));
     }
     let stream = |i: usize| plans[i % copies].stream().clone();
-    // As for this project's solver (its graphs are captured here, in `new`, but the first
-    // replay of each copy may still pay one-time costs).
+    // The same warm-up per copy as this project's rows (`ours::bench`), so that both
+    // rotations are timed alike; this plan captures its graphs in `new` already.
     let repeat = config.repeat.rotating(copies);
     let tf = time_gpu(repeat, stream, |i| plans[i % copies].restore(), |i| plans[i % copies].launch_factor())?;
     let mut rf = row("factor");

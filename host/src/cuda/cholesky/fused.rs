@@ -853,7 +853,7 @@ const fn block_solve_rounds(np: usize) -> u32 {
 
 /// The solve in one thread block per system (`blocktri_device::level::solve_rows_block`):
 /// its kernel, the most warps its registers and shared memory allow, and the most nodes of
-/// level 0 it takes (at most [`BLOCK_SOLVE_NODES`] and [`BLOCK_SOLVE_ROUNDS`] per warp;
+/// level 0 it takes (at most [`BLOCK_SOLVE_NODES`] and [`block_solve_rounds`] per warp;
 /// `BLOCKTRI_BLOCK_SOLVE_NODES` for measurements, `0`: never).
 #[derive(Debug)]
 struct BlockSolve {
